@@ -1,0 +1,74 @@
+/*
+ * Observations: one class's figures as a coherent snapshot. Counters are
+ * read inside the class's ck_sequence read section, so a reader never blocks
+ * scheduling and never sees a half-applied update; cell figures are derived
+ * from the cells' own state words.
+ */
+#include <ck_pr.h>
+#include <ck_sequence.h>
+#include <string.h>
+
+#include "../shm/clock.h"
+#include "../shm/error.h"
+#include "../shm/handle.h"
+
+static void count_cells(const struct shms *h, const struct shms__class_desc *d, uint64_t now_ns,
+                        shms_class_stats *out) {
+  for (uint32_t i = 0; i < d->cells_count; i++) {
+    const struct shms__cell *cell = SHMS__AT(
+        h->base, d->cells_off + (uint64_t)i * sizeof(struct shms__cell), const struct shms__cell);
+    switch (SHMS__CELL_STATE(ck_pr_load_64((uint64_t *)&cell->word))) {
+    case SHMS__CELL_AVAILABLE:
+      out->available++;
+      break;
+    case SHMS__CELL_LEASED: {
+      out->leased++;
+      uint64_t start = ck_pr_load_64((uint64_t *)&cell->lease_start_ns);
+      if (start != 0 && now_ns > start && now_ns - start > out->oldest_lease_age_ns)
+        out->oldest_lease_age_ns = now_ns - start;
+      break;
+    }
+    case SHMS__CELL_QUARANTINED:
+      out->quarantined++;
+      break;
+    default:
+      out->offline++;
+      break;
+    }
+  }
+}
+
+static void read_counters(const struct shms__class_ctl *ctl, shms_class_stats *out) {
+  const ck_sequence_t *seq = (const ck_sequence_t *)&ctl->obs_seq;
+  unsigned version;
+  do {
+    version = ck_sequence_read_begin(seq);
+    out->granted = ck_pr_load_64((uint64_t *)&ctl->granted);
+    out->rejected = ck_pr_load_64((uint64_t *)&ctl->rejected);
+    out->cancelled = ck_pr_load_64((uint64_t *)&ctl->cancelled);
+    out->expired = ck_pr_load_64((uint64_t *)&ctl->expired);
+    out->total_wait_ns = ck_pr_load_64((uint64_t *)&ctl->total_wait_ns);
+    out->max_wait_ns = ck_pr_load_64((uint64_t *)&ctl->max_wait_ns);
+    out->queued_tenants = ck_pr_load_32((uint32_t *)&ctl->ring_len);
+  } while (ck_sequence_read_retry(seq, version));
+}
+
+int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (out == NULL)
+    return shms__fail(SHMS_EINVAL, "out is NULL");
+  const struct shms__class_desc *d = shms__class_desc(h, (int)c);
+  if (d == NULL)
+    return SHMS_EINVAL;
+  const struct shms__class_ctl *ctl = SHMS__AT(h->base, d->ctl_off, const struct shms__class_ctl);
+  memset(out, 0, sizeof *out);
+  out->cells = d->cells_count;
+  out->queue_capacity = d->slots_count;
+  out->queue_depth = (uint32_t)(ck_pr_load_64((uint64_t *)&ctl->fast) >> 32);
+  read_counters(ctl, out);
+  count_cells(h, d, shms__now_ns(), out);
+  return SHMS_OK;
+}

@@ -1,0 +1,235 @@
+/*
+ * shmsched — a fair, crash-safe scheduler for co-located processes.
+ *
+ * This is the one public header. Every function returns 0 (or a non-negative
+ * value where documented) on success and a negative SHMS_E* code on failure.
+ * Promise: if a call fails, it changed nothing — no slot was consumed, no
+ * segment was created, nothing needs undoing.
+ *
+ * A handle (shms_t) belongs to the process that attached it: POSIX record
+ * locks, which prove a process alive, are not inherited across fork(), so a
+ * handle used in a forked child fails with SHMS_EINVAL. Attach again in the
+ * child instead.
+ */
+#ifndef SHMSCHED_H
+#define SHMSCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SHMS_EXTERN __attribute__((visibility("default")))
+#else
+#define SHMS_EXTERN
+#endif
+
+#define SHMS_VERSION_MAJOR  0
+#define SHMS_VERSION_MINOR  1
+#define SHMS_VERSION_PATCH  0
+#define SHMS_VERSION_STRING "0.1.0"
+
+/*
+ * The error map: code suffix, reason word (stable, part of the contract), and
+ * a human message. Append only: a code's number is its position in this list.
+ */
+#define SHMS_ERRNO_MAP(XX)                                                                         \
+  XX(INVAL, "invalid-argument", "invalid argument")                                                \
+  XX(QUEUEFULL, "queue-full", "class queue is at its bound")                                       \
+  XX(DENIED, "class-denied", "class denied to this tenant")                                        \
+  XX(DUPACT, "duplicate-activation", "activation id is already live")                              \
+  XX(CANCELLED, "cancelled", "request was cancelled")                                              \
+  XX(DEADLINE, "deadline-exceeded", "deadline passed before acceptance")                           \
+  XX(QUARANTINED, "all-cells-quarantined", "every cell of the class is quarantined")               \
+  XX(SHUTDOWN, "shutdown", "segment is draining or shut down")                                     \
+  XX(SEQEXHAUSTED, "sequence-exhausted", "sequence space exhausted")                               \
+  XX(LEASE, "lease-mismatch", "lease is stale, forged or already returned")                        \
+  XX(NOTFOUND, "not-found", "no such ticket or segment")                                           \
+  XX(OWNERLOST, "owner-lost", "the request's owner process died")                                  \
+  XX(WORKERLOST, "worker-lost", "the worker died mid-job")                                         \
+  XX(INCOMPAT, "incompatible-segment", "segment of another version, size or magic")                \
+  XX(PERM, "permission-denied", "segment permissions do not allow this")                           \
+  XX(EXISTS, "already-exists", "a segment of that name already exists")                            \
+  XX(BUSY, "busy", "live processes are attached")                                                  \
+  XX(NOMEM, "out-of-memory", "out of memory")                                                      \
+  XX(NOSPACE, "no-space", "no space left for the segment")                                         \
+  XX(TIMEDOUT, "timed-out", "wait timed out")                                                      \
+  XX(SYSTEM, "system-error", "unexpected operating system error")
+
+enum shms__err_index {
+  SHMS__ERR_NONE = 0,
+#define SHMS__XX(code, word, msg) SHMS__ERRIDX_##code,
+  SHMS_ERRNO_MAP(SHMS__XX)
+#undef SHMS__XX
+};
+
+typedef enum {
+  SHMS_OK = 0,
+#define SHMS__XX(code, word, msg) SHMS_E##code = -SHMS__ERRIDX_##code,
+  SHMS_ERRNO_MAP(SHMS__XX)
+#undef SHMS__XX
+} shms_errno_t;
+
+/* The reason word of err ("queue-full"), or "unknown-error". */
+SHMS_EXTERN const char *shms_err_name(int err);
+/* A one-line human message for err. */
+SHMS_EXTERN const char *shms_strerror(int err);
+/*
+ * Detail of the calling thread's most recent failure, naming what failed and
+ * where ("class standard: cells: must be 1..4096, got 0"). Valid until the
+ * thread's next shmsched call; "" when the last call gave none.
+ */
+SHMS_EXTERN const char *shms_last_error_detail(void);
+
+/* ---- Configuration ------------------------------------------------------ */
+
+typedef enum {
+  SHMS_CLASS_TINY,
+  SHMS_CLASS_SMALL,
+  SHMS_CLASS_STANDARD,
+  SHMS_CLASS_LARGE,
+  SHMS_CLASS_EXTRA_LARGE,
+  SHMS_CLASS_COUNT
+} shms_class_t;
+
+typedef enum { SHMS_MODE_LEASE, SHMS_MODE_WORKER } shms_class_mode_t;
+typedef enum { SHMS_ON_DEATH_QUARANTINE, SHMS_ON_DEATH_RELEASE } shms_on_death_t;
+
+#define SHMS_TENANT_MAX  31           /* bytes in a tenant name */
+#define SHMS_ALLOW_MAX   16           /* tenants in one class's allow list */
+#define SHMS_CELLS_MAX   4096         /* cells in one class */
+#define SHMS_QUEUE_MAX   1048576u     /* request slots in one class */
+#define SHMS_PAYLOAD_MAX 1048576u     /* payload bytes of a worker class */
+#define SHMS_TENANTS_MAX 65536u       /* --max-tenants */
+#define SHMS_PROCS_MAX   65536u       /* --max-processes */
+#define SHMS_SEGMENT_MAX (4ull << 30) /* total segment bytes */
+#define SHMS_NAME_MAX    200          /* bytes in a segment name */
+
+typedef struct {
+  uint32_t configured;        /* 0: the class does not exist in the segment */
+  uint32_t cells;             /* 1..SHMS_CELLS_MAX */
+  uint32_t queue;             /* 0..SHMS_QUEUE_MAX; 0 denies the class */
+  uint32_t mode;              /* shms_class_mode_t */
+  uint32_t payload;           /* worker mode: max payload/result bytes */
+  uint32_t tenant_max_active; /* 0: unlimited */
+  uint32_t on_holder_death;   /* shms_on_death_t */
+  uint32_t allow_count;       /* 0: any tenant (extra-large: none) */
+  char allow[SHMS_ALLOW_MAX][SHMS_TENANT_MAX + 1];
+} shms_class_config;
+
+typedef struct {
+  shms_class_config classes[SHMS_CLASS_COUNT];
+  uint64_t starvation_after_ns; /* aging threshold, > 0 */
+  uint32_t max_tenants;         /* distinct tenants with live requests, per class */
+  uint32_t max_processes;       /* size of the attached-process table */
+  uint32_t file_mode;           /* permission bits of the segment, e.g. 0600 */
+  int64_t group;                /* gid to own the segment, -1 to leave as is */
+} shms_config;
+
+#define SHMS_DEFAULT_STARVATION_NS (5ull * 1000 * 1000 * 1000)
+#define SHMS_DEFAULT_MAX_TENANTS   1024u
+#define SHMS_DEFAULT_MAX_PROCESSES 1024u
+#define SHMS_DEFAULT_FILE_MODE     0600u
+#define SHMS_DEFAULT_PAYLOAD       4096u
+
+/* Fill cfg with defaults and no configured class. */
+SHMS_EXTERN void shms_config_init(shms_config *cfg);
+/* Check every field; SHMS_EINVAL with a detail naming the field. */
+SHMS_EXTERN int shms_config_validate(const shms_config *cfg);
+/* The class's name ("extra-large"), or NULL for an out-of-range value. */
+SHMS_EXTERN const char *shms_class_name(shms_class_t c);
+/* The class named name, or -1. */
+SHMS_EXTERN int shms_class_from_name(const char *name);
+/* 0 if name is a valid tenant name (1..31 bytes, graphic ASCII), else SHMS_EINVAL. */
+SHMS_EXTERN int shms_tenant_check(const char *name);
+/* 0 if name is a valid segment name, else SHMS_EINVAL. */
+SHMS_EXTERN int shms_name_check(const char *name);
+/* Bytes a segment laid out from cfg occupies (cfg must be valid), or 0. */
+SHMS_EXTERN uint64_t shms_segment_size(const shms_config *cfg);
+
+/* ---- Segments ----------------------------------------------------------- */
+
+typedef struct shms shms_t;
+
+/*
+ * Create the segment /dev/shm/NAME laid out from cfg. Fails with
+ * SHMS_EEXISTS (the existing segment untouched), SHMS_EINVAL (bad name or
+ * config), SHMS_EPERM, SHMS_ENOSPACE or SHMS_ESYSTEM. The segment is never
+ * attachable half-made: its magic is published last.
+ */
+SHMS_EXTERN int shms_create(const char *name, const shms_config *cfg);
+
+enum {
+  /* Map read-only and do not register: for observers (status, metrics). */
+  SHMS_ATTACH_OBSERVER = 1u << 0,
+};
+
+/*
+ * Attach to NAME: validate it (SHMS_EINCOMPAT, with a detail naming the
+ * failed check), map it and register this process in its process table.
+ * SHMS_ENOTFOUND if there is no such segment, SHMS_EPERM if it may not be
+ * opened, SHMS_EBUSY if the process table is full.
+ */
+SHMS_EXTERN int shms_attach(const char *name, unsigned flags, shms_t **out);
+/* Unregister and unmap. The handle is freed even on error. */
+SHMS_EXTERN int shms_detach(shms_t *h);
+
+enum { SHMS_DESTROY_FORCE = 1u << 0 };
+/*
+ * Unlink NAME. Refuses with SHMS_EBUSY while other live processes are
+ * attached, unless SHMS_DESTROY_FORCE. Attached processes keep their
+ * mappings; new attaches fail.
+ */
+SHMS_EXTERN int shms_destroy(const char *name, unsigned flags);
+
+/* The configuration the segment was created with. */
+SHMS_EXTERN int shms_get_config(const shms_t *h, shms_config *out);
+
+typedef struct {
+  uint64_t incarnation;     /* random id of this segment's creation */
+  uint64_t created_unix_ns; /* CLOCK_REALTIME at creation */
+  uint64_t size;            /* bytes */
+  uint32_t layout_version;
+  uint32_t state;          /* shms_segment_state_t */
+  uint32_t live_processes; /* registered and proven alive by their lock */
+  uint32_t max_processes;
+} shms_segment_info;
+
+typedef enum {
+  SHMS_SEG_ACTIVE = 1,
+  SHMS_SEG_DRAINING = 2,
+  SHMS_SEG_DESTROYING = 3
+} shms_segment_state_t;
+
+SHMS_EXTERN int shms_segment_info_get(const shms_t *h, shms_segment_info *out);
+
+/* Live figures of one class, read as one coherent snapshot. */
+typedef struct {
+  uint32_t cells;
+  uint32_t available;
+  uint32_t leased;
+  uint32_t quarantined;
+  uint32_t offline;
+  uint32_t queue_capacity;
+  uint32_t queue_depth;
+  uint32_t queued_tenants;
+  uint64_t granted;
+  uint64_t rejected;
+  uint64_t cancelled;
+  uint64_t expired;
+  uint64_t total_wait_ns;
+  uint64_t max_wait_ns;
+  uint64_t oldest_lease_age_ns;
+} shms_class_stats;
+
+/* SHMS_EINVAL for a class the segment does not configure. */
+SHMS_EXTERN int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SHMSCHED_H */

@@ -1,0 +1,155 @@
+/* Configuration defaults and validation: the single authority on what is valid. */
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+#include "layout.h"
+
+static const char *const class_names[SHMS_CLASS_COUNT] = {
+    [SHMS_CLASS_TINY] = "tiny",
+    [SHMS_CLASS_SMALL] = "small",
+    [SHMS_CLASS_STANDARD] = "standard",
+    [SHMS_CLASS_LARGE] = "large",
+    [SHMS_CLASS_EXTRA_LARGE] = "extra-large",
+};
+
+const char *shms_class_name(shms_class_t c) {
+  if ((unsigned)c >= SHMS_CLASS_COUNT)
+    return NULL;
+  return class_names[c];
+}
+
+int shms_class_from_name(const char *name) {
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    if (name != NULL && strcmp(name, class_names[c]) == 0)
+      return c;
+  return -1;
+}
+
+void shms_config_init(shms_config *cfg) {
+  memset(cfg, 0, sizeof *cfg);
+  cfg->starvation_after_ns = SHMS_DEFAULT_STARVATION_NS;
+  cfg->max_tenants = SHMS_DEFAULT_MAX_TENANTS;
+  cfg->max_processes = SHMS_DEFAULT_MAX_PROCESSES;
+  cfg->file_mode = SHMS_DEFAULT_FILE_MODE;
+  cfg->group = -1;
+}
+
+int shms_tenant_check(const char *name) {
+  shms__clear_detail();
+  if (name == NULL || name[0] == '\0')
+    return shms__fail(SHMS_EINVAL, "tenant name is empty");
+  size_t n = strnlen(name, SHMS_TENANT_MAX + 1);
+  if (n > SHMS_TENANT_MAX)
+    return shms__fail(SHMS_EINVAL, "tenant name is longer than %d bytes", SHMS_TENANT_MAX);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)name[i];
+    /* Graphic ASCII only: no spaces or controls, so names print and parse unambiguously. */
+    if (ch < 0x21 || ch > 0x7e)
+      return shms__fail(SHMS_EINVAL, "tenant name has a non-printable byte 0x%02x at %zu", ch, i);
+  }
+  return SHMS_OK;
+}
+
+int shms_name_check(const char *name) {
+  shms__clear_detail();
+  if (name == NULL || name[0] == '\0')
+    return shms__fail(SHMS_EINVAL, "segment name is empty");
+  size_t n = strnlen(name, SHMS_NAME_MAX + 1);
+  if (n > SHMS_NAME_MAX)
+    return shms__fail(SHMS_EINVAL, "segment name is longer than %d bytes", SHMS_NAME_MAX);
+  if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+    return shms__fail(SHMS_EINVAL, "segment name '%s' is reserved", name);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)name[i];
+    if (ch == '/' || ch < 0x21 || ch > 0x7e)
+      return shms__fail(SHMS_EINVAL,
+                        "segment name has a forbidden byte 0x%02x at %zu (no '/', spaces or "
+                        "controls)",
+                        ch, i);
+  }
+  return SHMS_OK;
+}
+
+static int validate_class(const shms_config *cfg, int c) {
+  const shms_class_config *k = &cfg->classes[c];
+  const char *cn = class_names[c];
+  if (k->cells < 1 || k->cells > SHMS_CELLS_MAX)
+    return shms__fail(SHMS_EINVAL, "class %s: cells: must be 1..%d, got %u", cn, SHMS_CELLS_MAX,
+                      k->cells);
+  if (k->queue > SHMS_QUEUE_MAX)
+    return shms__fail(SHMS_EINVAL, "class %s: queue: must be 0..%u, got %u", cn, SHMS_QUEUE_MAX,
+                      k->queue);
+  if (k->mode != SHMS_MODE_LEASE && k->mode != SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL, "class %s: mode: must be lease or worker", cn);
+  if (k->mode == SHMS_MODE_WORKER && (k->payload < 1 || k->payload > SHMS_PAYLOAD_MAX))
+    return shms__fail(SHMS_EINVAL, "class %s: payload: must be 1..%u bytes, got %u", cn,
+                      SHMS_PAYLOAD_MAX, k->payload);
+  if (k->mode == SHMS_MODE_LEASE && k->payload != 0)
+    return shms__fail(SHMS_EINVAL, "class %s: payload: only a worker class carries payloads", cn);
+  if (k->tenant_max_active > k->cells)
+    return shms__fail(SHMS_EINVAL, "class %s: tenant-max-active: must be 0..cells (%u), got %u", cn,
+                      k->cells, k->tenant_max_active);
+  if (k->on_holder_death != SHMS_ON_DEATH_QUARANTINE && k->on_holder_death != SHMS_ON_DEATH_RELEASE)
+    return shms__fail(SHMS_EINVAL, "class %s: on-holder-death: must be quarantine or release", cn);
+  if (k->allow_count > SHMS_ALLOW_MAX)
+    return shms__fail(SHMS_EINVAL, "class %s: allow: at most %d tenants, got %u", cn,
+                      SHMS_ALLOW_MAX, k->allow_count);
+  for (uint32_t i = 0; i < k->allow_count; i++) {
+    char tenant[SHMS_TENANT_MAX + 1];
+    memcpy(tenant, k->allow[i], sizeof tenant);
+    tenant[SHMS_TENANT_MAX] = '\0';
+    if (strnlen(k->allow[i], sizeof k->allow[i]) > SHMS_TENANT_MAX ||
+        shms_tenant_check(tenant) != SHMS_OK) {
+      char why[200];
+      snprintf(why, sizeof why, "%s", shms_last_error_detail());
+      return shms__fail(SHMS_EINVAL, "class %s: allow: entry %u: %s", cn, i + 1, why);
+    }
+    for (uint32_t j = 0; j < i; j++)
+      if (strcmp(k->allow[i], k->allow[j]) == 0)
+        return shms__fail(SHMS_EINVAL, "class %s: allow: tenant '%s' is listed twice", cn, tenant);
+  }
+  return SHMS_OK;
+}
+
+int shms_config_validate(const shms_config *cfg) {
+  shms__clear_detail();
+  if (cfg == NULL)
+    return shms__fail(SHMS_EINVAL, "configuration is NULL");
+  int any = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    if (cfg->classes[c].configured > 1)
+      return shms__fail(SHMS_EINVAL, "class %s: configured flag is not 0 or 1", class_names[c]);
+    if (!cfg->classes[c].configured)
+      continue;
+    any = 1;
+    int rc = validate_class(cfg, c);
+    if (rc != SHMS_OK)
+      return rc;
+  }
+  if (!any)
+    return shms__fail(SHMS_EINVAL, "class: at least one class must be configured");
+  if (cfg->starvation_after_ns < SHMS_MIN_DURATION_NS ||
+      cfg->starvation_after_ns > SHMS_MAX_DURATION_NS)
+    return shms__fail(SHMS_EINVAL, "starvation-after: must be 1ms..24h");
+  if (cfg->max_tenants < 1 || cfg->max_tenants > SHMS_TENANTS_MAX)
+    return shms__fail(SHMS_EINVAL, "max-tenants: must be 1..%u, got %u", SHMS_TENANTS_MAX,
+                      cfg->max_tenants);
+  if (cfg->max_processes < 1 || cfg->max_processes > SHMS_PROCS_MAX)
+    return shms__fail(SHMS_EINVAL, "max-processes: must be 1..%u, got %u", SHMS_PROCS_MAX,
+                      cfg->max_processes);
+  if (cfg->file_mode & ~0777u)
+    return shms__fail(SHMS_EINVAL, "mode: only permission bits (0..0777) are allowed, got 0%o",
+                      cfg->file_mode);
+  if ((cfg->file_mode & 0600u) != 0600u)
+    return shms__fail(SHMS_EINVAL, "mode: the owner must keep read and write (0600), got 0%03o",
+                      cfg->file_mode);
+  if (cfg->group < -1 || cfg->group > (int64_t)UINT32_MAX - 1)
+    return shms__fail(SHMS_EINVAL, "group: not a valid gid");
+  uint64_t size = shms__layout_size(cfg);
+  if (size == 0 || size > SHMS_SEGMENT_MAX)
+    return shms__fail(SHMS_EINVAL,
+                      "configuration needs a segment of %llu bytes, more than the %llu allowed",
+                      (unsigned long long)size, (unsigned long long)SHMS_SEGMENT_MAX);
+  return SHMS_OK;
+}

@@ -1,0 +1,22 @@
+/* Laying a new segment out, and validating a mapped one against its own configuration. */
+#ifndef SHMS_SHM_FORMAT_H
+#define SHMS_SHM_FORMAT_H
+
+#include "layout.h"
+
+/*
+ * Lay out the zero-filled mapping base for cfg (valid) and layout l, then
+ * publish the magic last with a store fence before it.
+ */
+void shms__format(char *base, const shms_config *cfg, const struct shms__layout *l,
+                  uint64_t incarnation, uint64_t created_unix_ns);
+
+/*
+ * Check the mapping of file_size bytes at base: magic, version, sizes, the
+ * stored configuration, and every offset and count against the layout that
+ * configuration implies. Once this passes, every descriptor in the header
+ * lies inside the mapping. SHMS_EINCOMPAT with a detail naming the check.
+ */
+int shms__validate(const char *base, uint64_t file_size);
+
+#endif

@@ -1,0 +1,32 @@
+/* The process-local handle to an attached segment. */
+#ifndef SHMS_SHM_HANDLE_H
+#define SHMS_SHM_HANDLE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "layout.h"
+
+struct shms__file; /* this process's one registration per segment file (segment.c) */
+
+struct shms {
+  struct shms__file *file;
+  char *base; /* the mapping; every offset in the header is < size */
+  uint64_t size;
+  struct shms__header *hdr;
+  unsigned flags; /* SHMS_ATTACH_* and internal SHMS__ATTACH_* */
+  pid_t pid;      /* the attaching process: handles do not survive fork */
+  uint32_t self;  /* our process-table index, UINT32_MAX for observers */
+  int fd;         /* a descriptor of the file, owned by file; never close it */
+};
+
+/* Internal attach flag: writable mapping without registering (destroy, repair tools). */
+#define SHMS__ATTACH_ADMIN (1u << 16)
+
+/* SHMS_EINVAL unless h is usable by the calling process. */
+int shms__handle_check(const struct shms *h);
+
+/* The class's descriptor, or NULL (with a detail) if the segment does not configure c. */
+const struct shms__class_desc *shms__class_desc(const struct shms *h, int c);
+
+#endif

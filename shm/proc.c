@@ -1,0 +1,130 @@
+/* The attached-process table: claiming entries and proving owners alive by their locks. */
+#include "proc.h"
+
+#include <ck_pr.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+
+uint64_t shms__proc_start_time(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return 0;
+  buf[n] = '\0';
+  /* The command name (field 2) may hold spaces and parentheses: count from the last ')'. */
+  char *p = strrchr(buf, ')');
+  if (p == NULL)
+    return 0;
+  unsigned long long start = 0;
+  /* After ')': field 3 (state) ... field 22 (starttime) is the 20th. */
+  if (sscanf(p + 1,
+             " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+             &start) != 1)
+    return 0;
+  return start;
+}
+
+static struct shms__proc *entry(const char *base, uint32_t index) {
+  const struct shms__header *h = (const struct shms__header *)base;
+  return SHMS__AT(base, h->procs_off + (uint64_t)index * sizeof(struct shms__proc),
+                  struct shms__proc);
+}
+
+static off_t lock_offset(const char *base, uint32_t index) {
+  const struct shms__header *h = (const struct shms__header *)base;
+  return (off_t)(h->procs_off + (uint64_t)index * sizeof(struct shms__proc));
+}
+
+static int lock_byte(int fd, off_t off, short type) {
+  struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = off, .l_len = 1};
+  return fcntl(fd, F_SETLK, &fl);
+}
+
+int shms__proc_alive(const char *base, int fd, uint32_t index, uint32_t self) {
+  if (index == self)
+    return 1;
+  struct flock fl = {
+      .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_offset(base, index), .l_len = 1};
+  if (fcntl(fd, F_GETLK, &fl) != 0)
+    return -errno;
+  return fl.l_type != F_UNLCK;
+}
+
+static uint64_t realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Holding the lock makes us the only live claimant of the entry; its state
+ * word may still say LIVE for a dead previous owner, whose entry we now take
+ * over. (Recovery of what a dead owner held runs before its entry is freed:
+ * see docs/protocol.md, "Process entries".)
+ */
+static void claim(char *base, uint32_t index, uint32_t role) {
+  struct shms__proc *p = entry(base, index);
+  ck_pr_store_32(&p->state, SHMS__PROC_CLAIMING);
+  ck_pr_store_32(&p->gen, p->gen + 1);
+  ck_pr_store_32((uint32_t *)&p->pid, (uint32_t)getpid());
+  ck_pr_store_64(&p->start_time, shms__proc_start_time(getpid()));
+  ck_pr_store_64(&p->attached_unix_ns, realtime_ns());
+  ck_pr_store_32(&p->role, role);
+  /* Identity fields must be visible before the entry reads as LIVE. */
+  ck_pr_fence_store();
+  ck_pr_store_32(&p->state, SHMS__PROC_LIVE);
+}
+
+int shms__proc_register(char *base, int fd, uint32_t role, uint32_t *index_out) {
+  const struct shms__header *h = (const struct shms__header *)base;
+  for (uint32_t i = 0; i < h->procs_count; i++) {
+    /* Skip entries that look taken cheaply; the lock below is what decides. */
+    if (ck_pr_load_32(&entry(base, i)->state) != SHMS__PROC_FREE &&
+        shms__proc_alive(base, fd, i, UINT32_MAX) != 0)
+      continue;
+    if (lock_byte(fd, lock_offset(base, i), F_WRLCK) != 0) {
+      if (errno == EAGAIN || errno == EACCES)
+        continue; /* a live process holds it */
+      return shms__fail(shms__from_errno(errno), "cannot lock process entry %u: %s", i,
+                        strerror(errno));
+    }
+    claim(base, i, role);
+    *index_out = i;
+    return SHMS_OK;
+  }
+  return shms__fail(SHMS_EBUSY, "process table is full: %u live processes attached",
+                    h->procs_count);
+}
+
+void shms__proc_unregister(char *base, int fd, uint32_t index) {
+  struct shms__proc *p = entry(base, index);
+  ck_pr_store_32((uint32_t *)&p->pid, 0);
+  ck_pr_fence_store();
+  ck_pr_store_32(&p->state, SHMS__PROC_FREE);
+  /* Only after the entry reads FREE may another process claim it. */
+  lock_byte(fd, lock_offset(base, index), F_UNLCK);
+}
+
+uint32_t shms__proc_count_live(const char *base, int fd, uint32_t self, pid_t *pids, uint32_t max) {
+  const struct shms__header *h = (const struct shms__header *)base;
+  uint32_t live = 0;
+  for (uint32_t i = 0; i < h->procs_count; i++) {
+    if (shms__proc_alive(base, fd, i, self) != 1)
+      continue;
+    if (pids != NULL && live < max)
+      pids[live] = (pid_t)ck_pr_load_32((uint32_t *)&entry(base, i)->pid);
+    live++;
+  }
+  return live;
+}

@@ -1,0 +1,44 @@
+/*
+ * The attached-process table and liveness by byte-range lock.
+ *
+ * A registered process holds a POSIX write lock on the one file byte at its
+ * entry's offset. The kernel drops the lock when the process dies, so "is
+ * the lock held" is the ground truth for liveness: immune to pid reuse and to
+ * pid namespaces. The pid and start time in the entry only name the owner.
+ * POSIX locks belong to the process, are not inherited by fork, and all of a
+ * process's locks on a file drop when it closes any descriptor of that file:
+ * segment.c therefore keeps one registration and one set of descriptors per
+ * process per segment.
+ */
+#ifndef SHMS_SHM_PROC_H
+#define SHMS_SHM_PROC_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "layout.h"
+
+/* Start time of pid (field 22 of /proc/PID/stat), 0 if it cannot be read. */
+uint64_t shms__proc_start_time(pid_t pid);
+
+/*
+ * Claim an entry of the table in the segment at base, through the writable
+ * descriptor fd: a free one, or one whose owner is dead. SHMS_EBUSY if every
+ * entry belongs to a live process.
+ */
+int shms__proc_register(char *base, int fd, uint32_t role, uint32_t *index_out);
+/* Give entry index back and drop its lock. */
+void shms__proc_unregister(char *base, int fd, uint32_t index);
+
+/*
+ * Whether a live process holds entry index's lock. self is the caller's own
+ * entry or UINT32_MAX: a process never conflicts with its own locks, so its
+ * own entry is answered without asking the kernel. Returns 1 live, 0 dead
+ * (or never registered), negative on a system error.
+ */
+int shms__proc_alive(const char *base, int fd, uint32_t index, uint32_t self);
+
+/* Count live registered processes; if pids is not NULL, store up to max of their pids. */
+uint32_t shms__proc_count_live(const char *base, int fd, uint32_t self, pid_t *pids, uint32_t max);
+
+#endif

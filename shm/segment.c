@@ -1,0 +1,400 @@
+/*
+ * Creating, attaching, detaching and destroying segments.
+ *
+ * Each process keeps one registration per segment file, shared by all of its
+ * handles, and keeps every descriptor of that file open until its last handle
+ * detaches: closing any descriptor of a file drops all of the process's POSIX
+ * locks on it, which would make the process look dead (proc.h).
+ */
+#include <ck_pr.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "format.h"
+#include "handle.h"
+#include "proc.h"
+
+struct shms__file {
+  struct shms__file *next;
+  dev_t dev;
+  ino_t ino;
+  int fd_ro, fd_rw;         /* -1 when not open */
+  uint32_t refs;            /* handles using this file */
+  uint32_t registered_refs; /* of which registered (neither observer nor admin) */
+  uint32_t proc_index;      /* our entry while registered_refs > 0 */
+};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct shms__file *registry;
+static pid_t registry_pid;
+
+/* A forked child inherits the list but none of the locks: start it afresh. */
+static void registry_after_fork(void) {
+  if (registry_pid == getpid())
+    return;
+  while (registry != NULL) {
+    struct shms__file *f = registry;
+    registry = f->next;
+    if (f->fd_ro >= 0)
+      close(f->fd_ro);
+    if (f->fd_rw >= 0)
+      close(f->fd_rw);
+    free(f);
+  }
+  registry_pid = getpid();
+}
+
+static void shm_path(char *out, size_t n, const char *name) {
+  snprintf(out, n, "/dev/shm/%s", name);
+}
+
+static uint64_t realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t random_u64(void) {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v)
+    v = realtime_ns() ^ ((uint64_t)getpid() << 32);
+  return v ? v : 1;
+}
+
+static int open_fail(int e, const char *name, const char *what) {
+  return shms__fail(shms__from_errno(e), "cannot %s segment '%s': %s", what, name, strerror(e));
+}
+
+/* Remove the file we created, but only if NAME still names it. */
+static void unlink_if_ours(const char *name, int fd) {
+  struct stat a, b;
+  char path[256];
+  shm_path(path, sizeof path, name);
+  if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+    char shm_name[SHMS_NAME_MAX + 2];
+    snprintf(shm_name, sizeof shm_name, "/%s", name);
+    shm_unlink(shm_name);
+  }
+}
+
+static int size_and_map(const char *name, int fd, const shms_config *cfg) {
+  struct shms__layout l;
+  uint64_t size = shms__layout_compute(cfg, &l);
+  /* Reserve every page now: a tmpfs that runs out later would SIGBUS a process at random. */
+  int e = posix_fallocate(fd, 0, (off_t)size);
+  if (e == EOPNOTSUPP || e == ENOSYS)
+    e = ftruncate(fd, (off_t)size) == 0 ? 0 : errno;
+  if (e != 0)
+    return shms__fail(shms__from_errno(e), "cannot size segment '%s' to %llu bytes: %s", name,
+                      (unsigned long long)size, strerror(e));
+  void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED)
+    return open_fail(errno, name, "map");
+  shms__format(base, cfg, &l, random_u64(), realtime_ns());
+  munmap(base, size);
+  return SHMS_OK;
+}
+
+int shms_create(const char *name, const shms_config *cfg) {
+  int rc = shms_name_check(name);
+  if (rc != SHMS_OK)
+    return rc;
+  if ((rc = shms_config_validate(cfg)) != SHMS_OK)
+    return rc;
+  char shm_name[SHMS_NAME_MAX + 2];
+  snprintf(shm_name, sizeof shm_name, "/%s", name);
+  int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cfg->file_mode);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      return shms__fail(SHMS_EEXISTS, "segment '%s' already exists (left untouched)", name);
+    return open_fail(errno, name, "create");
+  }
+  /* The umask must not narrow the mode the operator asked for. */
+  if (fchmod(fd, cfg->file_mode) != 0)
+    rc = open_fail(errno, name, "set the mode of");
+  else if (cfg->group >= 0 && fchown(fd, (uid_t)-1, (gid_t)cfg->group) != 0)
+    rc = shms__fail(shms__from_errno(errno), "cannot give segment '%s' to group %lld: %s", name,
+                    (long long)cfg->group, strerror(errno));
+  else
+    rc = size_and_map(name, fd, cfg);
+  if (rc != SHMS_OK)
+    unlink_if_ours(name, fd);
+  close(fd);
+  return rc;
+}
+
+static struct shms__file *registry_find(dev_t dev, ino_t ino) {
+  for (struct shms__file *f = registry; f != NULL; f = f->next)
+    if (f->dev == dev && f->ino == ino)
+      return f;
+  return NULL;
+}
+
+/* Find or open this process's entry for NAME with a descriptor of the needed access. */
+static int file_get(const char *name, int writable, struct shms__file **out, int *fd_out) {
+  char path[256];
+  struct stat st;
+  shm_path(path, sizeof path, name);
+  if (stat(path, &st) != 0)
+    return errno == ENOENT ? shms__fail(SHMS_ENOTFOUND, "no segment named '%s'", name)
+                           : open_fail(errno, name, "inspect");
+  struct shms__file *f = registry_find(st.st_dev, st.st_ino);
+  int fd = f == NULL ? -1 : (writable ? f->fd_rw : (f->fd_rw >= 0 ? f->fd_rw : f->fd_ro));
+  if (fd < 0) {
+    char shm_name[SHMS_NAME_MAX + 2];
+    snprintf(shm_name, sizeof shm_name, "/%s", name);
+    fd = shm_open(shm_name, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0)
+      return open_fail(errno, name, writable ? "open for writing" : "open");
+    if (fstat(fd, &st) != 0) {
+      int e = errno;
+      close(fd);
+      return open_fail(e, name, "inspect");
+    }
+    /* NAME may have been replaced since stat(): key by what we actually opened. */
+    f = registry_find(st.st_dev, st.st_ino);
+    if (f == NULL) {
+      if ((f = calloc(1, sizeof *f)) == NULL) {
+        close(fd);
+        return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
+      }
+      *f = (struct shms__file){.next = registry,
+                               .dev = st.st_dev,
+                               .ino = st.st_ino,
+                               .fd_ro = -1,
+                               .fd_rw = -1,
+                               .proc_index = UINT32_MAX};
+      registry = f;
+    }
+    int *slot = writable ? &f->fd_rw : &f->fd_ro;
+    if (*slot >= 0)
+      close(fd); /* raced with ourselves: impossible under registry_lock, but harmless */
+    else
+      *slot = fd;
+    fd = *slot;
+  }
+  *out = f;
+  *fd_out = fd;
+  return SHMS_OK;
+}
+
+/* Drop a reference; the last one closes the descriptors (and with them our locks). */
+static void file_put(struct shms__file *f) {
+  if (--f->refs > 0)
+    return;
+  for (struct shms__file **p = &registry; *p != NULL; p = &(*p)->next)
+    if (*p == f) {
+      *p = f->next;
+      break;
+    }
+  if (f->fd_ro >= 0)
+    close(f->fd_ro);
+  if (f->fd_rw >= 0)
+    close(f->fd_rw);
+  free(f);
+}
+
+static int map_and_validate(const char *name, int fd, int writable, struct shms *h) {
+  struct stat st;
+  if (fstat(fd, &st) != 0)
+    return open_fail(errno, name, "inspect");
+  if ((uint64_t)st.st_size < sizeof(struct shms__header))
+    return shms__validate(NULL, (uint64_t)st.st_size);
+  void *base =
+      mmap(NULL, (size_t)st.st_size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED)
+    return open_fail(errno, name, "map");
+  int rc = shms__validate(base, (uint64_t)st.st_size);
+  if (rc != SHMS_OK) {
+    char why[256];
+    snprintf(why, sizeof why, "%s", shms_last_error_detail());
+    munmap(base, (size_t)st.st_size);
+    return shms__fail(rc, "segment '%s': %s", name, why);
+  }
+  h->base = base;
+  h->size = (uint64_t)st.st_size;
+  h->hdr = base;
+  return SHMS_OK;
+}
+
+static int attach_locked(const char *name, unsigned flags, struct shms *h) {
+  int observer = (flags & SHMS_ATTACH_OBSERVER) != 0;
+  int registers = !observer && !(flags & SHMS__ATTACH_ADMIN);
+  struct shms__file *f;
+  int fd, rc = file_get(name, !observer, &f, &fd);
+  if (rc != SHMS_OK)
+    return rc;
+  f->refs++;
+  if ((rc = map_and_validate(name, fd, !observer, h)) != SHMS_OK) {
+    file_put(f);
+    return rc;
+  }
+  if (registers && ck_pr_load_32(&h->hdr->state) == SHMS_SEG_DESTROYING)
+    rc = shms__fail(SHMS_ESHUTDOWN, "segment '%s' is being destroyed", name);
+  else if (registers && f->registered_refs == 0)
+    rc = shms__proc_register(h->base, fd, 0, &f->proc_index);
+  if (rc != SHMS_OK) {
+    munmap(h->base, h->size);
+    file_put(f);
+    return rc;
+  }
+  if (registers)
+    f->registered_refs++;
+  h->file = f;
+  h->fd = fd;
+  h->self = registers ? f->proc_index : UINT32_MAX;
+  return SHMS_OK;
+}
+
+int shms_attach(const char *name, unsigned flags, shms_t **out) {
+  int rc = shms_name_check(name);
+  if (rc != SHMS_OK)
+    return rc;
+  if (out == NULL)
+    return shms__fail(SHMS_EINVAL, "out is NULL");
+  struct shms *h = calloc(1, sizeof *h);
+  if (h == NULL)
+    return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
+  h->flags = flags;
+  h->pid = getpid();
+  pthread_mutex_lock(&registry_lock);
+  registry_after_fork();
+  rc = attach_locked(name, flags, h);
+  pthread_mutex_unlock(&registry_lock);
+  if (rc != SHMS_OK) {
+    free(h);
+    return rc;
+  }
+  *out = h;
+  return SHMS_OK;
+}
+
+int shms__handle_check(const struct shms *h) {
+  if (h == NULL)
+    return shms__fail(SHMS_EINVAL, "handle is NULL");
+  if (h->pid != getpid())
+    return shms__fail(SHMS_EINVAL, "handle was attached by process %d; attach again after fork",
+                      (int)h->pid);
+  return SHMS_OK;
+}
+
+int shms_detach(shms_t *h) {
+  shms__clear_detail();
+  if (h == NULL)
+    return shms__fail(SHMS_EINVAL, "handle is NULL");
+  int rc = shms__handle_check(h);
+  if (rc == SHMS_OK) {
+    pthread_mutex_lock(&registry_lock);
+    struct shms__file *f = h->file;
+    if (h->self != UINT32_MAX && --f->registered_refs == 0) {
+      shms__proc_unregister(h->base, f->fd_rw, f->proc_index);
+      f->proc_index = UINT32_MAX;
+    }
+    file_put(f);
+    pthread_mutex_unlock(&registry_lock);
+  }
+  munmap(h->base, h->size);
+  free(h);
+  return rc;
+}
+
+/* Mark the segment DESTROYING unless live processes are attached (or force). */
+static int refuse_if_busy(struct shms *h, const char *name, unsigned flags, uint32_t *old) {
+  uint32_t *state = &h->hdr->state;
+  do {
+    *old = ck_pr_load_32(state);
+  } while (!ck_pr_cas_32(state, *old, SHMS_SEG_DESTROYING));
+  pid_t pids[8];
+  uint32_t live = shms__proc_count_live(h->base, h->fd, UINT32_MAX, pids, 8);
+  if (live == 0 || (flags & SHMS_DESTROY_FORCE))
+    return SHMS_OK;
+  ck_pr_store_32(state, *old);
+  char list[128] = "";
+  for (uint32_t i = 0; i < live && i < 8; i++) {
+    size_t n = strlen(list);
+    snprintf(list + n, sizeof list - n, "%s%d", i ? ", " : "", (int)pids[i]);
+  }
+  return shms__fail(SHMS_EBUSY,
+                    "segment '%s' has %u live attached process%s (pid %s%s); use --force", name,
+                    live, live == 1 ? "" : "es", list, live > 8 ? ", ..." : "");
+}
+
+int shms_destroy(const char *name, unsigned flags) {
+  int rc = shms_name_check(name);
+  if (rc != SHMS_OK)
+    return rc;
+  char shm_name[SHMS_NAME_MAX + 2];
+  snprintf(shm_name, sizeof shm_name, "/%s", name);
+  shms_t *h;
+  rc = shms_attach(name, SHMS__ATTACH_ADMIN, &h);
+  if (rc == SHMS_EINCOMPAT && (flags & SHMS_DESTROY_FORCE)) {
+    /* An operator must be able to remove a corrupt or foreign-version segment. */
+    if (shm_unlink(shm_name) != 0)
+      return open_fail(errno, name, "remove");
+    return SHMS_OK;
+  }
+  if (rc != SHMS_OK) {
+    if (rc == SHMS_EINCOMPAT) {
+      char why[256];
+      snprintf(why, sizeof why, "%s", shms_last_error_detail());
+      return shms__fail(rc, "%s; --force removes it anyway", why);
+    }
+    return rc;
+  }
+  uint32_t old;
+  rc = refuse_if_busy(h, name, flags, &old);
+  if (rc == SHMS_OK && shm_unlink(shm_name) != 0) {
+    rc = open_fail(errno, name, "remove");
+    ck_pr_store_32(&h->hdr->state, old);
+  }
+  char why[256];
+  snprintf(why, sizeof why, "%s", shms_last_error_detail());
+  shms_detach(h);
+  return rc == SHMS_OK ? rc : shms__fail(rc, "%s", why);
+}
+
+int shms_get_config(const shms_t *h, shms_config *out) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  *out = h->hdr->config;
+  return SHMS_OK;
+}
+
+int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  const struct shms__header *hdr = h->hdr;
+  *out = (shms_segment_info){
+      .incarnation = hdr->incarnation,
+      .created_unix_ns = hdr->created_unix_ns,
+      .size = hdr->total_size,
+      .layout_version = hdr->layout_version,
+      .state = ck_pr_load_32((uint32_t *)&hdr->state),
+      .live_processes = shms__proc_count_live(h->base, h->fd, h->self, NULL, 0),
+      .max_processes = hdr->procs_count,
+  };
+  return SHMS_OK;
+}
+
+const struct shms__class_desc *shms__class_desc(const struct shms *h, int c) {
+  if (c < 0 || c >= SHMS_CLASS_COUNT || !(h->hdr->class_mask & (1u << c))) {
+    shms__fail(SHMS_EINVAL, "class %s is not configured in this segment",
+               c >= 0 && c < SHMS_CLASS_COUNT ? shms_class_name((shms_class_t)c) : "?");
+    return NULL;
+  }
+  return &h->hdr->classes[c];
+}
