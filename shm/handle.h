@@ -26,6 +26,12 @@ struct shms {
 /* SHMS_EINVAL unless h is usable by the calling process. */
 int shms__handle_check(const struct shms *h);
 
+/*
+ * This process's entry in h's table, UINT32_MAX if it holds none; pass it as
+ * `self` to the liveness checks of proc.h.
+ */
+uint32_t shms__self_index(const struct shms *h);
+
 /* The class's descriptor, or NULL (with a detail) if the segment does not configure c. */
 const struct shms__class_desc *shms__class_desc(const struct shms *h, int c);
 

@@ -315,7 +315,7 @@ static int refuse_if_busy(struct shms *h, const char *name, unsigned flags, uint
     *old = ck_pr_load_32(state);
   } while (!ck_pr_cas_32(state, *old, SHMS_SEG_DESTROYING));
   pid_t pids[8];
-  uint32_t live = shms__proc_count_live(h->base, h->fd, UINT32_MAX, pids, 8);
+  uint32_t live = shms__proc_count_live(h->base, h->fd, shms__self_index(h), pids, 8);
   if (live == 0 || (flags & SHMS_DESTROY_FORCE))
     return SHMS_OK;
   ck_pr_store_32(state, *old);
@@ -384,10 +384,15 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
       .size = hdr->total_size,
       .layout_version = hdr->layout_version,
       .state = ck_pr_load_32((uint32_t *)&hdr->state),
-      .live_processes = shms__proc_count_live(h->base, h->fd, h->self, NULL, 0),
+      .live_processes = shms__proc_count_live(h->base, h->fd, shms__self_index(h), NULL, 0),
       .max_processes = hdr->procs_count,
   };
   return SHMS_OK;
+}
+
+uint32_t shms__self_index(const struct shms *h) {
+  /* Our own lock never conflicts with us, so the kernel cannot vouch for our own entry. */
+  return ck_pr_load_32(&h->file->proc_index);
 }
 
 const struct shms__class_desc *shms__class_desc(const struct shms *h, int c) {
