@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install what shmsched needs from Debian's packages, only where missing.
+# Safe to run again; a fresh Debian machine needs nothing else by hand.
+set -euo pipefail
+
+packages=(
+  gcc make cmake pkg-config    # the toolchain
+  libck-dev                    # Concurrency Kit: atomics, seqlocks, bitmaps, rings
+  libjemalloc-dev              # the executables' allocator
+  check libsubunit-dev         # the test framework (static only; needs subunit)
+  libinih-dev                  # the INI parser behind `create --config`
+  clang-format                 # one style, checked in CI
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
