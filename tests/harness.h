@@ -7,6 +7,7 @@
 
 #include <check.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "shmsched.h"
 
@@ -39,7 +40,7 @@ int harness_cli(char *out, size_t out_n, char *err, size_t err_n, const char *co
 #define ck_assert_shms_ok(expr)                                                                    \
   do {                                                                                             \
     int rc_ = (expr);                                                                              \
-    ck_assert_msg(rc_ == SHMS_OK, "%s -> %s: %s", #expr, shms_err_name(rc_),                     \
+    ck_assert_msg(rc_ == SHMS_OK, "%s -> %s: %s", #expr, shms_err_name(rc_),                       \
                   shms_last_error_detail());                                                       \
   } while (0)
 
@@ -47,10 +48,10 @@ int harness_cli(char *out, size_t out_n, char *err, size_t err_n, const char *co
 #define ck_assert_shms_err(expr, code, needle)                                                     \
   do {                                                                                             \
     int rc_ = (expr);                                                                              \
-    ck_assert_msg(rc_ == (code), "%s -> %s (%s), expected %s", #expr, shms_err_name(rc_),        \
-                  shms_last_error_detail(), shms_err_name(code));                                 \
+    ck_assert_msg(rc_ == (code), "%s -> %s (%s), expected %s", #expr, shms_err_name(rc_),          \
+                  shms_last_error_detail(), shms_err_name(code));                                  \
     ck_assert_msg(strstr(shms_last_error_detail(), (needle)) != NULL,                              \
-                  "%s: detail '%s' lacks '%s'", #expr, shms_last_error_detail(), (needle));       \
+                  "%s: detail '%s' lacks '%s'", #expr, shms_last_error_detail(), (needle));        \
   } while (0)
 
 /* Run one suite in fork mode; returns the process exit code. */
