@@ -1,1 +1,87 @@
-int main(void){return 0;}
+/*
+ * shmsched: the supervisor CLI. main() only dispatches to a subcommand
+ * (cmd_*.c); each subcommand parses its own options and prints its own help.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_config.h"
+
+static const char top_help[] =
+    "Usage: shmsched COMMAND [ARGS...]\n"
+    "       shmsched COMMAND --help\n"
+    "\n"
+    "A fair, crash-safe scheduler for co-located processes over a POSIX\n"
+    "shared-memory segment (/dev/shm/NAME).\n"
+    "\n"
+    "Commands:\n"
+    "  create NAME ...        lay out a new segment from --class specs or --config FILE\n"
+    "  destroy NAME           remove a segment\n"
+    "  status NAME            show the segment's configuration and live figures\n"
+    "  version                print the version\n"
+    "  help [COMMAND]         show this help, or COMMAND's\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help             show this help\n"
+    "  -V, --version          print the version\n"
+    "\n"
+    "Exit status: 0 success, 1 the operation failed, 2 usage or configuration error.\n"
+    "Errors are one line on stderr: 'shmsched: <reason>: <what, and where>'.\n"
+    "\n"
+    "Examples:\n"
+    "  shmsched create jobs --class standard:cells=8,queue=64\n"
+    "  shmsched status jobs --json\n"
+    "  shmsched destroy jobs\n";
+
+struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+    {"create", cmd_create},
+    {"destroy", cmd_destroy},
+    {"status", cmd_status},
+    {"version", cmd_version},
+};
+
+static const struct command *find_command(const char *name) {
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (strcmp(name, commands[i].name) == 0)
+      return &commands[i];
+  return NULL;
+}
+
+/* "help [COMMAND]": the same text as "COMMAND --help". */
+static int help(int argc, char **argv) {
+  char q[96];
+  if (argc < 2)
+    return cli_help(top_help);
+  const struct command *c = find_command(argv[1]);
+  if (c == NULL || argc > 2)
+    return cli_usage("help: %s '%s' (see 'shmsched --help')",
+                     c == NULL ? "unknown command" : "unexpected argument",
+                     cli_quote(q, sizeof q, argv[c == NULL ? 1 : 2]));
+  char *sub[] = {argv[1], "--help", NULL};
+  return c->run(2, sub);
+}
+
+int main(int argc, char **argv) {
+  char q[96];
+  if (argc < 2)
+    return cli_usage("missing command (see 'shmsched --help')");
+  const char *name = argv[1];
+  if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0)
+    return cli_help(top_help);
+  if (strcmp(name, "-V") == 0 || strcmp(name, "--version") == 0)
+    name = "version";
+  else if (strcmp(name, "help") == 0)
+    return help(argc - 1, argv + 1);
+  else if (name[0] == '-')
+    return cli_usage("unknown option '%s' (see 'shmsched --help')", cli_quote(q, sizeof q, name));
+  const struct command *c = find_command(name);
+  if (c == NULL)
+    return cli_usage("unknown command '%s' (see 'shmsched --help')", cli_quote(q, sizeof q, name));
+  return c->run(argc - 1, argv + 1);
+}

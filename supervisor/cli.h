@@ -1,0 +1,48 @@
+/*
+ * Shared by the CLI's subcommands: exit codes, the one-line error printer and
+ * option-parsing helpers. docs/cli.md is the user's view of all of this.
+ */
+#ifndef SHMS_SUPERVISOR_CLI_H
+#define SHMS_SUPERVISOR_CLI_H
+
+/* Exit codes: part of the CLI's contract. */
+enum {
+  CLI_EXIT_OK = 0,    /* the operation succeeded */
+  CLI_EXIT_FAIL = 1,  /* the operation failed (the library said why) */
+  CLI_EXIT_USAGE = 2, /* usage or configuration error: nothing was attempted */
+};
+
+/*
+ * Print "shmsched: <shms_err_name(code)>: <message>" as one line on stderr
+ * (newlines in the message become spaces) and return CLI_EXIT_FAIL.
+ */
+int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The same with reason invalid-argument, returning CLI_EXIT_USAGE. */
+int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * A library call returned rc: print its shms_last_error_detail(). Returns
+ * CLI_EXIT_USAGE for SHMS_EINVAL (the library found the arguments bad),
+ * CLI_EXIT_FAIL otherwise.
+ */
+int cli_fail_lib(int rc);
+
+/* getopt_long returned c ('?' or ':'): report the option and return CLI_EXIT_USAGE. */
+int cli_bad_option(const char *cmd, int c, char *const argv[]);
+
+/*
+ * The one positional NAME left at argv[optind]: present, alone and a valid
+ * segment name. Returns 0, or CLI_EXIT_USAGE after printing why.
+ */
+int cli_take_name(const char *cmd, int argc, char *const argv[], const char **name);
+
+/* Print a help text on stdout and return CLI_EXIT_OK. */
+int cli_help(const char *text);
+
+int cmd_create(int argc, char **argv);
+int cmd_destroy(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_version(int argc, char **argv);
+
+#endif

@@ -1,0 +1,76 @@
+/* The CLI's error line and option helpers (cli.h). */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_config.h"
+#include "shmsched.h"
+
+static void vreport(const char *reason, const char *fmt, va_list ap) {
+  char msg[1024];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  /* Scripts read the error as one line: keep it one line whatever the detail holds. */
+  for (char *p = msg; *p != '\0'; p++)
+    if (*p == '\n' || *p == '\r')
+      *p = ' ';
+  fprintf(stderr, "shmsched: %s: %s\n", reason, msg);
+}
+
+int cli_fail(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(shms_err_name(code), fmt, ap);
+  va_end(ap);
+  return CLI_EXIT_FAIL;
+}
+
+int cli_usage(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(shms_err_name(SHMS_EINVAL), fmt, ap);
+  va_end(ap);
+  return CLI_EXIT_USAGE;
+}
+
+int cli_fail_lib(int rc) {
+  const char *detail = shms_last_error_detail();
+  cli_fail(rc, "%s", detail[0] != '\0' ? detail : shms_strerror(rc));
+  return rc == SHMS_EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_FAIL;
+}
+
+int cli_bad_option(const char *cmd, int c, char *const argv[]) {
+  char opt[64], q[96];
+  const char *arg = optind > 0 ? argv[optind - 1] : "";
+  const char *why = c == ':' ? "missing argument for option" : "unknown option";
+  if (strncmp(arg, "--", 2) == 0) {
+    size_t len = strcspn(arg, "=");
+    /* getopt names the option in optopt when it exists but "--opt=value" gave a value. */
+    if (c == '?' && optopt != 0 && arg[len] == '=')
+      why = "no argument allowed for option";
+    snprintf(opt, sizeof opt, "%.*s", (int)len, arg);
+  } else {
+    snprintf(opt, sizeof opt, "-%c", optopt);
+  }
+  return cli_usage("%s: %s '%s' (see 'shmsched %s --help')", cmd, why, cli_quote(q, sizeof q, opt),
+                   cmd);
+}
+
+int cli_take_name(const char *cmd, int argc, char *const argv[], const char **name) {
+  char q[96];
+  if (optind >= argc)
+    return cli_usage("%s: missing NAME (see 'shmsched %s --help')", cmd, cmd);
+  if (optind + 1 < argc)
+    return cli_usage("%s: unexpected argument '%s' (see 'shmsched %s --help')", cmd,
+                     cli_quote(q, sizeof q, argv[optind + 1]), cmd);
+  if (shms_name_check(argv[optind]) != SHMS_OK)
+    return cli_usage("%s: %s", cmd, shms_last_error_detail());
+  *name = argv[optind];
+  return 0;
+}
+
+int cli_help(const char *text) {
+  fputs(text, stdout);
+  return CLI_EXIT_OK;
+}

@@ -1,0 +1,149 @@
+/*
+ * shmsched create: lay out a segment from --class specs or a --config file.
+ * Everything is parsed and validated before shms_create() is called, so a
+ * usage or configuration error (exit 2) never leaves a segment behind.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cli_config.h"
+#include "shmsched.h"
+
+static const char help[] =
+    "Usage: shmsched create NAME --class SPEC [--class SPEC]... [options]\n"
+    "       shmsched create NAME --config FILE [options]\n"
+    "\n"
+    "Lay out a new segment /dev/shm/NAME. If NAME exists it fails (already-exists)\n"
+    "and leaves the existing segment untouched.\n"
+    "\n"
+    "Options:\n"
+    "  --class SPEC            one class, CLASS:cells=N,queue=N[,KEY=VALUE]...; repeat once\n"
+    "                          per class (at least one class, or --config, is required)\n"
+    "      CLASS               tiny, small, standard, large or extra-large\n"
+    "      cells=N             its parallelism, 1..4096 (required)\n"
+    "      queue=N             its exact queue bound, 0..1048576; 0 denies it (required)\n"
+    "      mode=lease|worker   (default lease)\n"
+    "      payload=BYTES       worker classes only: 1..1048576 (default 4096)\n"
+    "      tenant-max-active=N active requests per tenant, 0..cells (default 0: no limit)\n"
+    "      allow=T[+T]...      only these tenants, at most 16 (default: any tenant;\n"
+    "                          extra-large: none)\n"
+    "      on-holder-death=quarantine|release  (default quarantine)\n"
+    "  --config FILE           read the segment and its classes from an INI file\n"
+    "                          (docs/config.md); cannot be combined with --class; the\n"
+    "                          options below override the file's [segment] settings\n"
+    "  --starvation-after DUR  aging threshold, 1ms..24h, unit ms, s, m or h (default 5s)\n"
+    "  --max-tenants N         tenants with live requests per class, 1..65536 (default 1024)\n"
+    "  --max-processes N       attached-process table size, 1..65536 (default 1024)\n"
+    "  --mode OCTAL            permission bits of the segment, owner keeps rw (default 0600)\n"
+    "  --group GROUP           group name or gid to own the segment (default: the creator's)\n"
+    "  -h, --help              show this help\n"
+    "\n"
+    "Exit status: 0 created, 1 the creation failed (already-exists, permission-denied,\n"
+    "no-space, ...), 2 usage or configuration error (nothing is created).\n"
+    "\n"
+    "Examples:\n"
+    "  shmsched create jobs --class standard:cells=8,queue=64\n"
+    "  shmsched create farm --class small:cells=4,queue=32,tenant-max-active=2 \\\n"
+    "      --class large:cells=1,queue=4,allow=ci+release --starvation-after 2s\n"
+    "  shmsched create infer --class large:cells=2,queue=16,mode=worker,payload=65536 \\\n"
+    "      --mode 0660 --group infer\n"
+    "  shmsched create jobs --config /etc/shmsched/jobs.ini --max-processes 256\n";
+
+enum { OPT_CLASS = 256, OPT_CONFIG, OPT_SEGMENT };
+
+/* Indexed by val - OPT_SEGMENT; the names are cli_set_segment_option()'s keys. */
+static const char *const segment_keys[] = {"starvation-after", "max-tenants", "max-processes",
+                                           "mode", "group"};
+enum { SEGMENT_KEYS = sizeof segment_keys / sizeof segment_keys[0] };
+
+static const struct option opts[] = {
+    {"class", required_argument, NULL, OPT_CLASS},
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"starvation-after", required_argument, NULL, OPT_SEGMENT + 0},
+    {"max-tenants", required_argument, NULL, OPT_SEGMENT + 1},
+    {"max-processes", required_argument, NULL, OPT_SEGMENT + 2},
+    {"mode", required_argument, NULL, OPT_SEGMENT + 3},
+    {"group", required_argument, NULL, OPT_SEGMENT + 4},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct create_args {
+  shms_config cfg;
+  int classes;                       /* --class options, parsed into cfg as they come */
+  const char *config;                /* --config FILE */
+  const char *segment[SEGMENT_KEYS]; /* last value of each segment option */
+};
+
+/* Returns -1 to go on, else the exit code (help, or a usage error). */
+static int parse_options(int argc, char **argv, struct create_args *a) {
+  char err[512];
+  int c;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    if (c == 'h')
+      return cli_help(help);
+    if (c == OPT_CLASS) {
+      if (cli_parse_class_spec(&a->cfg, optarg, err, sizeof err) != 0)
+        return cli_usage("%s", err);
+      a->classes++;
+    } else if (c == OPT_CONFIG) {
+      a->config = optarg;
+    } else if (c >= OPT_SEGMENT && c < OPT_SEGMENT + SEGMENT_KEYS) {
+      a->segment[c - OPT_SEGMENT] = optarg;
+    } else {
+      return cli_bad_option("create", c, argv);
+    }
+  }
+  return -1;
+}
+
+/* The file first, then the options that override it; then the whole-config checks. */
+static int build_config(struct create_args *a) {
+  char err[512];
+  if (a->config != NULL && a->classes > 0)
+    return cli_usage("create: --config and --class cannot be combined: put the classes in "
+                     "the file");
+  if (a->config != NULL && cli_load_config_file(&a->cfg, a->config, err, sizeof err) != 0)
+    return cli_usage("%s", err);
+  for (int i = 0; i < SEGMENT_KEYS; i++)
+    if (a->segment[i] != NULL &&
+        cli_set_segment_option(&a->cfg, segment_keys[i], a->segment[i], err, sizeof err) != 0)
+      return cli_usage("--%s", err);
+  if (a->config == NULL && a->classes == 0)
+    return cli_usage("create: no class: give --class CLASS:cells=N,queue=N or --config FILE "
+                     "(see 'shmsched create --help')");
+  if (cli_config_check(&a->cfg, err, sizeof err) != 0)
+    return cli_usage("create: %s", err);
+  return 0;
+}
+
+static void print_created(const char *name, const shms_config *cfg) {
+  char list[128] = "";
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    size_t len = strlen(list);
+    if (cfg->classes[c].configured)
+      snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+               shms_class_name((shms_class_t)c));
+  }
+  printf("created segment '%s': %llu bytes, classes %s\n", name,
+         (unsigned long long)shms_segment_size(cfg), list);
+}
+
+int cmd_create(int argc, char **argv) {
+  struct create_args a = {.classes = 0};
+  shms_config_init(&a.cfg);
+  int rc = parse_options(argc, argv, &a);
+  if (rc >= 0)
+    return rc;
+  const char *name;
+  if (cli_take_name("create", argc, argv, &name) != 0)
+    return CLI_EXIT_USAGE;
+  if ((rc = build_config(&a)) != 0)
+    return rc;
+  if ((rc = shms_create(name, &a.cfg)) != SHMS_OK)
+    return cli_fail_lib(rc);
+  print_created(name, &a.cfg);
+  return CLI_EXIT_OK;
+}

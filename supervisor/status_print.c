@@ -1,0 +1,202 @@
+/*
+ * Printing a status_view. One walk (emit) visits every figure in order and
+ * hands it to a sink; the text sink writes "key: value" lines under
+ * "# Section" headers, the JSON sink nests them as
+ * {"segment": {...}, "classes": {"NAME": {...}}}.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli_config.h"
+#include "json_out.h"
+#include "status.h"
+
+struct sink {
+  void (*section)(void *ctx, const char *name); /* a class, or NULL for the segment */
+  void (*u64)(void *ctx, const char *key, uint64_t v);
+  void (*i64)(void *ctx, const char *key, int64_t v);
+  void (*str)(void *ctx, const char *key, const char *v);
+  /* The allow list; any: every tenant is allowed (and k->allow is empty). */
+  void (*allow)(void *ctx, const shms_class_config *k, int any);
+  void *ctx;
+};
+
+static const char *state_name(uint32_t s) {
+  switch (s) {
+  case SHMS_SEG_ACTIVE:
+    return "active";
+  case SHMS_SEG_DRAINING:
+    return "draining";
+  case SHMS_SEG_DESTROYING:
+    return "destroying";
+  default:
+    return "unknown";
+  }
+}
+
+static void iso_time(char *buf, size_t n, uint64_t unix_ns) {
+  time_t secs = (time_t)(unix_ns / 1000000000u);
+  struct tm tm;
+  char date[32] = "?";
+  if (gmtime_r(&secs, &tm) != NULL)
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf, n, "%s.%03uZ", date, (unsigned)(unix_ns / 1000000u % 1000u));
+}
+
+static void emit_segment(const struct status_view *v, const struct sink *s) {
+  char buf[64];
+  s->section(s->ctx, NULL);
+  s->str(s->ctx, "name", v->name);
+  snprintf(buf, sizeof buf, "%016" PRIx64, v->info.incarnation);
+  s->str(s->ctx, "incarnation", buf);
+  iso_time(buf, sizeof buf, v->info.created_unix_ns);
+  s->str(s->ctx, "created", buf);
+  s->u64(s->ctx, "created_unix_ns", v->info.created_unix_ns);
+  s->u64(s->ctx, "size_bytes", v->info.size);
+  s->u64(s->ctx, "layout_version", v->info.layout_version);
+  s->str(s->ctx, "state", state_name(v->info.state));
+  s->u64(s->ctx, "live_processes", v->info.live_processes);
+  s->u64(s->ctx, "max_processes", v->info.max_processes);
+  s->u64(s->ctx, "max_tenants", v->cfg.max_tenants);
+  s->u64(s->ctx, "starvation_after_ns", v->cfg.starvation_after_ns);
+  snprintf(buf, sizeof buf, "%04o", v->cfg.file_mode);
+  s->str(s->ctx, "mode", buf);
+  s->i64(s->ctx, "group", v->cfg.group);
+}
+
+static void emit_class(int c, const shms_class_config *k, const shms_class_stats *st,
+                       const struct sink *s) {
+  s->section(s->ctx, shms_class_name((shms_class_t)c));
+  s->str(s->ctx, "mode", k->mode == SHMS_MODE_WORKER ? "worker" : "lease");
+  s->u64(s->ctx, "cells", k->cells);
+  s->u64(s->ctx, "queue", k->queue);
+  s->u64(s->ctx, "payload_bytes", k->payload);
+  s->u64(s->ctx, "tenant_max_active", k->tenant_max_active);
+  s->str(s->ctx, "on_holder_death",
+         k->on_holder_death == SHMS_ON_DEATH_RELEASE ? "release" : "quarantine");
+  s->allow(s->ctx, k, k->allow_count == 0 && c != SHMS_CLASS_EXTRA_LARGE);
+  s->u64(s->ctx, "cells_available", st->available);
+  s->u64(s->ctx, "cells_leased", st->leased);
+  s->u64(s->ctx, "cells_quarantined", st->quarantined);
+  s->u64(s->ctx, "cells_offline", st->offline);
+  s->u64(s->ctx, "queue_depth", st->queue_depth);
+  s->u64(s->ctx, "queue_capacity", st->queue_capacity);
+  s->u64(s->ctx, "queued_tenants", st->queued_tenants);
+  s->u64(s->ctx, "granted", st->granted);
+  s->u64(s->ctx, "rejected", st->rejected);
+  s->u64(s->ctx, "cancelled", st->cancelled);
+  s->u64(s->ctx, "expired", st->expired);
+  s->u64(s->ctx, "total_wait_ns", st->total_wait_ns);
+  s->u64(s->ctx, "max_wait_ns", st->max_wait_ns);
+  s->u64(s->ctx, "oldest_lease_age_ns", st->oldest_lease_age_ns);
+}
+
+static void emit(const struct status_view *v, const struct sink *s) {
+  emit_segment(v, s);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    if (v->cfg.classes[c].configured)
+      emit_class(c, &v->cfg.classes[c], &v->stats[c], s);
+}
+
+/* ---- text: "# Section" then "key: value" lines -------------------------- */
+
+static void text_section(void *f, const char *name) {
+  if (name == NULL)
+    fprintf(f, "# Segment\n");
+  else
+    fprintf(f, "\n# Class %s\n", name);
+}
+
+static void text_u64(void *f, const char *key, uint64_t v) {
+  fprintf(f, "%s: %" PRIu64 "\n", key, v);
+}
+
+static void text_i64(void *f, const char *key, int64_t v) {
+  fprintf(f, "%s: %" PRId64 "\n", key, v);
+}
+
+/* Values come from a segment another process wrote: keep each on its one line. */
+static void text_str(void *f, const char *key, const char *v) {
+  char q[96];
+  fprintf(f, "%s: %s\n", key, cli_quote(q, sizeof q, v));
+}
+
+/* Tenant names are graphic ASCII, so "(any tenant)" can never be mistaken for a list. */
+static void text_allow(void *f, const shms_class_config *k, int any) {
+  char name[SHMS_TENANT_MAX + 1], q[96];
+  fputs("allow: ", f);
+  if (k->allow_count == 0)
+    fputs(any ? "(any tenant)" : "(no tenant)", f);
+  for (uint32_t i = 0; i < k->allow_count && i < SHMS_ALLOW_MAX; i++) {
+    snprintf(name, sizeof name, "%.*s", SHMS_TENANT_MAX, k->allow[i]);
+    fprintf(f, "%s%s", i ? "+" : "", cli_quote(q, sizeof q, name));
+  }
+  fputc('\n', f);
+}
+
+void status_print_text(FILE *f, const struct status_view *v) {
+  const struct sink s = {text_section, text_u64, text_i64, text_str, text_allow, f};
+  emit(v, &s);
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+struct json_ctx {
+  struct json_out j;
+  int in_segment, in_classes, in_class; /* which objects are open below the top one */
+};
+
+static void json_section(void *ctx, const char *name) {
+  struct json_ctx *x = ctx;
+  if (x->in_class || x->in_segment)
+    json_end(&x->j);
+  x->in_class = x->in_segment = 0;
+  if (name == NULL) {
+    json_begin_object(&x->j, "segment");
+    x->in_segment = 1;
+    return;
+  }
+  if (!x->in_classes)
+    json_begin_object(&x->j, "classes");
+  json_begin_object(&x->j, name);
+  x->in_classes = x->in_class = 1;
+}
+
+static void json_sink_u64(void *ctx, const char *key, uint64_t v) {
+  json_u64(&((struct json_ctx *)ctx)->j, key, v);
+}
+
+static void json_sink_i64(void *ctx, const char *key, int64_t v) {
+  json_i64(&((struct json_ctx *)ctx)->j, key, v);
+}
+
+static void json_sink_str(void *ctx, const char *key, const char *v) {
+  json_str(&((struct json_ctx *)ctx)->j, key, v);
+}
+
+/* null: any tenant; []: no tenant; else the names. */
+static void json_sink_allow(void *ctx, const shms_class_config *k, int any) {
+  struct json_out *j = &((struct json_ctx *)ctx)->j;
+  if (any) {
+    json_null(j, "allow");
+    return;
+  }
+  json_begin_array(j, "allow");
+  for (uint32_t i = 0; i < k->allow_count && i < SHMS_ALLOW_MAX; i++) {
+    char name[SHMS_TENANT_MAX + 1];
+    snprintf(name, sizeof name, "%.*s", SHMS_TENANT_MAX, k->allow[i]);
+    json_str(j, NULL, name);
+  }
+  json_end(j);
+}
+
+void status_print_json(FILE *f, const struct status_view *v) {
+  struct json_ctx x = {.in_segment = 0};
+  const struct sink s = {json_section,  json_sink_u64,   json_sink_i64,
+                         json_sink_str, json_sink_allow, &x};
+  json_open(&x.j, f);
+  emit(v, &s);
+  json_close(&x.j);
+}
