@@ -229,6 +229,17 @@ typedef struct {
 /* SHMS_EINVAL for a class the segment does not configure. */
 SHMS_EXTERN int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out);
 
+/* ---- Testing ------------------------------------------------------------ */
+
+/* A monotonic clock in nanoseconds; ctx is what was passed to shms_set_clock. */
+typedef uint64_t (*shms_clock_fn)(void *ctx);
+/*
+ * Replace this process's monotonic clock (enqueue times, deadlines, aging,
+ * wait figures) with fn, or restore CLOCK_MONOTONIC with NULL. For
+ * deterministic tests; futex sleeps still time out on the real clock.
+ */
+SHMS_EXTERN void shms_set_clock(shms_clock_fn fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif
