@@ -1,0 +1,463 @@
+/*
+ * The shmsched CLI end to end: each test runs <build>/bin/shmsched through
+ * harness_cli and checks exit codes, the one-line error format, the output
+ * and the segment left behind (or not).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char out[65536], err[4096];
+
+/*
+ * What the tests leave to clean up. Check ends a failed test's process with
+ * _exit(), so the record lives in memory shared with the runner, which
+ * removes everything in an unchecked teardown whether the tests passed or not.
+ */
+struct leftovers {
+  char dir[64];       /* mkdtemp directory for INI files */
+  char ini_path[128]; /* dir/seg.ini */
+  int n;
+  char names[32][96]; /* segments */
+};
+static struct leftovers *left;
+
+static void leftovers_setup(void) {
+  left = mmap(NULL, sizeof *left, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ck_assert_ptr_ne(left, MAP_FAILED);
+  snprintf(left->dir, sizeof left->dir, "/tmp/shmst-cli-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(left->dir));
+  snprintf(left->ini_path, sizeof left->ini_path, "%s/seg.ini", left->dir);
+}
+
+static void leftovers_teardown(void) {
+  for (int i = 0; i < left->n && i < 32; i++)
+    harness_remove(left->names[i]);
+  unlink(left->ini_path);
+  rmdir(left->dir);
+  munmap(left, sizeof *left);
+}
+
+/* A fresh segment name, removed by the teardown even if the test fails. */
+static const char *seg_name(const char *tag) {
+  ck_assert_int_lt(left->n, 32);
+  snprintf(left->names[left->n], sizeof left->names[0], "%s", harness_name(tag));
+  return left->names[left->n++];
+}
+
+/* Run the CLI with the NULL-terminated arguments; returns its exit status. */
+static int cli(const char *first, ...) {
+  const char *argv[32];
+  size_t n = 0;
+  va_list ap;
+  va_start(ap, first);
+  for (const char *a = first; a != NULL && n < 31; a = va_arg(ap, const char *))
+    argv[n++] = a;
+  va_end(ap);
+  argv[n] = NULL;
+  return harness_cli(out, sizeof out, err, sizeof err, argv);
+}
+
+static int shm_exists(const char *name) {
+  char path[256];
+  struct stat st;
+  harness_shm_path(path, sizeof path, name);
+  return stat(path, &st) == 0;
+}
+
+/* stderr holds exactly one line, "shmsched: <reason>: ...", naming needle. */
+static void assert_error_line(const char *reason, const char *needle) {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "shmsched: %s: ", reason);
+  ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0, "stderr '%s' lacks '%s'", err, prefix);
+  ck_assert_msg(strstr(err, needle) != NULL, "stderr '%s' lacks '%s'", err, needle);
+  char *nl = strchr(err, '\n');
+  ck_assert_msg(nl != NULL && nl[1] == '\0', "stderr is not one line: '%s'", err);
+}
+
+/* ---- a minimal JSON checker: is the whole text one valid JSON value? ---- */
+
+static const char *json_value(const char *p);
+
+static const char *json_ws(const char *p) { return p + strspn(p, " \t\r\n"); }
+
+static const char *json_string(const char *p) {
+  if (*p++ != '"')
+    return NULL;
+  for (; *p != '"'; p++) {
+    if ((unsigned char)*p < 0x20)
+      return NULL;
+    if (*p == '\\') {
+      p++;
+      if (*p == 'u') {
+        if (strspn(p + 1, "0123456789abcdefABCDEF") < 4)
+          return NULL;
+        p += 4;
+      } else if (*p == '\0' || strchr("\"\\/bfnrt", *p) == NULL) {
+        return NULL;
+      }
+    }
+  }
+  return p + 1;
+}
+
+static const char *json_number(const char *p) {
+  const char *start = p;
+  if (*p == '-')
+    p++;
+  size_t digits = strspn(p, "0123456789");
+  if (digits == 0 || (p[0] == '0' && digits > 1))
+    return NULL;
+  p += digits;
+  if (*p == '.' || *p == 'e' || *p == 'E')
+    p += strspn(p, ".eE+-0123456789"); /* loose: our writer prints integers only */
+  return p > start ? p : NULL;
+}
+
+/* Members of an object (pairs) or an array, after the opening bracket. */
+static const char *json_items(const char *p, char close, int pairs) {
+  p = json_ws(p);
+  if (*p == close)
+    return p + 1;
+  for (;;) {
+    if (pairs) {
+      if ((p = json_string(json_ws(p))) == NULL || *(p = json_ws(p)) != ':')
+        return NULL;
+      p++;
+    }
+    if ((p = json_value(p)) == NULL)
+      return NULL;
+    p = json_ws(p);
+    if (*p == close)
+      return p + 1;
+    if (*p++ != ',')
+      return NULL;
+  }
+}
+
+static const char *json_value(const char *p) {
+  p = json_ws(p);
+  if (*p == '{')
+    return json_items(p + 1, '}', 1);
+  if (*p == '[')
+    return json_items(p + 1, ']', 0);
+  if (*p == '"')
+    return json_string(p);
+  for (const char *const *w = (const char *const[]){"true", "false", "null", NULL}; *w; w++)
+    if (strncmp(p, *w, strlen(*w)) == 0)
+      return p + strlen(*w);
+  return json_number(p);
+}
+
+static int json_valid(const char *text) {
+  const char *end = json_value(text);
+  return end != NULL && *json_ws(end) == '\0';
+}
+
+START_TEST(json_checker_sanity) {
+  ck_assert(json_valid("{\"a\": [1, -2, \"x\\u00e9\", null, true, {}], \"b\": {\"c\": []}}\n"));
+  ck_assert(!json_valid("{\"a\": 1,}"));
+  ck_assert(!json_valid("{\"a\" 1}"));
+  ck_assert(!json_valid("{\"a\": \"\x01\"}"));
+  ck_assert(!json_valid("{\"a\": 1} x"));
+  ck_assert(!json_valid("[01]"));
+}
+END_TEST
+
+/* ---- create, status, destroy --------------------------------------------- */
+
+START_TEST(create_status_destroy) {
+  const char *name = seg_name("cli");
+  ck_assert_int_eq(cli("create", name, "--class", "standard:cells=4,queue=16", "--class",
+                       "small:cells=2,queue=8,mode=worker,payload=512,allow=ci+nightly",
+                       "--starvation-after", "250ms", "--max-tenants", "77", "--mode", "0660",
+                       NULL),
+                   0);
+  ck_assert_msg(strstr(out, "created segment") != NULL, "stdout: %s", out);
+  ck_assert_str_eq(err, "");
+  ck_assert(shm_exists(name));
+
+  ck_assert_int_eq(cli("status", name, "--json", NULL), 0);
+  ck_assert_msg(json_valid(out), "status --json is not valid JSON:\n%s", out);
+  static const char *const json_needles[] = {
+      "\"state\": \"active\"",  "\"layout_version\": 1",
+      "\"max_tenants\": 77",    "\"starvation_after_ns\": 250000000",
+      "\"mode\": \"0660\"",     "\"standard\": {",
+      "\"cells\": 4",           "\"queue\": 16",
+      "\"cells_available\": 4", "\"queue_capacity\": 16",
+      "\"small\": {",           "\"mode\": \"worker\"",
+      "\"payload_bytes\": 512", "\"cells_offline\": 2",
+      "\"granted\": 0",         "\"oldest_lease_age_ns\": 0",
+      "\"live_processes\": 0",  "\"incarnation\": \"",
+  };
+  for (size_t i = 0; i < sizeof json_needles / sizeof json_needles[0]; i++)
+    ck_assert_msg(strstr(out, json_needles[i]) != NULL, "JSON lacks %s:\n%s", json_needles[i], out);
+  ck_assert_msg(strstr(out, "\"ci\"") && strstr(out, "\"nightly\""), "allow list:\n%s", out);
+
+  ck_assert_int_eq(cli("status", name, NULL), 0);
+  static const char *const text_needles[] = {
+      "# Segment\n",
+      "\nname: ",
+      "\nstate: active\n",
+      "\n# Class standard\n",
+      "\ncells: 4\n",
+      "\nqueue: 16\n",
+      "\n# Class small\n",
+      "\nallow: ci+nightly\n",
+      "\nallow: (any tenant)\n",
+      "\nqueue_depth: 0\n",
+      "\nmax_wait_ns: 0\n",
+  };
+  for (size_t i = 0; i < sizeof text_needles / sizeof text_needles[0]; i++)
+    ck_assert_msg(strstr(out, text_needles[i]) != NULL, "status lacks '%s':\n%s", text_needles[i],
+                  out);
+
+  ck_assert_int_eq(cli("destroy", name, NULL), 0);
+  ck_assert(!shm_exists(name));
+}
+END_TEST
+
+START_TEST(status_counts_live_processes) {
+  const char *name = seg_name("live");
+  shms_config cfg;
+  shms_t *h;
+  harness_config(&cfg, 2, 4);
+  harness_create(name, &cfg);
+  ck_assert_shms_ok(shms_attach(name, 0, &h));
+  ck_assert_int_eq(cli("status", name, "--json", NULL), 0);
+  ck_assert_msg(strstr(out, "\"live_processes\": 1") != NULL, "%s", out);
+  /* A live attached process makes destroy refuse, unless forced. */
+  ck_assert_int_eq(cli("destroy", name, NULL), 1);
+  assert_error_line("busy", "--force");
+  ck_assert(shm_exists(name));
+  ck_assert_int_eq(cli("destroy", "--force", name, NULL), 0);
+  ck_assert(!shm_exists(name));
+  shms_detach(h);
+  harness_remove(name);
+}
+END_TEST
+
+START_TEST(create_twice_leaves_first) {
+  const char *name = seg_name("twice");
+  ck_assert_int_eq(cli("create", name, "--class", "large:cells=3,queue=5", NULL), 0);
+  ck_assert_int_eq(cli("create", name, "--class", "tiny:cells=1,queue=1", NULL), 1);
+  assert_error_line("already-exists", name);
+  ck_assert_msg(strstr(err, "left untouched") != NULL, "%s", err);
+  /* The first segment is intact: attachable, with its own configuration. */
+  shms_t *h;
+  shms_config cfg;
+  ck_assert_shms_ok(shms_attach(name, SHMS_ATTACH_OBSERVER, &h));
+  ck_assert_shms_ok(shms_get_config(h, &cfg));
+  ck_assert_uint_eq(cfg.classes[SHMS_CLASS_LARGE].configured, 1);
+  ck_assert_uint_eq(cfg.classes[SHMS_CLASS_LARGE].cells, 3);
+  ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].configured, 0);
+  shms_detach(h);
+  harness_remove(name);
+}
+END_TEST
+
+START_TEST(missing_segment) {
+  const char *name = seg_name("missing");
+  ck_assert_int_eq(cli("destroy", name, NULL), 1);
+  assert_error_line("not-found", "no segment named");
+  ck_assert_msg(strstr(err, name) != NULL, "%s", err);
+  ck_assert_int_eq(cli("status", name, NULL), 1);
+  assert_error_line("not-found", name);
+  ck_assert_str_eq(out, "");
+}
+END_TEST
+
+/* ---- bad configurations: exit 2, one error line, nothing created --------- */
+
+static const struct {
+  const char *opt, *value, *needle;
+} bad_creates[] = {
+    {"--class", "standard:cells=0,queue=1", "--class standard: cells: must be 1..4096, got 0"},
+    {"--class", "standard:cells=x,queue=1", "--class standard: cells: not a number: 'x'"},
+    {"--class", "standard:cells=1", "--class standard: queue: missing (required)"},
+    {"--class", "gigantic:cells=1,queue=1", "unknown class"},
+    {"--class", "standard:cells=1,queue=1,allow=abcdefghijklmnopqrstuvwxyz0123456",
+     "allow: tenant"},
+    {"--starvation-after", "5", "--starvation-after: '5' needs a unit"},
+    {"--starvation-after", "0s", "--starvation-after: must be positive"},
+    {"--max-tenants", "0", "--max-tenants: must be 1..65536, got 0"},
+    {"--max-processes", "-1", "--max-processes: must not be negative"},
+    {"--mode", "0400", "--mode: the owner must keep read and write"},
+    {"--mode", "abc", "--mode: not an octal mode"},
+    {"--group", "no-such-group-shmst", "--group: no group named"},
+    {"--bogus", "x", "unknown option '--bogus'"},
+};
+
+START_TEST(bad_create) {
+  const char *name = seg_name("bad");
+  /* Each bad option comes after a good one, so the error is the bad option's. */
+  int is_class = strcmp(bad_creates[_i].opt, "--class") == 0;
+  const char *first = is_class ? "--max-tenants" : "--class";
+  const char *first_value = is_class ? "8" : "standard:cells=1,queue=1";
+  ck_assert_int_eq(
+      cli("create", name, first, first_value, bad_creates[_i].opt, bad_creates[_i].value, NULL), 2);
+  assert_error_line("invalid-argument", bad_creates[_i].needle);
+  ck_assert_msg(!shm_exists(name), "a bad configuration created /dev/shm/%s", name);
+  harness_remove(name);
+}
+END_TEST
+
+START_TEST(usage_errors) {
+  const char *name = seg_name("usage");
+  ck_assert_int_eq(cli(NULL), 2);
+  assert_error_line("invalid-argument", "missing command");
+  ck_assert_int_eq(cli("frobnicate", NULL), 2);
+  assert_error_line("invalid-argument", "unknown command 'frobnicate'");
+  ck_assert_int_eq(cli("--frobnicate", NULL), 2);
+  assert_error_line("invalid-argument", "unknown option '--frobnicate'");
+  ck_assert_int_eq(cli("create", name, NULL), 2);
+  assert_error_line("invalid-argument", "no class");
+  ck_assert_int_eq(cli("create", "--class", "standard:cells=1,queue=1", NULL), 2);
+  assert_error_line("invalid-argument", "create: missing NAME");
+  ck_assert_int_eq(cli("create", name, "--class", NULL), 2);
+  assert_error_line("invalid-argument", "missing argument for option '--class'");
+  ck_assert_int_eq(cli("create", name, "extra", "--class", "standard:cells=1,queue=1", NULL), 2);
+  assert_error_line("invalid-argument", "unexpected argument 'extra'");
+  ck_assert_int_eq(cli("create", "bad/name", "--class", "standard:cells=1,queue=1", NULL), 2);
+  assert_error_line("invalid-argument", "segment name");
+  ck_assert_int_eq(cli("status", name, "--json=yes", NULL), 2);
+  assert_error_line("invalid-argument", "no argument allowed for option '--json'");
+  ck_assert_int_eq(cli("status", NULL), 2);
+  assert_error_line("invalid-argument", "status: missing NAME");
+  ck_assert_int_eq(cli("destroy", name, "-x", NULL), 2);
+  assert_error_line("invalid-argument", "unknown option '-x'");
+  ck_assert_int_eq(cli("version", "now", NULL), 2);
+  assert_error_line("invalid-argument", "unexpected argument 'now'");
+  ck_assert(!shm_exists(name));
+}
+END_TEST
+
+/* ---- help and version ---------------------------------------------------- */
+
+static const char *const help_commands[][3] = {
+    {"--help", NULL, NULL},      {"-h", NULL, NULL},          {"help", NULL, NULL},
+    {"create", "--help", NULL},  {"destroy", "--help", NULL}, {"status", "-h", NULL},
+    {"version", "--help", NULL}, {"help", "create", NULL},    {"create", "x", "--help"},
+};
+
+START_TEST(help_texts) {
+  const char *const *argv = help_commands[_i];
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, argv), 0);
+  ck_assert_msg(strncmp(out, "Usage: shmsched", 15) == 0, "%s: no usage line:\n%s", argv[0], out);
+  ck_assert_msg(strstr(out, "\nExamples:\n") != NULL, "%s: no Examples:\n%s", argv[0], out);
+  ck_assert_msg(strstr(out, "--help") != NULL, "%s: no options:\n%s", argv[0], out);
+  ck_assert_str_eq(err, "");
+}
+END_TEST
+
+START_TEST(help_lists_defaults) {
+  ck_assert_int_eq(cli("create", "--help", NULL), 0);
+  static const char *const needles[] = {"(default 5s)",   "(default 1024)",  "(default 0600)",
+                                        "(default 4096)", "(default lease)", "--config FILE",
+                                        "--group GROUP",  "Exit status"};
+  for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++)
+    ck_assert_msg(strstr(out, needles[i]) != NULL, "create --help lacks '%s'", needles[i]);
+}
+END_TEST
+
+START_TEST(version) {
+  ck_assert_int_eq(cli("version", NULL), 0);
+  ck_assert_str_eq(out, "shmsched " SHMS_VERSION_STRING "\n");
+  ck_assert_int_eq(cli("--version", NULL), 0);
+  ck_assert_str_eq(out, "shmsched " SHMS_VERSION_STRING "\n");
+}
+END_TEST
+
+/* ---- --config FILE ------------------------------------------------------- */
+
+/* Write the INI file at left->ini_path. */
+static void write_ini(const char *text) {
+  FILE *f = fopen(left->ini_path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+START_TEST(create_from_config) {
+  const char *name = seg_name("ini");
+  write_ini("[segment]\nmax-tenants = 50\nmax-processes = 20\nstarvation-after = 3s\n\n"
+            "[class tiny]\ncells = 6\nqueue = 12\ntenant-max-active = 3\n\n"
+            "[class extra-large]\ncells = 1\nqueue = 2\nallow = gpu-team\n");
+  /* Options on the command line override the file's [segment] settings. */
+  ck_assert_int_eq(cli("create", name, "--config", left->ini_path, "--max-processes", "30", NULL),
+                   0);
+  shms_t *h;
+  shms_config cfg;
+  ck_assert_shms_ok(shms_attach(name, SHMS_ATTACH_OBSERVER, &h));
+  ck_assert_shms_ok(shms_get_config(h, &cfg));
+  shms_detach(h);
+  ck_assert_uint_eq(cfg.max_tenants, 50);
+  ck_assert_uint_eq(cfg.max_processes, 30);
+  ck_assert_uint_eq(cfg.starvation_after_ns, 3000000000ull);
+  ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].cells, 6);
+  ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].queue, 12);
+  ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].tenant_max_active, 3);
+  ck_assert_uint_eq(cfg.classes[SHMS_CLASS_EXTRA_LARGE].allow_count, 1);
+  ck_assert_int_eq(cli("status", name, "--json", NULL), 0);
+  ck_assert_msg(json_valid(out), "%s", out);
+  ck_assert_msg(strstr(out, "\"gpu-team\"") != NULL, "%s", out);
+  ck_assert_int_eq(cli("destroy", name, NULL), 0);
+  harness_remove(name);
+}
+END_TEST
+
+START_TEST(bad_config_file) {
+  const char *name = seg_name("badini");
+  write_ini("[class small]\ncells = 2\nqueue = lots\n");
+  ck_assert_int_eq(cli("create", name, "--config", left->ini_path, NULL), 2);
+  assert_error_line("invalid-argument", "seg.ini:3: [class small] queue: not a number: 'lots'");
+  ck_assert(!shm_exists(name));
+  write_ini("[class small]\ncells = 2\nqueue = 2\n[class small]\n");
+  ck_assert_int_eq(cli("create", name, "--config", left->ini_path, NULL), 2);
+  assert_error_line("invalid-argument", "seg.ini:4: [class small]: duplicate section");
+  ck_assert_int_eq(
+      cli("create", name, "--config", left->ini_path, "--class", "tiny:cells=1,queue=1", NULL), 2);
+  assert_error_line("invalid-argument", "--config and --class cannot be combined");
+  ck_assert_int_eq(cli("create", name, "--config", "/nonexistent/seg.ini", NULL), 2);
+  assert_error_line("invalid-argument", "/nonexistent/seg.ini: cannot open");
+  ck_assert(!shm_exists(name));
+  harness_remove(name);
+}
+END_TEST
+
+static Suite *cli_suite(void) {
+  Suite *s = suite_create("cli");
+  TCase *tc = harness_tcase("segments");
+  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_test(tc, json_checker_sanity);
+  tcase_add_test(tc, create_status_destroy);
+  tcase_add_test(tc, status_counts_live_processes);
+  tcase_add_test(tc, create_twice_leaves_first);
+  tcase_add_test(tc, missing_segment);
+  suite_add_tcase(s, tc);
+  tc = harness_tcase("errors");
+  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_loop_test(tc, bad_create, 0, sizeof bad_creates / sizeof bad_creates[0]);
+  tcase_add_test(tc, usage_errors);
+  suite_add_tcase(s, tc);
+  tc = harness_tcase("help");
+  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_loop_test(tc, help_texts, 0, sizeof help_commands / sizeof help_commands[0]);
+  tcase_add_test(tc, help_lists_defaults);
+  tcase_add_test(tc, version);
+  suite_add_tcase(s, tc);
+  tc = harness_tcase("config_file");
+  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_test(tc, create_from_config);
+  tcase_add_test(tc, bad_config_file);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return harness_run(cli_suite()); }
