@@ -340,7 +340,7 @@ END_TEST
 
 /* ---- help and version ---------------------------------------------------- */
 
-static const char *const help_commands[][3] = {
+static const char *const help_commands[][4] = {
     {"--help", NULL, NULL},      {"-h", NULL, NULL},          {"help", NULL, NULL},
     {"create", "--help", NULL},  {"destroy", "--help", NULL}, {"status", "-h", NULL},
     {"version", "--help", NULL}, {"help", "create", NULL},    {"create", "x", "--help"},
@@ -348,7 +348,8 @@ static const char *const help_commands[][3] = {
 
 START_TEST(help_texts) {
   const char *const *argv = help_commands[_i];
-  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, argv), 0);
+  int rc = harness_cli(out, sizeof out, err, sizeof err, argv);
+  ck_assert_msg(rc == 0, "%s %s: exit %d, stderr: %s", argv[0], argv[1] ? argv[1] : "", rc, err);
   ck_assert_msg(strncmp(out, "Usage: shmsched", 15) == 0, "%s: no usage line:\n%s", argv[0], out);
   ck_assert_msg(strstr(out, "\nExamples:\n") != NULL, "%s: no Examples:\n%s", argv[0], out);
   ck_assert_msg(strstr(out, "--help") != NULL, "%s: no options:\n%s", argv[0], out);
