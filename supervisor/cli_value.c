@@ -136,7 +136,7 @@ int cli_parse_group(const char *s, int64_t *gid, char *err, size_t n) {
   if (s == NULL || s[0] == '\0')
     return fail(err, n, "empty value, expected a group name or gid");
   if (strspn(s, "0123456789") == strlen(s)) {
-    uint32_t v;
+    uint32_t v = 0;
     if (cli_parse_u32(s, &v, err, n) != 0)
       return SHMS_EINVAL;
     *gid = v;

@@ -3,7 +3,6 @@
  * harness_cli and checks exit codes, the one-line error format, the output
  * and the segment left behind (or not).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,18 +50,9 @@ static const char *seg_name(const char *tag) {
   return left->names[left->n++];
 }
 
-/* Run the CLI with the NULL-terminated arguments; returns its exit status. */
-static int cli(const char *first, ...) {
-  const char *argv[32];
-  size_t n = 0;
-  va_list ap;
-  va_start(ap, first);
-  for (const char *a = first; a != NULL && n < 31; a = va_arg(ap, const char *))
-    argv[n++] = a;
-  va_end(ap);
-  argv[n] = NULL;
-  return harness_cli(out, sizeof out, err, sizeof err, argv);
-}
+/* Run the CLI with these arguments (a NULL-terminated array, not varargs); returns its status. */
+#define CLI(...)                                                                                   \
+  harness_cli(out, sizeof out, err, sizeof err, (const char *const[]){__VA_ARGS__, NULL})
 
 static int shm_exists(const char *name) {
   char path[256];
@@ -174,16 +164,15 @@ END_TEST
 
 START_TEST(create_status_destroy) {
   const char *name = seg_name("cli");
-  ck_assert_int_eq(cli("create", name, "--class", "standard:cells=4,queue=16", "--class",
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=4,queue=16", "--class",
                        "small:cells=2,queue=8,mode=worker,payload=512,allow=ci+nightly",
-                       "--starvation-after", "250ms", "--max-tenants", "77", "--mode", "0660",
-                       NULL),
+                       "--starvation-after", "250ms", "--max-tenants", "77", "--mode", "0660"),
                    0);
   ck_assert_msg(strstr(out, "created segment") != NULL, "stdout: %s", out);
   ck_assert_str_eq(err, "");
   ck_assert(shm_exists(name));
 
-  ck_assert_int_eq(cli("status", name, "--json", NULL), 0);
+  ck_assert_int_eq(CLI("status", name, "--json"), 0);
   ck_assert_msg(json_valid(out), "status --json is not valid JSON:\n%s", out);
   static const char *const json_needles[] = {
       "\"state\": \"active\"",  "\"layout_version\": 1",
@@ -200,7 +189,7 @@ START_TEST(create_status_destroy) {
     ck_assert_msg(strstr(out, json_needles[i]) != NULL, "JSON lacks %s:\n%s", json_needles[i], out);
   ck_assert_msg(strstr(out, "\"ci\"") && strstr(out, "\"nightly\""), "allow list:\n%s", out);
 
-  ck_assert_int_eq(cli("status", name, NULL), 0);
+  ck_assert_int_eq(CLI("status", name), 0);
   static const char *const text_needles[] = {
       "# Segment\n",
       "\nname: ",
@@ -218,7 +207,7 @@ START_TEST(create_status_destroy) {
     ck_assert_msg(strstr(out, text_needles[i]) != NULL, "status lacks '%s':\n%s", text_needles[i],
                   out);
 
-  ck_assert_int_eq(cli("destroy", name, NULL), 0);
+  ck_assert_int_eq(CLI("destroy", name), 0);
   ck_assert(!shm_exists(name));
 }
 END_TEST
@@ -230,13 +219,13 @@ START_TEST(status_counts_live_processes) {
   harness_config(&cfg, 2, 4);
   harness_create(name, &cfg);
   ck_assert_shms_ok(shms_attach(name, 0, &h));
-  ck_assert_int_eq(cli("status", name, "--json", NULL), 0);
+  ck_assert_int_eq(CLI("status", name, "--json"), 0);
   ck_assert_msg(strstr(out, "\"live_processes\": 1") != NULL, "%s", out);
   /* A live attached process makes destroy refuse, unless forced. */
-  ck_assert_int_eq(cli("destroy", name, NULL), 1);
+  ck_assert_int_eq(CLI("destroy", name), 1);
   assert_error_line("busy", "--force");
   ck_assert(shm_exists(name));
-  ck_assert_int_eq(cli("destroy", "--force", name, NULL), 0);
+  ck_assert_int_eq(CLI("destroy", "--force", name), 0);
   ck_assert(!shm_exists(name));
   shms_detach(h);
   harness_remove(name);
@@ -245,8 +234,8 @@ END_TEST
 
 START_TEST(create_twice_leaves_first) {
   const char *name = seg_name("twice");
-  ck_assert_int_eq(cli("create", name, "--class", "large:cells=3,queue=5", NULL), 0);
-  ck_assert_int_eq(cli("create", name, "--class", "tiny:cells=1,queue=1", NULL), 1);
+  ck_assert_int_eq(CLI("create", name, "--class", "large:cells=3,queue=5"), 0);
+  ck_assert_int_eq(CLI("create", name, "--class", "tiny:cells=1,queue=1"), 1);
   assert_error_line("already-exists", name);
   ck_assert_msg(strstr(err, "left untouched") != NULL, "%s", err);
   /* The first segment is intact: attachable, with its own configuration. */
@@ -264,10 +253,10 @@ END_TEST
 
 START_TEST(missing_segment) {
   const char *name = seg_name("missing");
-  ck_assert_int_eq(cli("destroy", name, NULL), 1);
+  ck_assert_int_eq(CLI("destroy", name), 1);
   assert_error_line("not-found", "no segment named");
   ck_assert_msg(strstr(err, name) != NULL, "%s", err);
-  ck_assert_int_eq(cli("status", name, NULL), 1);
+  ck_assert_int_eq(CLI("status", name), 1);
   assert_error_line("not-found", name);
   ck_assert_str_eq(out, "");
 }
@@ -301,7 +290,7 @@ START_TEST(bad_create) {
   const char *first = is_class ? "--max-tenants" : "--class";
   const char *first_value = is_class ? "8" : "standard:cells=1,queue=1";
   ck_assert_int_eq(
-      cli("create", name, first, first_value, bad_creates[_i].opt, bad_creates[_i].value, NULL), 2);
+      CLI("create", name, first, first_value, bad_creates[_i].opt, bad_creates[_i].value), 2);
   assert_error_line("invalid-argument", bad_creates[_i].needle);
   ck_assert_msg(!shm_exists(name), "a bad configuration created /dev/shm/%s", name);
   harness_remove(name);
@@ -310,29 +299,29 @@ END_TEST
 
 START_TEST(usage_errors) {
   const char *name = seg_name("usage");
-  ck_assert_int_eq(cli(NULL), 2);
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, (const char *const[]){NULL}), 2);
   assert_error_line("invalid-argument", "missing command");
-  ck_assert_int_eq(cli("frobnicate", NULL), 2);
+  ck_assert_int_eq(CLI("frobnicate"), 2);
   assert_error_line("invalid-argument", "unknown command 'frobnicate'");
-  ck_assert_int_eq(cli("--frobnicate", NULL), 2);
+  ck_assert_int_eq(CLI("--frobnicate"), 2);
   assert_error_line("invalid-argument", "unknown option '--frobnicate'");
-  ck_assert_int_eq(cli("create", name, NULL), 2);
+  ck_assert_int_eq(CLI("create", name), 2);
   assert_error_line("invalid-argument", "no class");
-  ck_assert_int_eq(cli("create", "--class", "standard:cells=1,queue=1", NULL), 2);
+  ck_assert_int_eq(CLI("create", "--class", "standard:cells=1,queue=1"), 2);
   assert_error_line("invalid-argument", "create: missing NAME");
-  ck_assert_int_eq(cli("create", name, "--class", NULL), 2);
+  ck_assert_int_eq(CLI("create", name, "--class"), 2);
   assert_error_line("invalid-argument", "missing argument for option '--class'");
-  ck_assert_int_eq(cli("create", name, "extra", "--class", "standard:cells=1,queue=1", NULL), 2);
+  ck_assert_int_eq(CLI("create", name, "extra", "--class", "standard:cells=1,queue=1"), 2);
   assert_error_line("invalid-argument", "unexpected argument 'extra'");
-  ck_assert_int_eq(cli("create", "bad/name", "--class", "standard:cells=1,queue=1", NULL), 2);
+  ck_assert_int_eq(CLI("create", "bad/name", "--class", "standard:cells=1,queue=1"), 2);
   assert_error_line("invalid-argument", "segment name");
-  ck_assert_int_eq(cli("status", name, "--json=yes", NULL), 2);
+  ck_assert_int_eq(CLI("status", name, "--json=yes"), 2);
   assert_error_line("invalid-argument", "no argument allowed for option '--json'");
-  ck_assert_int_eq(cli("status", NULL), 2);
+  ck_assert_int_eq(CLI("status"), 2);
   assert_error_line("invalid-argument", "status: missing NAME");
-  ck_assert_int_eq(cli("destroy", name, "-x", NULL), 2);
+  ck_assert_int_eq(CLI("destroy", name, "-x"), 2);
   assert_error_line("invalid-argument", "unknown option '-x'");
-  ck_assert_int_eq(cli("version", "now", NULL), 2);
+  ck_assert_int_eq(CLI("version", "now"), 2);
   assert_error_line("invalid-argument", "unexpected argument 'now'");
   ck_assert(!shm_exists(name));
 }
@@ -358,7 +347,7 @@ START_TEST(help_texts) {
 END_TEST
 
 START_TEST(help_lists_defaults) {
-  ck_assert_int_eq(cli("create", "--help", NULL), 0);
+  ck_assert_int_eq(CLI("create", "--help"), 0);
   static const char *const needles[] = {"(default 5s)",   "(default 1024)",  "(default 0600)",
                                         "(default 4096)", "(default lease)", "--config FILE",
                                         "--group GROUP",  "Exit status"};
@@ -368,9 +357,9 @@ START_TEST(help_lists_defaults) {
 END_TEST
 
 START_TEST(version) {
-  ck_assert_int_eq(cli("version", NULL), 0);
+  ck_assert_int_eq(CLI("version"), 0);
   ck_assert_str_eq(out, "shmsched " SHMS_VERSION_STRING "\n");
-  ck_assert_int_eq(cli("--version", NULL), 0);
+  ck_assert_int_eq(CLI("--version"), 0);
   ck_assert_str_eq(out, "shmsched " SHMS_VERSION_STRING "\n");
 }
 END_TEST
@@ -391,8 +380,7 @@ START_TEST(create_from_config) {
             "[class tiny]\ncells = 6\nqueue = 12\ntenant-max-active = 3\n\n"
             "[class extra-large]\ncells = 1\nqueue = 2\nallow = gpu-team\n");
   /* Options on the command line override the file's [segment] settings. */
-  ck_assert_int_eq(cli("create", name, "--config", left->ini_path, "--max-processes", "30", NULL),
-                   0);
+  ck_assert_int_eq(CLI("create", name, "--config", left->ini_path, "--max-processes", "30"), 0);
   shms_t *h;
   shms_config cfg;
   ck_assert_shms_ok(shms_attach(name, SHMS_ATTACH_OBSERVER, &h));
@@ -405,10 +393,10 @@ START_TEST(create_from_config) {
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].queue, 12);
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].tenant_max_active, 3);
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_EXTRA_LARGE].allow_count, 1);
-  ck_assert_int_eq(cli("status", name, "--json", NULL), 0);
+  ck_assert_int_eq(CLI("status", name, "--json"), 0);
   ck_assert_msg(json_valid(out), "%s", out);
   ck_assert_msg(strstr(out, "\"gpu-team\"") != NULL, "%s", out);
-  ck_assert_int_eq(cli("destroy", name, NULL), 0);
+  ck_assert_int_eq(CLI("destroy", name), 0);
   harness_remove(name);
 }
 END_TEST
@@ -416,16 +404,16 @@ END_TEST
 START_TEST(bad_config_file) {
   const char *name = seg_name("badini");
   write_ini("[class small]\ncells = 2\nqueue = lots\n");
-  ck_assert_int_eq(cli("create", name, "--config", left->ini_path, NULL), 2);
+  ck_assert_int_eq(CLI("create", name, "--config", left->ini_path), 2);
   assert_error_line("invalid-argument", "seg.ini:3: [class small] queue: not a number: 'lots'");
   ck_assert(!shm_exists(name));
   write_ini("[class small]\ncells = 2\nqueue = 2\n[class small]\n");
-  ck_assert_int_eq(cli("create", name, "--config", left->ini_path, NULL), 2);
+  ck_assert_int_eq(CLI("create", name, "--config", left->ini_path), 2);
   assert_error_line("invalid-argument", "seg.ini:4: [class small]: duplicate section");
   ck_assert_int_eq(
-      cli("create", name, "--config", left->ini_path, "--class", "tiny:cells=1,queue=1", NULL), 2);
+      CLI("create", name, "--config", left->ini_path, "--class", "tiny:cells=1,queue=1"), 2);
   assert_error_line("invalid-argument", "--config and --class cannot be combined");
-  ck_assert_int_eq(cli("create", name, "--config", "/nonexistent/seg.ini", NULL), 2);
+  ck_assert_int_eq(CLI("create", name, "--config", "/nonexistent/seg.ini"), 2);
   assert_error_line("invalid-argument", "/nonexistent/seg.ini: cannot open");
   ck_assert(!shm_exists(name));
   harness_remove(name);
