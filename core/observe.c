@@ -17,10 +17,12 @@ static void count_cells(const struct shms *h, const struct shms__class_desc *d, 
   for (uint32_t i = 0; i < d->cells_count; i++) {
     const struct shms__cell *cell = SHMS__AT(
         h->base, d->cells_off + (uint64_t)i * sizeof(struct shms__cell), const struct shms__cell);
+    out->granted += ck_pr_load_64((uint64_t *)&cell->leases);
     switch (SHMS__CELL_STATE(ck_pr_load_64((uint64_t *)&cell->word))) {
     case SHMS__CELL_AVAILABLE:
       out->available++;
       break;
+    case SHMS__CELL_GRANTED:
     case SHMS__CELL_LEASED: {
       out->leased++;
       uint64_t start = ck_pr_load_64((uint64_t *)&cell->lease_start_ns);
@@ -43,13 +45,12 @@ static void read_counters(const struct shms__class_ctl *ctl, shms_class_stats *o
   unsigned version;
   do {
     version = ck_sequence_read_begin(seq);
-    out->granted = ck_pr_load_64((uint64_t *)&ctl->granted);
     out->rejected = ck_pr_load_64((uint64_t *)&ctl->rejected);
     out->cancelled = ck_pr_load_64((uint64_t *)&ctl->cancelled);
     out->expired = ck_pr_load_64((uint64_t *)&ctl->expired);
     out->total_wait_ns = ck_pr_load_64((uint64_t *)&ctl->total_wait_ns);
     out->max_wait_ns = ck_pr_load_64((uint64_t *)&ctl->max_wait_ns);
-    out->queued_tenants = ck_pr_load_32((uint32_t *)&ctl->ring_len);
+    out->queued_tenants = ck_pr_load_32((uint32_t *)&ctl->tenants_queued);
   } while (ck_sequence_read_retry(seq, version));
 }
 

@@ -58,7 +58,8 @@ extern "C" {
   XX(NOMEM, "out-of-memory", "out of memory")                                                      \
   XX(NOSPACE, "no-space", "no space left for the segment")                                         \
   XX(TIMEDOUT, "timed-out", "wait timed out")                                                      \
-  XX(SYSTEM, "system-error", "unexpected operating system error")
+  XX(SYSTEM, "system-error", "unexpected operating system error")                                  \
+  XX(WOULDBLOCK, "would-block", "no cell is free right now")
 
 enum shms__err_index {
   SHMS__ERR_NONE = 0,
@@ -228,6 +229,148 @@ typedef struct {
 
 /* SHMS_EINVAL for a class the segment does not configure. */
 SHMS_EXTERN int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out);
+
+/* ---- Scheduling: requests, tickets, leases ------------------------------ */
+
+/* What one request asks for. */
+typedef struct {
+  shms_class_t cls;
+  const char *tenant;     /* 1..31 graphic ASCII bytes */
+  int32_t priority;       /* higher runs first, within the tenant's turn */
+  uint64_t deadline_ns;   /* absolute CLOCK_MONOTONIC; 0 = none */
+  const char *activation; /* optional id, 1..31 graphic bytes; live ids are unique per class */
+} shms_request;
+
+/* Names one request. A stale ticket (its slot reused) is told apart by seq. */
+typedef struct {
+  uint32_t cls;
+  uint32_t slot;
+  uint64_t seq;
+  uint64_t incarnation; /* the segment's: a ticket of another segment is not-found */
+} shms_ticket;
+
+/* The right to run on one cell. Release or quarantine must present it exactly. */
+typedef struct {
+  uint32_t cls;
+  uint32_t cell;
+  uint32_t generation;
+  uint32_t reserved;
+  uint64_t token;
+  uint64_t incarnation;
+} shms_lease;
+
+/* Bytes of the text form of a ticket, "standard.17.1234.9f3a...", with its NUL. */
+#define SHMS_TICKET_STRLEN 64
+/* Write t's text form into buf (at least SHMS_TICKET_STRLEN bytes). */
+SHMS_EXTERN void shms_ticket_format(const shms_ticket *t, char *buf);
+/* Parse a ticket's text form; SHMS_EINVAL with a detail when malformed. */
+SHMS_EXTERN int shms_ticket_parse(const char *text, shms_ticket *out);
+
+/*
+ * Queue a request; on success *ticket names it. Returns once the request is
+ * in its tenant's queue (or refused). Errors: SHMS_EINVAL, SHMS_EDENIED
+ * (queue=0, or the tenant not allowed), SHMS_EQUEUEFULL (every slot taken, or
+ * the tenant table full), SHMS_EDUPACT, SHMS_EDEADLINE (already past),
+ * SHMS_ESHUTDOWN, SHMS_EQUARANTINED. On error nothing was queued.
+ */
+SHMS_EXTERN int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket);
+
+/*
+ * Wait for the request's outcome until timeout_ns from now (UINT64_MAX: no
+ * limit; 0: just look). On a grant, accept it and fill *lease. Errors:
+ * SHMS_ETIMEDOUT (still queued: call again or cancel), SHMS_ECANCELLED,
+ * SHMS_EDEADLINE, SHMS_ESHUTDOWN, SHMS_EQUARANTINED, SHMS_ESEQEXHAUSTED,
+ * SHMS_EOWNERLOST, SHMS_ENOTFOUND (unknown or stale ticket). Every outcome
+ * but SHMS_ETIMEDOUT retires the ticket.
+ */
+SHMS_EXTERN int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns,
+                          shms_lease *lease);
+
+/* Enqueue and wait without a time limit (the request's deadline still applies). */
+SHMS_EXTERN int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease);
+
+/*
+ * Take a free cell now or fail with SHMS_EWOULDBLOCK; never queues, and never
+ * overtakes queued work. With free cells and an empty queue this is one
+ * compare-and-swap on the class's fast word and one on the cell: no system call.
+ */
+SHMS_EXTERN int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease);
+
+/*
+ * Cancel a request from any attached process. Returns 1 when this call
+ * installed the cancellation; 0 when the request had already been cancelled
+ * or had already ended (the detail says which; nothing changed);
+ * SHMS_ENOTFOUND for an unknown or stale ticket.
+ */
+SHMS_EXTERN int shms_cancel(shms_t *h, const shms_ticket *ticket);
+
+/* Return the lease's cell to service. SHMS_ELEASE if the lease is not exactly current. */
+SHMS_EXTERN int shms_release(shms_t *h, const shms_lease *lease);
+/*
+ * Take the lease's cell out of service (its cleanup could not be proven);
+ * reason is recorded for operators. SHMS_ELEASE if the lease is not current.
+ */
+SHMS_EXTERN int shms_quarantine(shms_t *h, const shms_lease *lease, int reason);
+
+/* Return quarantined cells of class c to service: one cell, or every one with cell = -1. */
+SHMS_EXTERN int shms_repair(shms_t *h, shms_class_t c, int cell);
+
+/*
+ * Stop taking work: new requests fail with SHMS_ESHUTDOWN, queued and
+ * granted-but-unaccepted requests are settled with SHMS_ESHUTDOWN, accepted
+ * leases keep their cells until released.
+ */
+SHMS_EXTERN int shms_drain(shms_t *h);
+
+/* Why a request waits. */
+typedef enum {
+  SHMS_REQ_QUEUED = 1,
+  SHMS_REQ_GRANTED = 2, /* granted, not yet accepted */
+  SHMS_REQ_ENDED = 3    /* settled; outcome says how (0: accepted) */
+} shms_request_state_t;
+
+enum {
+  SHMS_BLOCK_NO_CELL = 1u << 0,      /* every cell is leased, granted or quarantined */
+  SHMS_BLOCK_TENANT_LIMIT = 1u << 1, /* its tenant is at tenant-max-active */
+  SHMS_BLOCK_NO_WORKER = 1u << 2,    /* worker class: no idle worker */
+  SHMS_BLOCK_DRAINING = 1u << 3,     /* the segment is draining */
+  SHMS_BLOCK_TURN = 1u << 4,         /* other tenants' turns or its own tenant's earlier work */
+};
+
+typedef struct {
+  uint32_t state; /* shms_request_state_t */
+  int outcome;    /* for SHMS_REQ_ENDED: 0 accepted, else the error */
+  char tenant[SHMS_TENANT_MAX + 1];
+  int32_t priority;
+  uint64_t waited_ns;       /* since enqueue */
+  uint32_t aged;            /* waited at least starvation-after */
+  uint32_t tenants_ahead;   /* tenants whose turn comes first; UINT32_MAX if not in the ring */
+  uint32_t ring_length;     /* tenants taking turns */
+  uint32_t ahead_in_tenant; /* its tenant's requests that go before it */
+  uint32_t tenant_queued;   /* its tenant's queued requests */
+  uint32_t blocked_by;      /* SHMS_BLOCK_* */
+} shms_explanation;
+
+/* Explain why ticket's request waits (or how it ended). SHMS_ENOTFOUND for a stale ticket. */
+SHMS_EXTERN int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out);
+
+/* One tenant's figures in one class. */
+typedef struct {
+  char name[SHMS_TENANT_MAX + 1];
+  uint32_t queued;
+  uint32_t active; /* leases counted against tenant-max-active (0 when unlimited) */
+  uint32_t in_ring;
+  uint64_t granted;
+  uint64_t total_wait_ns;
+  uint64_t max_wait_ns;
+} shms_tenant_stats;
+
+/*
+ * The tenants with queued work (or counted leases) in class c: up to max
+ * into out, the number present into *count (which may exceed max).
+ */
+SHMS_EXTERN int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max,
+                             uint32_t *count);
 
 /* ---- Testing ------------------------------------------------------------ */
 

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "../core/hbm.h"
 #include "error.h"
 
 static void format_class(char *base, const shms_class_config *k, const struct shms__class_desc *d) {
@@ -13,14 +14,19 @@ static void format_class(char *base, const shms_class_config *k, const struct sh
   /* A worker class starts with every cell offline: no worker is bound yet. */
   ctl->fast = worker ? 0 : k->cells;
   ctl->request_seq = 1;
-  ctl->token_seq = 1;
   ctl->token_limit = UINT64_MAX;
   for (uint32_t i = 0; i < d->cells_count; i++) {
     struct shms__cell *cell =
         SHMS__AT(base, d->cells_off + (uint64_t)i * sizeof(struct shms__cell), struct shms__cell);
-    cell->word = worker ? SHMS__CELL_OFFLINE : SHMS__CELL_AVAILABLE;
-    cell->generation = 1;
+    cell->word = SHMS__CELL_WORD(1, 0, worker ? SHMS__CELL_OFFLINE : SHMS__CELL_AVAILABLE);
   }
+  for (uint32_t i = 0; i < d->tenants_count; i++) {
+    struct shms__tenant *t = SHMS__AT(
+        base, d->tenants_off + (uint64_t)i * sizeof(struct shms__tenant), struct shms__tenant);
+    t->hash_next = i + 1 < d->tenants_count ? i + 2 : 0;
+  }
+  ctl->tenant_free = d->tenants_count ? 1 : 0;
+  shms__hbm_fill(SHMS__AT(base, d->sfree_off, uint64_t), d->slots_count);
 }
 
 void shms__format(char *base, const shms_config *cfg, const struct shms__layout *l,
@@ -69,6 +75,9 @@ static int check_classes(const struct shms__header *h, const struct shms__layout
     CHECK_FIELD(cls, "tbuckets_count", got->tbuckets_count, want->tbuckets_count);
     CHECK_FIELD(cls, "abuckets_off", got->abuckets_off, want->abuckets_off);
     CHECK_FIELD(cls, "abuckets_count", got->abuckets_count, want->abuckets_count);
+    CHECK_FIELD(cls, "sfree_off", got->sfree_off, want->sfree_off);
+    CHECK_FIELD(cls, "sattn_off", got->sattn_off, want->sattn_off);
+    CHECK_FIELD(cls, "tattn_off", got->tattn_off, want->tattn_off);
   }
   return SHMS_OK;
 }
@@ -110,4 +119,10 @@ int shms__validate(const char *base, uint64_t file_size) {
   CHECK_FIELD("", "procs_off", h.procs_off, l.procs_off);
   CHECK_FIELD("", "procs_count", h.procs_count, l.procs_count);
   return check_classes(&h, &l);
+}
+
+int shms__validate_config_copy(const shms_config *cfg, uint64_t file_size) {
+  if (shms_config_validate(cfg) != SHMS_OK)
+    return SHMS_EINCOMPAT;
+  return shms__layout_size(cfg) == file_size ? SHMS_OK : SHMS_EINCOMPAT;
 }

@@ -19,4 +19,10 @@ void shms__format(char *base, const shms_config *cfg, const struct shms__layout 
  */
 int shms__validate(const char *base, uint64_t file_size);
 
+/*
+ * Re-check a private copy of the configuration taken after shms__validate:
+ * another process could have changed the header in between.
+ */
+int shms__validate_config_copy(const shms_config *cfg, uint64_t file_size);
+
 #endif

@@ -18,7 +18,8 @@ int shms__futex_wait(uint32_t *word, uint32_t expected, uint64_t deadline_ns) {
     tsp = &ts;
   }
   /* FUTEX_WAIT_BITSET takes an absolute timeout on CLOCK_MONOTONIC (no FUTEX_CLOCK_REALTIME). */
-  long rc = syscall(SYS_futex, word, FUTEX_WAIT_BITSET, expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+  long rc =
+      syscall(SYS_futex, word, FUTEX_WAIT_BITSET, expected, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
   if (rc == 0 || errno == EAGAIN || errno == EINTR)
     return SHMS_OK;
   if (errno == ETIMEDOUT)
@@ -26,4 +27,6 @@ int shms__futex_wait(uint32_t *word, uint32_t expected, uint64_t deadline_ns) {
   return SHMS_ESYSTEM;
 }
 
-void shms__futex_wake(uint32_t *word) { syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0); }
+void shms__futex_wake(uint32_t *word) {
+  syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}

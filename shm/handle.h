@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../core/class.h"
 #include "layout.h"
 
 struct shms__file; /* this process's one registration per segment file (segment.c) */
@@ -16,8 +17,12 @@ struct shms {
   struct shms__header *hdr;
   unsigned flags; /* SHMS_ATTACH_* and internal SHMS__ATTACH_* */
   pid_t pid;      /* the attaching process: handles do not survive fork */
-  uint32_t self;  /* our process-table index, UINT32_MAX for observers */
+  uint32_t self;  /* our process-table index if this handle registered, else UINT32_MAX */
   int fd;         /* a descriptor of the file, owned by file; never close it */
+  uint32_t owner; /* our owner id (SHMS__OWNER), 0 for observers */
+  uint64_t incarnation;
+  shms_config config; /* the validated configuration: limits never come from shared memory */
+  struct shms__cls cls[SHMS_CLASS_COUNT]; /* id -1 for classes not configured */
 };
 
 /* Internal attach flag: writable mapping without registering (destroy, repair tools). */
@@ -34,5 +39,9 @@ uint32_t shms__self_index(const struct shms *h);
 
 /* The class's descriptor, or NULL (with a detail) if the segment does not configure c. */
 const struct shms__class_desc *shms__class_desc(const struct shms *h, int c);
+/* The class view, or NULL (with an invalid-argument detail) if c is not configured. */
+struct shms__cls *shms__class(struct shms *h, int c);
+/* SHMS_EINVAL unless h may take part in scheduling (registered, not an observer). */
+int shms__handle_check_member(const struct shms *h);
 
 #endif

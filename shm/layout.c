@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "../core/hbm.h"
 #include "error.h"
 
 uint32_t shms__pow2_at_least(uint32_t n) {
@@ -55,6 +56,12 @@ uint64_t shms__layout_compute(const shms_config *cfg, struct shms__layout *out) 
     off += line_up((uint64_t)d->tbuckets_count * sizeof(uint32_t));
     d->abuckets_off = off;
     off += line_up((uint64_t)d->abuckets_count * sizeof(uint32_t));
+    d->sfree_off = off;
+    off += line_up((uint64_t)shms__hbm_words(d->slots_count) * sizeof(uint64_t));
+    d->sattn_off = off;
+    off += line_up((uint64_t)shms__hbm_words(d->slots_count) * sizeof(uint64_t));
+    d->tattn_off = off;
+    off += line_up((uint64_t)shms__hbm_words(d->tenants_count) * sizeof(uint64_t));
   }
   out->procs_off = off;
   out->procs_count = cfg->max_processes;

@@ -30,6 +30,9 @@ struct shms__class_desc {
   uint64_t tenants_off;  /* tenants_count x struct shms__tenant */
   uint64_t tbuckets_off; /* tbuckets_count x uint32_t: tenant name hash chains */
   uint64_t abuckets_off; /* abuckets_count x uint32_t: activation id hash chains */
+  uint64_t sfree_off;    /* hbm over slots: free slots */
+  uint64_t sattn_off;    /* hbm over slots: slots that need the dispatcher's attention */
+  uint64_t tattn_off;    /* hbm over tenants: tenants that need the dispatcher's attention */
   uint32_t cells_count;
   uint32_t slots_count;
   uint32_t slot_size;
@@ -56,87 +59,103 @@ struct shms__header {
 };
 
 /*
- * Per-class control block. Each line is written by different parties, so
- * each gets its own cache line.
+ * Per-class control block. Each line is written by a different set of
+ * parties, so each gets its own cache line.
  */
 struct shms__class_ctl {
-  /* Line 0: the fast-path word, free cells (low 32 bits) | queued requests (high 32). */
+  /* Line 0, written by every acquire and release: the fast-path word (free cells in the
+   * low 32 bits, queued requests in the high 32) and a hint of a free cell. */
   uint64_t fast SHMS__ALIGNED;
-  /* Line 1: the dispatcher baton (0 free, else the holder's owner id). */
+  uint32_t cell_hint;
+  /* Line 1: the dispatcher baton: 0 free, else (1 << 32) | the holder's owner id. */
   uint64_t baton SHMS__ALIGNED;
-  uint64_t dispatch_pending; /* set by whoever could not take the baton */
-  /* Line 2: the observation seqlock and the counters it covers. */
-  uint32_t obs_seq SHMS__ALIGNED; /* a ck_sequence */
+  /* Line 2: the observation seqlock and the figures it keeps coherent. */
+  uint32_t obs_seq SHMS__ALIGNED; /* a ck_sequence, written under the baton */
   uint32_t reserved1;
-  uint64_t granted;
-  uint64_t rejected;
-  uint64_t cancelled;
-  uint64_t expired;
+  uint64_t queue_granted; /* grants made from the queue (the fast path counts in the cells) */
   uint64_t total_wait_ns;
   uint64_t max_wait_ns;
-  /* Line 3: sequences and the tenant ring, written only under the baton. */
-  uint64_t request_seq SHMS__ALIGNED; /* next request sequence; never wraps */
-  uint64_t token_seq;                 /* next lease token; exhaustion fails closed */
-  uint64_t token_limit;               /* tokens at or past this fail (tests lower it) */
-  uint32_t ring_head;                 /* tenant index + 1, 0 for empty */
+  uint64_t rejected;  /* atomic: rejected at enqueue */
+  uint64_t cancelled; /* atomic */
+  uint64_t expired;   /* atomic */
+  /* Line 3: the tenant index, written only under the baton. */
+  uint32_t ring_head SHMS__ALIGNED; /* tenant index + 1, 0 for empty */
   uint32_t ring_tail;
-  uint32_t ring_len;
-  uint32_t tenant_free; /* free-list head of tenant records, index + 1 */
-  uint32_t slot_free;   /* free-list head of request slots, index + 1 */
-  uint32_t reserved2;
-  /* Lines 4..7 are left for the scheduler's growth without a formula change. */
-  uint8_t reserved3[4 * SHMS__LINE] SHMS__ALIGNED;
+  uint32_t ring_len;       /* tenants in the ring: queued work and under their limit */
+  uint32_t tenant_free;    /* free-list head of tenant records, index + 1 */
+  uint32_t tenants_used;   /* tenant records in use */
+  uint32_t tenants_queued; /* tenants with indexed requests */
+  /* Line 4, written by enqueuers, quarantine and repair. */
+  uint64_t request_seq SHMS__ALIGNED; /* the next request's sequence number; never wraps */
+  uint32_t used;                      /* request slots in use */
+  uint32_t quarantined;               /* cells quarantined */
+  /* Line 5, read-mostly. */
+  uint64_t token_limit SHMS__ALIGNED; /* a token at or past this is exhausted (tests lower it) */
+  uint8_t reserved3[2 * SHMS__LINE] SHMS__ALIGNED;
 };
 
-/* One cell of capacity. Own cache line: acquirers on different cells must not collide. */
+/*
+ * One cell of capacity, on its own cache line: acquirers of different cells
+ * never write the same line.
+ */
 struct shms__cell {
-  uint64_t word;       /* authoritative state word (docs/protocol.md, cells) */
-  uint64_t generation; /* bumped on every release */
-  uint64_t token;      /* the current lease's token */
+  uint64_t word;  /* generation (high 32) | owner id (28) | state (low 4): see protocol.md */
+  uint64_t token; /* the current or last lease's token; per cell, never wraps */
   uint64_t lease_start_ns;
-  uint32_t holder;       /* owner id of the lease holder or bound worker */
-  uint32_t reason;       /* quarantine reason code */
+  uint64_t leases;       /* leases started on this cell: observations sum these */
+  uint32_t tenant;       /* tenant record index + 1 whose limit this lease counts in, or 0 */
+  uint32_t slot;         /* while GRANTED: the slot index + 1 it is granted to */
+  uint32_t reason;       /* why it was quarantined (shms_errno_t or a caller's code) */
   uint32_t worker_futex; /* a bound worker sleeps here */
-  uint32_t job_slot;     /* worker mode: slot index + 1 of the running job */
   uint8_t reserved[16];
 } SHMS__ALIGNED;
 
-/* One request slot: a queued request, its grant, and in worker mode its payload. */
+/*
+ * One request slot: a request, its grant, and in worker mode its payload
+ * (which follows the structure). The slot word's low half is the waiter's
+ * futex word; its high half is the occupant's sequence, so a CAS made with a
+ * stale ticket fails.
+ */
 struct shms__slot {
-  uint32_t state; /* authoritative state word and the waiter's futex word */
-  uint32_t flags;
-  uint64_t seq; /* request sequence: tells this occupant from earlier ones */
+  uint64_t word; /* seq low 32 | reason (8) | flags (8) | state (low 4): see protocol.md */
+  uint64_t seq;  /* the occupant's request sequence (full) */
   uint64_t enqueue_ns;
   uint64_t deadline_ns; /* 0: none */
+  uint64_t token;       /* the granted lease's token */
   int32_t priority;
-  uint32_t owner;                              /* owner id of the enqueuing process */
-  uint32_t tenant;                             /* tenant record index */
-  uint32_t cell;                               /* granted cell */
-  uint32_t heap_parent, heap_left, heap_right; /* per-tenant order */
-  uint32_t arr_prev, arr_next;                 /* per-tenant arrival list */
-  uint32_t act_next;                           /* activation hash chain */
+  uint32_t owner;                 /* owner id of the enqueuing process */
+  uint32_t tenant;                /* tenant record index + 1, once indexed */
+  uint32_t cell;                  /* the granted cell */
+  uint32_t generation;            /* the granted lease's generation */
+  uint32_t prio_left, prio_right; /* per-tenant order: priority, deadline, sequence */
+  uint32_t age_left, age_right;   /* per-tenant order: sequence (aging) */
+  uint32_t act_next;              /* activation hash chain, slot index + 1 */
   uint32_t payload_len;
   uint32_t result_len;
   int32_t result_status;
   uint32_t reserved0;
-  char activation[32];
-  uint8_t reserved[8];
+  char tenant_name[SHMS_TENANT_MAX + 1];
+  char activation[SHMS_TENANT_MAX + 1]; /* "" for none */
+  uint8_t reserved[32];
 } SHMS__ALIGNED;
 
-/* A tenant record: present while the tenant has queued work or active leases. */
+/* A tenant record: present while the tenant has queued work or limited leases. */
 struct shms__tenant {
   char name[SHMS_TENANT_MAX + 1];
-  uint32_t hash_next; /* bucket chain, index + 1 */
+  uint32_t hash_next; /* bucket chain or free list, index + 1 */
   uint32_t ring_prev, ring_next;
-  uint32_t queued;
-  uint32_t active;
-  uint32_t heap_root;
-  uint32_t arr_head, arr_tail;
+  uint32_t queued;    /* indexed requests */
+  uint32_t active;    /* leases counted against tenant-max-active (atomic) */
+  uint32_t prio_root; /* slot index + 1 */
+  uint32_t age_root;  /* slot index + 1 */
+  uint32_t flags;     /* SHMS__TENANT_* */
   uint64_t granted;
   uint64_t total_wait_ns;
   uint64_t max_wait_ns;
   uint8_t reserved[40];
 } SHMS__ALIGNED;
+
+enum { SHMS__TENANT_INUSE = 1u, SHMS__TENANT_INRING = 2u };
 
 /* One attached process. Byte `offset of this entry` of the file is its liveness lock. */
 struct shms__proc {
@@ -146,26 +165,55 @@ struct shms__proc {
   uint32_t role;
   uint64_t start_time; /* /proc/PID/stat starttime, ticks since boot */
   uint64_t attached_unix_ns;
-  uint8_t reserved[32];
+  uint8_t reserved[32]; /* the crash-recovery journal (issue 5) goes here */
 } SHMS__ALIGNED;
 
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
 
 /* Cell states (the low 4 bits of shms__cell.word). */
 enum {
-  SHMS__CELL_AVAILABLE = 1,
-  SHMS__CELL_LEASED = 2,
-  SHMS__CELL_QUARANTINED = 3,
-  SHMS__CELL_OFFLINE = 4,
+  SHMS__CELL_AVAILABLE = 1,   /* free; counted in the fast word's free count */
+  SHMS__CELL_GRANTED = 2,     /* bound to a request slot, not yet accepted: never exposed */
+  SHMS__CELL_LEASED = 3,      /* an accepted lease */
+  SHMS__CELL_QUARANTINED = 4, /* out of service until repaired */
+  SHMS__CELL_OFFLINE = 5,     /* worker class: no worker bound */
 };
 #define SHMS__CELL_STATE(w) ((uint32_t)((w)&0xfu))
+#define SHMS__CELL_OWNER(w) ((uint32_t)(((w) >> 4) & 0xfffffffu))
+#define SHMS__CELL_GEN(w)   ((uint32_t)((w) >> 32))
+#define SHMS__CELL_WORD(gen, owner, state)                                                         \
+  (((uint64_t)(gen) << 32) | ((uint64_t)((owner)&0xfffffffu) << 4) | (uint64_t)(state))
+
+/* Slot states (the low 4 bits of shms__slot.word). */
+enum {
+  SHMS__SLOT_FREE = 0,
+  SHMS__SLOT_CLAIMED = 1, /* the enqueuer is filling it */
+  SHMS__SLOT_QUEUED = 2,  /* waiting for a grant */
+  SHMS__SLOT_GRANTED = 3, /* bound to a cell; the waiter may accept */
+  SHMS__SLOT_SETTLED = 4, /* ended without a lease; the reason byte says why */
+};
+/* Slot flags (bits 4..11). */
+#define SHMS__SLOT_SLEEPING  (1u << 4) /* a waiter sleeps on the futex: wake it */
+#define SHMS__SLOT_INDEXED   (1u << 5) /* linked into the tenant index (baton holder's) */
+#define SHMS__SLOT_COLLECTED (1u << 6) /* the waiter took the outcome */
+#define SHMS__SLOT_HELP      (1u << 7) /* the dispatcher asks the waiter to dispatch */
+#define SHMS__SLOT_STATE(w)  ((uint32_t)((w)&0xfu))
+#define SHMS__SLOT_REASON(w) ((int)-(int)(((w) >> 12) & 0xffu))
+#define SHMS__SLOT_SEQ(w)    ((uint32_t)((w) >> 32))
+#define SHMS__SLOT_WORD(seq, reason_err, flags, state)                                             \
+  (((uint64_t)(uint32_t)(seq) << 32) | ((uint64_t)((-(reason_err)) & 0xff) << 12) |                \
+   (uint64_t)(flags) | (uint64_t)(state))
+
+/* An owner id: process-table index (16 bits) and the entry's generation (12 bits). */
+#define SHMS__OWNER(index, gen) ((((uint32_t)(index)&0xffffu) << 12) | ((uint32_t)(gen)&0xfffu))
+#define SHMS__OWNER_INDEX(o)    ((uint32_t)(o) >> 12)
 
 /* The file byte that marks the supervisor as running (inside the header, never an entry). */
 #define SHMS__LOCK_SUPERVISOR 1
 
 _Static_assert(sizeof(struct shms__class_ctl) == 8 * SHMS__LINE, "class ctl is 8 lines");
 _Static_assert(sizeof(struct shms__cell) == SHMS__LINE, "cell is one line");
-_Static_assert(sizeof(struct shms__slot) == 2 * SHMS__LINE, "slot header is two lines");
+_Static_assert(sizeof(struct shms__slot) == 3 * SHMS__LINE, "slot header is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 2 * SHMS__LINE, "tenant is two lines");
 _Static_assert(sizeof(struct shms__proc) == SHMS__LINE, "proc entry is one line");
 

@@ -224,6 +224,20 @@ static int map_and_validate(const char *name, int fd, int writable, struct shms 
   h->base = base;
   h->size = (uint64_t)st.st_size;
   h->hdr = base;
+  /* Every view and limit comes from what was validated, not from later reads of the header. */
+  memcpy(&h->config, &h->hdr->config, sizeof h->config);
+  h->incarnation = h->hdr->incarnation;
+  if (shms__validate_config_copy(&h->config, h->size) != SHMS_OK) {
+    munmap(base, (size_t)st.st_size);
+    return shms__fail(SHMS_EINCOMPAT, "segment '%s' changed while it was being validated", name);
+  }
+  struct shms__layout l;
+  shms__layout_compute(&h->config, &l);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    h->cls[c].id = -1;
+    if (h->config.classes[c].configured)
+      shms__cls_init(&h->cls[c], h->base, c, &h->config, &l.classes[c]);
+  }
   return SHMS_OK;
 }
 
@@ -253,6 +267,12 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   h->file = f;
   h->fd = fd;
   h->self = registers ? f->proc_index : UINT32_MAX;
+  if (registers) {
+    const struct shms__proc *p =
+        SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)h->self * sizeof(struct shms__proc),
+                 struct shms__proc);
+    h->owner = SHMS__OWNER(h->self, ck_pr_load_32((uint32_t *)&p->gen));
+  }
   return SHMS_OK;
 }
 
@@ -393,6 +413,23 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
 uint32_t shms__self_index(const struct shms *h) {
   /* Our own lock never conflicts with us, so the kernel cannot vouch for our own entry. */
   return ck_pr_load_32(&h->file->proc_index);
+}
+
+struct shms__cls *shms__class(struct shms *h, int c) {
+  if (c < 0 || c >= SHMS_CLASS_COUNT || h->cls[c].id < 0) {
+    shms__fail(SHMS_EINVAL, "class %s is not configured in this segment",
+               c >= 0 && c < SHMS_CLASS_COUNT ? shms_class_name((shms_class_t)c)
+                                              : "(out of range)");
+    return NULL;
+  }
+  return &h->cls[c];
+}
+
+int shms__handle_check_member(const struct shms *h) {
+  int rc = shms__handle_check(h);
+  if (rc == SHMS_OK && h->owner == 0)
+    rc = shms__fail(SHMS_EINVAL, "an observer handle cannot take part in scheduling");
+  return rc;
 }
 
 const struct shms__class_desc *shms__class_desc(const struct shms *h, int c) {

@@ -17,6 +17,18 @@ static uint64_t pow2(uint64_t n) {
   return p;
 }
 
+/* 64-bit words of a hierarchical bitmap over n indexes: 64 per word, then 64 per summary word. */
+static uint64_t hbm_words(uint64_t n) {
+  if (n == 0)
+    return 0;
+  uint64_t w = (n + 63) / 64, total = w;
+  while (w > 1) {
+    w = (w + 63) / 64;
+    total += w;
+  }
+  return total;
+}
+
 /* The formula as docs/architecture.md states it, written independently of layout.c. */
 static uint64_t documented_size(const shms_config *cfg) {
   uint64_t size = line(sizeof(struct shms__header));
@@ -25,9 +37,10 @@ static uint64_t documented_size(const shms_config *cfg) {
     const shms_class_config *k = &cfg->classes[c];
     if (!k->configured)
       continue;
-    uint64_t slot = 128 + (k->mode == SHMS_MODE_WORKER ? line(k->payload) : 0);
+    uint64_t slot = 192 + (k->mode == SHMS_MODE_WORKER ? line(k->payload) : 0);
     size += 512 + 64ull * k->cells + slot * k->queue + 128 * t + line(4 * pow2(2 * t)) +
-            line(4 * pow2(k->queue ? k->queue : 1));
+            line(4 * pow2(k->queue ? k->queue : 1)) + 2 * line(8 * hbm_words(k->queue)) +
+            line(8 * hbm_words(t));
   }
   return size + 64ull * cfg->max_processes;
 }

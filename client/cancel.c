@@ -1,0 +1,36 @@
+/* Cancellation by ticket, from any attached process. */
+#include <ck_pr.h>
+
+#include "../shm/error.h"
+#include "client.h"
+
+int shms_cancel(shms_t *h, const shms_ticket *ticket) {
+  shms__clear_detail();
+  struct shms__cls *k;
+  uint32_t i;
+  int rc = shms__check_ticket(h, ticket, &k, &i);
+  if (rc != SHMS_OK)
+    return rc;
+  struct shms__slot *s = shms__slot_at(k, i);
+  for (;;) {
+    uint64_t w = ck_pr_load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || ck_pr_load_64(&s->seq) != ticket->seq ||
+        st < SHMS__SLOT_QUEUED)
+      return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
+    if (st == SHMS__SLOT_SETTLED) {
+      int reason = SHMS__SLOT_REASON(w);
+      if (reason == SHMS_ECANCELLED)
+        shms__fail(reason, "the request was already cancelled");
+      else if (reason == SHMS_OK)
+        shms__fail(SHMS_OK, "the request was already accepted");
+      else
+        shms__fail(reason, "the request had already ended: %s", shms_err_name(reason));
+      return 0;
+    }
+    /* Queued or granted-but-unaccepted: one CAS decides against the dispatcher and the waiter. */
+    if (shms__slot_settle(h, k, i, ticket->seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
+                          SHMS_ECANCELLED))
+      return 1;
+  }
+}

@@ -1,0 +1,77 @@
+/* Validation shared by the client calls: nothing is touched until a request passes. */
+#include <ck_pr.h>
+#include <string.h>
+
+#include "../shm/clock.h"
+#include "../shm/error.h"
+#include "client.h"
+
+uint32_t shms__segment_state(const struct shms *h) { return ck_pr_load_32(&h->hdr->state); }
+
+static int tenant_allowed(const struct shms__cls *k, const char *tenant) {
+  if (k->cfg->allow_count == 0)
+    return k->id != SHMS_CLASS_EXTRA_LARGE; /* extra-large is restricted by default */
+  for (uint32_t i = 0; i < k->cfg->allow_count && i < SHMS_ALLOW_MAX; i++)
+    if (strncmp(k->cfg->allow[i], tenant, SHMS_TENANT_MAX + 1) == 0)
+      return 1;
+  return 0;
+}
+
+static int check_names(const shms_request *req) {
+  if (shms_tenant_check(req->tenant) != SHMS_OK)
+    return SHMS_EINVAL;
+  if (req->activation != NULL && shms_tenant_check(req->activation) != SHMS_OK) {
+    char why[160];
+    strncpy(why, shms_last_error_detail(), sizeof why - 1);
+    why[sizeof why - 1] = '\0';
+    return shms__fail(SHMS_EINVAL, "activation id: %s", why + (strncmp(why, "tenant ", 7) ? 0 : 7));
+  }
+  return SHMS_OK;
+}
+
+int shms__check_request(struct shms *h, const shms_request *req, struct shms__cls **out) {
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (req == NULL)
+    return shms__fail(SHMS_EINVAL, "request is NULL");
+  struct shms__cls *k = shms__class(h, (int)req->cls);
+  if (k == NULL)
+    return SHMS_EINVAL;
+  const char *cn = shms_class_name(req->cls);
+  if ((rc = check_names(req)) != SHMS_OK)
+    return rc;
+  if (k->cfg->mode != SHMS_MODE_LEASE)
+    return shms__fail(SHMS_EINVAL, "class %s is a worker class: submit jobs to it", cn);
+  if (k->nslots == 0)
+    return shms__fail(SHMS_EDENIED, "class %s is denied (queue=0)", cn);
+  if (!tenant_allowed(k, req->tenant))
+    return shms__fail(SHMS_EDENIED, "class %s does not allow tenant '%s'", cn, req->tenant);
+  if (req->deadline_ns != 0 && shms__now_ns() >= req->deadline_ns)
+    return shms__fail(SHMS_EDEADLINE, "the deadline has already passed");
+  if (shms__segment_state(h) != SHMS_SEG_ACTIVE)
+    return shms__fail(SHMS_ESHUTDOWN, "the segment is draining");
+  if (ck_pr_load_32(&k->ctl->quarantined) >= k->ncells)
+    return shms__fail(SHMS_EQUARANTINED, "every cell of class %s is quarantined", cn);
+  *out = k;
+  return SHMS_OK;
+}
+
+int shms__check_ticket(struct shms *h, const shms_ticket *t, struct shms__cls **out,
+                       uint32_t *slot) {
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (t == NULL)
+    return shms__fail(SHMS_EINVAL, "ticket is NULL");
+  if (t->incarnation != h->incarnation)
+    return shms__fail(SHMS_ENOTFOUND, "the ticket belongs to another segment or incarnation");
+  if (t->cls >= SHMS_CLASS_COUNT || h->cls[t->cls].id < 0)
+    return shms__fail(SHMS_ENOTFOUND, "the ticket's class is not configured");
+  struct shms__cls *k = &h->cls[t->cls];
+  if (t->slot >= k->nslots)
+    return shms__fail(SHMS_ENOTFOUND, "the ticket's slot %u is out of range", t->slot);
+  *out = k;
+  *slot = t->slot;
+  return SHMS_OK;
+}

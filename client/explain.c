@@ -1,0 +1,140 @@
+/*
+ * explain and tenants: read the index under the baton, so what they report
+ * is one consistent picture. They wait for a live baton holder at most a
+ * second; these are diagnostics, never on a hot path.
+ */
+#include <ck_pr.h>
+#include <string.h>
+
+#include "../core/tenant.h"
+#include "../core/tree.h"
+#include "../shm/clock.h"
+#include "../shm/error.h"
+#include "client.h"
+
+#define BATON_WAIT_NS (1000ull * 1000 * 1000)
+
+/* Position of tenant ref in the ring (0 = its turn is next), or UINT32_MAX if absent. */
+static uint32_t ring_position(const struct shms__cls *k, uint32_t ref) {
+  uint32_t at = k->ctl->ring_head;
+  for (uint32_t n = 0; at != 0 && n < k->ntenants; n++) {
+    if (at == ref)
+      return n;
+    at = shms__tenant_at(k, at)->ring_next;
+  }
+  return UINT32_MAX;
+}
+
+/* Requests of i's tenant selected before i: older aged ones, then earlier in order. */
+static uint32_t ahead(const struct shms__cls *k, const struct shms__tenant *t, uint32_t i,
+                      uint64_t now, uint32_t *aged_out) {
+  struct shms__tree a = {.k = k, .order = SHMS__ORDER_AGE}, p = {.k = k, .order = SHMS__ORDER_PRIO};
+  const struct shms__slot *s = shms__slot_at(k, i);
+  int aged = now >= s->enqueue_ns && now - s->enqueue_ns >= k->starvation_ns;
+  *aged_out = (uint32_t)aged;
+  uint32_t older = shms__tree_count_before(&a, t->age_root, i);
+  if (aged)
+    return older; /* every older request is aged too: they go first, oldest first */
+  /* Count older aged requests plus requests before i in priority order (without double counting).
+   */
+  uint32_t before = shms__tree_count_before(&p, t->prio_root, i);
+  uint32_t aged_older = 0;
+  for (uint32_t j = 0; j < k->nslots && aged_older < older; j++) {
+    const struct shms__slot *o = shms__slot_at(k, j);
+    uint64_t w = ck_pr_load_64((uint64_t *)&o->word);
+    if (j != i && (w & SHMS__SLOT_INDEXED) && o->tenant == s->tenant && o->seq < s->seq &&
+        now - o->enqueue_ns >= k->starvation_ns && !shms__tree_before(&p, j, i))
+      aged_older++;
+  }
+  return before + aged_older;
+}
+
+static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                           shms_explanation *out) {
+  const struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t now = shms__now_ns();
+  out->waited_ns = now > s->enqueue_ns ? now - s->enqueue_ns : 0;
+  out->ring_length = k->ctl->ring_len;
+  out->tenants_ahead = UINT32_MAX;
+  if (!(w & SHMS__SLOT_INDEXED) || s->tenant == 0 || s->tenant > k->ntenants)
+    return;
+  const struct shms__tenant *t = shms__tenant_at(k, s->tenant);
+  out->tenants_ahead = ring_position(k, s->tenant);
+  out->tenant_queued = t->queued;
+  out->ahead_in_tenant = ahead(k, t, i, now, &out->aged);
+  if (SHMS__FAST_FREE(ck_pr_load_64(&k->ctl->fast)) == 0)
+    out->blocked_by |= SHMS_BLOCK_NO_CELL;
+  if (shms__tenant_at_limit(k, s->tenant))
+    out->blocked_by |= SHMS_BLOCK_TENANT_LIMIT;
+  if (shms__segment_state(h) != SHMS_SEG_ACTIVE)
+    out->blocked_by |= SHMS_BLOCK_DRAINING;
+  if (out->tenants_ahead > 0 || out->ahead_in_tenant > 0)
+    out->blocked_by |= SHMS_BLOCK_TURN;
+}
+
+int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
+  shms__clear_detail();
+  struct shms__cls *k;
+  uint32_t i;
+  int rc = shms__check_ticket(h, ticket, &k, &i);
+  if (rc != SHMS_OK)
+    return rc;
+  if (out == NULL)
+    return shms__fail(SHMS_EINVAL, "out is NULL");
+  if ((rc = shms__baton_acquire(h, k, BATON_WAIT_NS)) != SHMS_OK)
+    return shms__fail(rc, "the dispatcher stayed busy for a second");
+  const struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64((uint64_t *)&s->word);
+  uint32_t st = SHMS__SLOT_STATE(w);
+  memset(out, 0, sizeof *out);
+  if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || s->seq != ticket->seq ||
+      st < SHMS__SLOT_QUEUED) {
+    rc = shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
+  } else {
+    memcpy(out->tenant, s->tenant_name, sizeof out->tenant);
+    out->priority = s->priority;
+    out->state = st == SHMS__SLOT_QUEUED    ? SHMS_REQ_QUEUED
+                 : st == SHMS__SLOT_GRANTED ? SHMS_REQ_GRANTED
+                                            : SHMS_REQ_ENDED;
+    out->outcome = st == SHMS__SLOT_SETTLED ? SHMS__SLOT_REASON(w) : 0;
+    if (st == SHMS__SLOT_QUEUED)
+      explain_queued(h, k, i, w, out);
+  }
+  shms__baton_done(h, k);
+  return rc;
+}
+
+int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max, uint32_t *count) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  struct shms__cls *k = shms__class(h, (int)c);
+  if (k == NULL)
+    return SHMS_EINVAL;
+  if (count == NULL || (out == NULL && max > 0))
+    return shms__fail(SHMS_EINVAL, "out or count is NULL");
+  if ((rc = shms__baton_acquire(h, k, BATON_WAIT_NS)) != SHMS_OK)
+    return shms__fail(rc, "the dispatcher stayed busy for a second");
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < k->ntenants; i++) {
+    const struct shms__tenant *t = &k->tenants[i];
+    if (!(t->flags & SHMS__TENANT_INUSE))
+      continue;
+    if (n < max) {
+      shms_tenant_stats *o = &out[n];
+      memcpy(o->name, t->name, sizeof o->name);
+      o->name[SHMS_TENANT_MAX] = '\0';
+      o->queued = t->queued;
+      o->active = ck_pr_load_32((uint32_t *)&t->active);
+      o->in_ring = (t->flags & SHMS__TENANT_INRING) != 0;
+      o->granted = t->granted;
+      o->total_wait_ns = t->total_wait_ns;
+      o->max_wait_ns = t->max_wait_ns;
+    }
+    n++;
+  }
+  shms__baton_done(h, k);
+  *count = n;
+  return SHMS_OK;
+}

@@ -1,0 +1,126 @@
+/* Lease disposition: release and quarantine present the lease exactly; repair undoes quarantine. */
+#include <ck_pr.h>
+
+#include "../shm/error.h"
+#include "client.h"
+
+/* The lease's cell and its current word, if the lease is exactly current. */
+static int check_lease(struct shms *h, const shms_lease *lease, struct shms__cls **k, uint64_t *w) {
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (lease == NULL)
+    return shms__fail(SHMS_EINVAL, "lease is NULL");
+  if (lease->incarnation != h->incarnation)
+    return shms__fail(SHMS_ELEASE, "the lease belongs to another segment or incarnation");
+  if (lease->cls >= SHMS_CLASS_COUNT || h->cls[lease->cls].id < 0 ||
+      lease->cell >= h->cls[lease->cls].ncells)
+    return shms__fail(SHMS_ELEASE, "the lease names no cell of this segment");
+  *k = &h->cls[lease->cls];
+  struct shms__cell *cell = &(*k)->cells[lease->cell];
+  *w = ck_pr_load_64(&cell->word);
+  if (SHMS__CELL_STATE(*w) != SHMS__CELL_LEASED || SHMS__CELL_GEN(*w) != lease->generation ||
+      ck_pr_load_64(&cell->token) != lease->token)
+    return shms__fail(SHMS_ELEASE,
+                      "class %s cell %u: the lease is not current (stale, forged, "
+                      "or already returned)",
+                      shms_class_name((*k)->id), lease->cell);
+  return SHMS_OK;
+}
+
+int shms_release(shms_t *h, const shms_lease *lease) {
+  shms__clear_detail();
+  struct shms__cls *k;
+  uint64_t w;
+  int rc = check_lease(h, lease, &k, &w);
+  if (rc != SHMS_OK)
+    return rc;
+  struct shms__cell *cell = &k->cells[lease->cell];
+  uint32_t tenant = cell->tenant;
+  /* The generation moves on: this lease (and any copy of it) can never return the cell again. */
+  uint64_t free_word = SHMS__CELL_WORD(lease->generation + 1, 0, SHMS__CELL_AVAILABLE);
+  if (!ck_pr_cas_64(&cell->word, w, free_word))
+    return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
+                      shms_class_name(k->id), lease->cell);
+  if (tenant != 0)
+    shms__tenant_lease_ended(k, tenant);
+  ck_pr_store_32(&k->ctl->cell_hint, lease->cell);
+  uint64_t fast = shms__fast_add(k, 1, 0);
+  /* Wake the dispatcher only when someone waits: the uncontended release makes no system call. */
+  if (SHMS__FAST_QUEUED(fast) != 0 || tenant != 0)
+    shms__kick(h, k);
+  return SHMS_OK;
+}
+
+int shms_quarantine(shms_t *h, const shms_lease *lease, int reason) {
+  shms__clear_detail();
+  struct shms__cls *k;
+  uint64_t w;
+  int rc = check_lease(h, lease, &k, &w);
+  if (rc != SHMS_OK)
+    return rc;
+  if (!shms__cell_quarantine(h, k, lease->cell, w, reason))
+    return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
+                      shms_class_name(k->id), lease->cell);
+  return SHMS_OK;
+}
+
+/* QUARANTINED -> AVAILABLE with a new generation. 1 if this call repaired it. */
+static int repair_cell(struct shms *h, const struct shms__cls *k, uint32_t c) {
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t w = ck_pr_load_64(&cell->word);
+  if (SHMS__CELL_STATE(w) != SHMS__CELL_QUARANTINED)
+    return 0;
+  if (!ck_pr_cas_64(&cell->word, w,
+                    SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE)))
+    return 0;
+  /* A new token range: tests that exhausted it can repair and go on. */
+  ck_pr_store_32(&cell->reason, 0);
+  ck_pr_dec_32(&k->ctl->quarantined);
+  ck_pr_store_32(&k->ctl->cell_hint, c);
+  shms__fast_add(k, 1, 0);
+  shms__kick(h, k);
+  return 1;
+}
+
+int shms_repair(shms_t *h, shms_class_t c, int cell) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  struct shms__cls *k = shms__class(h, (int)c);
+  if (k == NULL)
+    return SHMS_EINVAL;
+  if (k->cfg->mode != SHMS_MODE_LEASE)
+    return shms__fail(SHMS_EINVAL, "class %s is a worker class: repair binds a new worker",
+                      shms_class_name(c));
+  if (cell >= 0) {
+    if ((uint32_t)cell >= k->ncells)
+      return shms__fail(SHMS_EINVAL, "class %s has no cell %d (cells 0..%u)", shms_class_name(c),
+                        cell, k->ncells - 1);
+    if (!repair_cell(h, k, (uint32_t)cell))
+      return shms__fail(SHMS_EINVAL, "class %s cell %d is not quarantined", shms_class_name(c),
+                        cell);
+    return 1;
+  }
+  int repaired = 0;
+  for (uint32_t i = 0; i < k->ncells; i++)
+    repaired += repair_cell(h, k, i);
+  return repaired;
+}
+
+int shms_drain(shms_t *h) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  uint32_t st = shms__segment_state(h);
+  while (st == SHMS_SEG_ACTIVE && !ck_pr_cas_32_value(&h->hdr->state, st, SHMS_SEG_DRAINING, &st))
+    ;
+  if (st == SHMS_SEG_DESTROYING)
+    return shms__fail(SHMS_ESHUTDOWN, "the segment is being destroyed");
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    if (h->cls[c].id >= 0)
+      shms__fail_all(h, &h->cls[c], SHMS_ESHUTDOWN);
+  return SHMS_OK;
+}

@@ -1,0 +1,272 @@
+/*
+ * Enqueue, wait, acquire, try_acquire: a request from claim to acceptance
+ * (docs/protocol.md, "Request slots").
+ */
+#include <ck_pr.h>
+#include <string.h>
+
+#include "../core/hbm.h"
+#include "../shm/clock.h"
+#include "../shm/error.h"
+#include "../shm/futex.h"
+#include "client.h"
+
+static void fill(struct shms *h, struct shms__slot *s, const shms_request *req) {
+  s->enqueue_ns = shms__now_ns();
+  s->deadline_ns = req->deadline_ns;
+  s->priority = req->priority;
+  s->owner = h->owner;
+  s->tenant = 0;
+  s->cell = 0;
+  s->payload_len = 0;
+  strncpy(s->tenant_name, req->tenant, sizeof s->tenant_name);
+  s->tenant_name[SHMS_TENANT_MAX] = '\0';
+  memset(s->activation, 0, sizeof s->activation);
+  if (req->activation != NULL)
+    strncpy(s->activation, req->activation, SHMS_TENANT_MAX);
+}
+
+/*
+ * Sleep on slot i's word w (announcing it first) until woken, until the real
+ * clock reaches until_real (0: no limit), or for one poll interval. Returns 1
+ * when the poll interval ran out: time to check on the baton's holder.
+ */
+static int sleep_on(const struct shms__cls *k, uint32_t i, uint64_t w, uint64_t until_real) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (!(w & SHMS__SLOT_SLEEPING)) {
+    if (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_SLEEPING, &w))
+      return 0; /* it changed: look again */
+    w |= SHMS__SLOT_SLEEPING;
+  }
+  uint64_t poll = shms__real_now_ns() + SHMS__POLL_NS;
+  uint64_t limit = until_real != 0 && until_real < poll ? until_real : poll;
+  shms__futex_wait(shms__slot_futex(s), (uint32_t)w, limit);
+  return shms__real_now_ns() >= poll;
+}
+
+/* The dispatcher asked us to carry on its work: clear the request and kick. */
+static void help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
+  if (shms__slot_cas(k, i, &w, w & ~(uint64_t)SHMS__SLOT_HELP))
+    shms__kick(h, k);
+}
+
+/* Settle our own fresh request if a drain or total quarantine raced its publication. */
+static void recheck_after_publish(struct shms *h, const struct shms__cls *k, uint32_t i,
+                                  uint64_t seq) {
+  int reason = shms__segment_state(h) != SHMS_SEG_ACTIVE          ? SHMS_ESHUTDOWN
+               : ck_pr_load_32(&k->ctl->quarantined) >= k->ncells ? SHMS_EQUARANTINED
+                                                                  : 0;
+  if (reason != 0)
+    shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
+}
+
+static int refused(const struct shms__cls *k, uint32_t i, int reason) {
+  shms__slot_collect(k, i);
+  switch (reason) {
+  case SHMS_EDUPACT:
+    return shms__fail(reason, "activation id is already live in class %s", shms_class_name(k->id));
+  case SHMS_EQUEUEFULL:
+    return shms__fail(reason, "class %s: the tenant table is full (max-tenants)",
+                      shms_class_name(k->id));
+  default:
+    return shms__fail(reason, "request refused: %s", shms_strerror(reason));
+  }
+}
+
+int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
+  shms__clear_detail();
+  struct shms__cls *k;
+  int rc = shms__check_request(h, req, &k);
+  if (rc != SHMS_OK)
+    return rc;
+  if (ticket == NULL)
+    return shms__fail(SHMS_EINVAL, "ticket is NULL");
+  uint32_t i;
+  uint64_t seq;
+  if ((rc = shms__slot_claim(k, &i, &seq)) != SHMS_OK) {
+    ck_pr_inc_64(&k->ctl->rejected);
+    return shms__fail(rc, "class %s: all %u request slots are in use", shms_class_name(k->id),
+                      k->nslots);
+  }
+  struct shms__slot *s = shms__slot_at(k, i);
+  fill(h, s, req);
+  /* Count it queued before it can be granted: a grant takes it off the count. */
+  shms__fast_add(k, 0, 1);
+  ck_pr_fence_store(); /* the request's fields are visible before its state says QUEUED */
+  ck_pr_store_64(&s->word, SHMS__SLOT_WORD(seq, 0, 0, SHMS__SLOT_QUEUED));
+  shms__hbm_set(k->sattn, k->nslots, i);
+  recheck_after_publish(h, k, i, seq);
+  shms__kick(h, k);
+  /* Return once the dispatcher has indexed the request or refused it. */
+  for (;;) {
+    uint64_t w = ck_pr_load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if ((st == SHMS__SLOT_QUEUED && (w & SHMS__SLOT_INDEXED)) || st == SHMS__SLOT_GRANTED)
+      break;
+    if (st == SHMS__SLOT_SETTLED)
+      return refused(k, i, SHMS__SLOT_REASON(w));
+    if (w & SHMS__SLOT_HELP)
+      help(h, k, i, w);
+    else if (sleep_on(k, i, w, 0))
+      shms__baton_check_holder(h, k);
+    else
+      shms__kick(h, k);
+  }
+  *ticket =
+      (shms_ticket){.cls = (uint32_t)k->id, .slot = i, .seq = seq, .incarnation = h->incarnation};
+  return SHMS_OK;
+}
+
+static void make_lease(const struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen,
+                       uint64_t token, shms_lease *lease) {
+  *lease = (shms_lease){.cls = (uint32_t)k->id,
+                        .cell = c,
+                        .generation = gen,
+                        .token = token,
+                        .incarnation = h->incarnation};
+}
+
+/*
+ * GRANTED -> accepted: re-check drain and deadline, then win the slot
+ * against any canceller with one CAS, then take the cell as ours. Returns
+ * SHMS_OK with *lease, or a positive value when the slot changed under us
+ * (the caller looks again).
+ */
+static int accept(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                  shms_lease *lease) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t seq = s->seq;
+  int late = s->deadline_ns != 0 && shms__now_ns() >= s->deadline_ns;
+  if (late || shms__segment_state(h) != SHMS_SEG_ACTIVE) {
+    shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_GRANTED,
+                      late ? SHMS_EDEADLINE : SHMS_ESHUTDOWN);
+    return 1;
+  }
+  ck_pr_fence_load(); /* the grant's cell and token were written before GRANTED */
+  uint32_t c = s->cell, gen = s->generation;
+  uint64_t token = s->token;
+  uint64_t done = SHMS__SLOT_WORD(seq, 0, SHMS__SLOT_COLLECTED, SHMS__SLOT_SETTLED);
+  if (c >= k->ncells || !ck_pr_cas_64(&s->word, w, done))
+    return 1;
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t cw = ck_pr_load_64(&cell->word);
+  while (
+      SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED &&
+      !ck_pr_cas_64_value(&cell->word, cw, SHMS__CELL_WORD(gen, h->owner, SHMS__CELL_LEASED), &cw))
+    ;
+  shms__slot_free(k, i); /* a lease-mode request gives its slot back once accepted */
+  make_lease(h, k, c, gen, token, lease);
+  return SHMS_OK;
+}
+
+/* The request is still queued: act on help requests and deadlines, or sleep. */
+static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                       uint64_t until_real, uint64_t timeout_ns) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (w & SHMS__SLOT_HELP) {
+    help(h, k, i, w);
+    return SHMS_OK;
+  }
+  uint64_t now = shms__now_ns(), real = shms__real_now_ns();
+  if (s->deadline_ns != 0 && now >= s->deadline_ns) {
+    shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
+    return SHMS_OK;
+  }
+  if (timeout_ns == 0 || (until_real != 0 && real >= until_real))
+    return shms__fail(SHMS_ETIMEDOUT, "the request is still queued");
+  /* Wake at the deadline itself, not at the next poll. */
+  uint64_t until = until_real;
+  if (s->deadline_ns != 0 && (until == 0 || real + (s->deadline_ns - now) < until))
+    until = real + (s->deadline_ns - now);
+  if (sleep_on(k, i, w, until))
+    shms__baton_check_holder(h, k);
+  return SHMS_OK;
+}
+
+int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_lease *lease) {
+  shms__clear_detail();
+  struct shms__cls *k;
+  uint32_t i;
+  int rc = shms__check_ticket(h, ticket, &k, &i);
+  if (rc != SHMS_OK)
+    return rc;
+  if (lease == NULL)
+    return shms__fail(SHMS_EINVAL, "lease is NULL");
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
+  for (;;) {
+    uint64_t w = ck_pr_load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || ck_pr_load_64(&s->seq) != ticket->seq ||
+        st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
+      return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
+    if (st == SHMS__SLOT_SETTLED) {
+      int reason = SHMS__SLOT_REASON(w);
+      shms__slot_collect(k, i);
+      return shms__fail(reason, "%s", shms_strerror(reason));
+    }
+    if (st == SHMS__SLOT_GRANTED) {
+      if (accept(h, k, i, w, lease) == SHMS_OK)
+        return SHMS_OK;
+      continue;
+    }
+    if ((rc = wait_queued(h, k, i, w, until_real, timeout_ns)) != SHMS_OK)
+      return rc;
+  }
+}
+
+/* The fast path: a free cell and nobody queued; one CAS on the fast word, one on the cell. */
+static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease) {
+  if (!shms__fast_reserve(k, 1))
+    return SHMS_EWOULDBLOCK;
+  uint32_t c = shms__cell_claim(k, h->owner, SHMS__CELL_LEASED), gen;
+  uint64_t token;
+  int rc = shms__cell_start(h, k, c, 0, 0, &gen, &token);
+  if (rc != SHMS_OK)
+    return shms__fail(rc, "class %s: cell %u's token sequence is exhausted (cell quarantined)",
+                      shms_class_name(k->id), c);
+  make_lease(h, k, c, gen, token, lease);
+  return SHMS_OK;
+}
+
+int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
+  shms__clear_detail();
+  struct shms__cls *k;
+  int rc = shms__check_request(h, req, &k);
+  if (rc != SHMS_OK)
+    return rc;
+  if (lease == NULL)
+    return shms__fail(SHMS_EINVAL, "lease is NULL");
+  if (k->cfg->tenant_max_active == 0) {
+    rc = take_now(h, k, lease);
+    return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
+  }
+  /* A tenant limit needs the dispatcher's books: queue, look once, withdraw if not granted. */
+  shms_ticket t;
+  if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)
+    return rc;
+  if ((rc = shms_wait(h, &t, 0, lease)) != SHMS_ETIMEDOUT)
+    return rc;
+  shms_cancel(h, &t);
+  rc = shms_wait(h, &t, 0, lease);
+  if (rc == SHMS_ECANCELLED)
+    return shms__fail(SHMS_EWOULDBLOCK, "no free cell within the tenant's limit");
+  return rc;
+}
+
+int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
+  shms__clear_detail();
+  struct shms__cls *k;
+  int rc = shms__check_request(h, req, &k);
+  if (rc != SHMS_OK)
+    return rc;
+  if (lease == NULL)
+    return shms__fail(SHMS_EINVAL, "lease is NULL");
+  /* An immediate grant never takes a request slot. */
+  if (k->cfg->tenant_max_active == 0 && (rc = take_now(h, k, lease)) != SHMS_EWOULDBLOCK)
+    return rc;
+  shms_ticket t;
+  if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)
+    return rc;
+  return shms_wait(h, &t, UINT64_MAX, lease);
+}

@@ -1,0 +1,107 @@
+/*
+ * The fast word and the cells: reservation, claim, lease start, return and
+ * quarantine (docs/protocol.md, "Cells").
+ */
+#include <ck_pr.h>
+
+#include "../shm/clock.h"
+#include "hbm.h"
+#include "sched.h"
+#include "tenant.h"
+
+uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueued) {
+  uint64_t w = ck_pr_load_64(&k->ctl->fast), n;
+  do {
+    uint32_t f = SHMS__FAST_FREE(w) + (uint32_t)dfree;
+    uint32_t q = SHMS__FAST_QUEUED(w) + (uint32_t)dqueued;
+    n = ((uint64_t)q << 32) | f;
+  } while (!ck_pr_cas_64_value(&k->ctl->fast, w, n, &w));
+  return n;
+}
+
+int shms__fast_reserve(const struct shms__cls *k, int unqueued_only) {
+  uint64_t w = ck_pr_load_64(&k->ctl->fast);
+  for (;;) {
+    if (SHMS__FAST_FREE(w) == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
+      return 0;
+    /* One CAS both checks that nobody is queued and takes the cell count. */
+    if (ck_pr_cas_64_value(&k->ctl->fast, w, w - 1, &w))
+      return 1;
+  }
+}
+
+uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state) {
+  uint32_t start = ck_pr_load_32(&k->ctl->cell_hint);
+  if (start >= k->ncells)
+    start = 0;
+  /* The reservation guarantees an AVAILABLE cell without a claimant: the scan ends. */
+  for (uint32_t n = 0;; n++) {
+    uint32_t c = (start + n) % k->ncells;
+    struct shms__cell *cell = &k->cells[c];
+    uint64_t w = ck_pr_load_64(&cell->word);
+    if (SHMS__CELL_STATE(w) != SHMS__CELL_AVAILABLE)
+      continue;
+    if (ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w), owner, state)))
+      return c;
+    if (n >= k->ncells)
+      ck_pr_stall();
+  }
+}
+
+int shms__cell_start(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t tenant,
+                     uint32_t slot, uint32_t *gen, uint64_t *token) {
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t w = ck_pr_load_64(&cell->word);
+  uint64_t next = cell->token + 1;
+  /* Tokens never wrap: the last one quarantines the cell (fail closed). */
+  if (next >= ck_pr_load_64(&k->ctl->token_limit) || next == 0) {
+    shms__cell_quarantine(h, k, c, w, SHMS_ESEQEXHAUSTED);
+    return SHMS_ESEQEXHAUSTED;
+  }
+  cell->token = next;
+  ck_pr_store_64(&cell->leases, cell->leases + 1);
+  cell->tenant = tenant;
+  cell->slot = slot;
+  ck_pr_store_64(&cell->lease_start_ns, shms__coarse_now_ns());
+  *gen = SHMS__CELL_GEN(w);
+  *token = next;
+  return SHMS_OK;
+}
+
+void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
+  if (ref == 0 || ref > k->ntenants)
+    return;
+  ck_pr_dec_32(&shms__tenant_at(k, ref)->active);
+  shms__hbm_set(k->tattn, k->ntenants, ref - 1);
+}
+
+void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c) {
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t w = ck_pr_load_64(&cell->word);
+  uint32_t tenant = cell->tenant;
+  while (SHMS__CELL_STATE(w) == SHMS__CELL_GRANTED) {
+    /* Never exposed to anyone, so no generation bump is needed; it simply becomes free. */
+    if (ck_pr_cas_64_value(&cell->word, w,
+                           SHMS__CELL_WORD(SHMS__CELL_GEN(w), 0, SHMS__CELL_AVAILABLE), &w)) {
+      shms__tenant_lease_ended(k, tenant);
+      shms__fast_add(k, 1, 0);
+      shms__kick(h, k);
+      return;
+    }
+  }
+}
+
+int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
+                          int reason) {
+  struct shms__cell *cell = &k->cells[c];
+  uint32_t tenant = cell->tenant;
+  uint64_t q =
+      SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, SHMS__CELL_OWNER(expect), SHMS__CELL_QUARANTINED);
+  if (!ck_pr_cas_64(&cell->word, expect, q))
+    return 0;
+  ck_pr_store_32(&cell->reason, (uint32_t)reason);
+  ck_pr_inc_32(&k->ctl->quarantined);
+  shms__tenant_lease_ended(k, tenant);
+  shms__check_all_quarantined(h, k);
+  return 1;
+}

@@ -1,0 +1,24 @@
+/* Process-local class views (class.h). */
+#include "class.h"
+
+void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *config,
+                    const struct shms__class_desc *d) {
+  k->id = id;
+  k->cfg = &config->classes[id];
+  k->ctl = SHMS__AT(base, d->ctl_off, struct shms__class_ctl);
+  k->cells = SHMS__AT(base, d->cells_off, struct shms__cell);
+  k->slots = SHMS__AT(base, d->slots_off, char);
+  k->tenants = SHMS__AT(base, d->tenants_off, struct shms__tenant);
+  k->tbuckets = SHMS__AT(base, d->tbuckets_off, uint32_t);
+  k->abuckets = SHMS__AT(base, d->abuckets_off, uint32_t);
+  k->sfree = SHMS__AT(base, d->sfree_off, uint64_t);
+  k->sattn = SHMS__AT(base, d->sattn_off, uint64_t);
+  k->tattn = SHMS__AT(base, d->tattn_off, uint64_t);
+  k->ncells = d->cells_count;
+  k->nslots = d->slots_count;
+  k->slot_size = d->slot_size;
+  k->ntenants = d->tenants_count;
+  k->ntb = d->tbuckets_count;
+  k->nab = d->abuckets_count;
+  k->starvation_ns = config->starvation_after_ns;
+}

@@ -1,0 +1,40 @@
+/*
+ * A process-local view of one class in the segment: pointers computed once at
+ * attach from the validated layout, so the hot paths do no offset arithmetic
+ * and every count used for bounds checks comes from validation, not from
+ * memory another process may scribble on.
+ */
+#ifndef SHMS_CORE_CLASS_H
+#define SHMS_CORE_CLASS_H
+
+#include <stdint.h>
+
+#include "../shm/layout.h"
+
+struct shms__cls {
+  int id; /* shms_class_t; -1 when not configured */
+  const shms_class_config *cfg;
+  struct shms__class_ctl *ctl;
+  struct shms__cell *cells;
+  char *slots;
+  struct shms__tenant *tenants;
+  uint32_t *tbuckets, *abuckets;
+  uint64_t *sfree, *sattn, *tattn;
+  uint32_t ncells, nslots, slot_size, ntenants, ntb, nab;
+  uint64_t starvation_ns; /* the segment's starvation-after */
+};
+
+static inline struct shms__slot *shms__slot_at(const struct shms__cls *k, uint32_t i) {
+  return (struct shms__slot *)(k->slots + (uint64_t)i * k->slot_size);
+}
+
+/* Payload bytes of a worker-mode slot. */
+static inline char *shms__slot_payload(const struct shms__cls *k, uint32_t i) {
+  return (char *)(shms__slot_at(k, i) + 1);
+}
+
+/* Fill view from the validated layout of the segment at base (config: the validated copy). */
+void shms__cls_init(struct shms__cls *view, char *base, int id, const shms_config *config,
+                    const struct shms__class_desc *d);
+
+#endif

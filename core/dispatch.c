@@ -1,0 +1,237 @@
+/*
+ * Cooperative dispatch (docs/protocol.md, "The dispatcher baton"). Whoever
+ * changes state that may allow a grant calls shms__kick: it takes the class's
+ * baton with one non-blocking CAS, does a bounded pass, lets go, and then
+ * re-checks for work that arrived while it held the baton. A process that
+ * fails to take the baton just leaves: the holder's re-check covers it.
+ */
+#include <ck_pr.h>
+#include <ck_sequence.h>
+#include <sched.h>
+
+#include "../shm/clock.h"
+#include "../shm/proc.h"
+#include "hbm.h"
+#include "sched.h"
+#include "tenant.h"
+
+/* Candidates (arrivals, grants, expiries) one pass may handle. */
+#define PASS_BUDGET 64
+/* Passes one kick may run before it hands the rest to a waiter. */
+#define MAX_PASSES 4
+
+static uint64_t baton_value(const struct shms *h) { return (1ull << 32) | h->owner; }
+
+static int baton_try(const struct shms *h, const struct shms__cls *k) {
+  return ck_pr_load_64(&k->ctl->baton) == 0 && ck_pr_cas_64(&k->ctl->baton, 0, baton_value(h));
+}
+
+static int work_pending(const struct shms__cls *k) {
+  if (shms__hbm_any(k->sattn, k->nslots) || shms__hbm_any(k->tattn, k->ntenants))
+    return 1;
+  uint64_t f = ck_pr_load_64(&k->ctl->fast);
+  return SHMS__FAST_FREE(f) > 0 && ck_pr_load_32(&k->ctl->ring_len) > 0;
+}
+
+static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited) {
+  ck_sequence_t *seq = (ck_sequence_t *)&k->ctl->obs_seq;
+  struct shms__class_ctl *ctl = k->ctl;
+  ck_sequence_write_begin(seq);
+  ck_pr_store_64(&ctl->queue_granted, ctl->queue_granted + 1);
+  ck_pr_store_64(&ctl->total_wait_ns, ctl->total_wait_ns + waited);
+  if (waited > ctl->max_wait_ns)
+    ck_pr_store_64(&ctl->max_wait_ns, waited);
+  ck_sequence_write_end(seq);
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  t->granted++;
+  t->total_wait_ns += waited;
+  if (waited > t->max_wait_ns)
+    t->max_wait_ns = waited;
+}
+
+/* After a grant attempt to ring head ref: a tenant with work left takes its turn again last. */
+static void after_turn(const struct shms__cls *k, uint32_t ref) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  if ((t->flags & SHMS__TENANT_INRING) && k->ctl->ring_head == ref)
+    shms__ring_rotate(k);
+}
+
+/* The cell was bound; the request went away meanwhile: give everything back. */
+static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c) {
+  shms__cell_unaccepted(h, k, c);
+  shms__slot_unindexed(k, i);
+}
+
+/*
+ * Grant indexed request i of ring-head tenant ref. Returns 0 when no cell is
+ * free (the pass stops), 1 when the candidate was dealt with either way.
+ */
+static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32_t i,
+                 uint64_t now) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
+    shms__index_attend(h, k, i); /* settled meanwhile: unlink it */
+    return 1;
+  }
+  if (s->deadline_ns != 0 && now >= s->deadline_ns) {
+    /* Never granted past its deadline; its waiter learns at once. */
+    shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
+    shms__index_attend(h, k, i);
+    return 1;
+  }
+  if (!shms__fast_reserve(k, 0))
+    return 0;
+  uint32_t limited = k->cfg->tenant_max_active != 0;
+  uint32_t c = shms__cell_claim(k, s->owner, SHMS__CELL_GRANTED), gen;
+  uint64_t token;
+  if (limited)
+    ck_pr_inc_32(&shms__tenant_at(k, ref)->active);
+  if (shms__cell_start(h, k, c, limited ? ref : 0, i + 1, &gen, &token) != SHMS_OK) {
+    shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
+    shms__index_attend(h, k, i);
+    return 1;
+  }
+  s->cell = c;
+  s->generation = gen;
+  s->token = token;
+  shms__index_unlink(k, i);
+  after_turn(k, ref);
+  for (;;) {
+    if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
+      grant_lost(h, k, i, c);
+      return 1;
+    }
+    uint32_t flags =
+        (uint32_t)w & 0xff0u & ~(SHMS__SLOT_INDEXED | SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
+    /* The cell, generation and token above are visible before the state says GRANTED. */
+    if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_GRANTED)))
+      break;
+  }
+  shms__fast_add(k, 0, -1);
+  record_wait(k, ref, now > s->enqueue_ns ? now - s->enqueue_ns : 0);
+  return 1;
+}
+
+/* Ask a waiter to carry on dispatching after this process's bounded share. */
+static void hand_off(const struct shms__cls *k, uint64_t now) {
+  int64_t i = shms__hbm_peek(k->sattn, k->nslots);
+  if (i < 0 && k->ctl->ring_head != 0) {
+    uint32_t first = shms__index_select(k, k->ctl->ring_head, now);
+    i = first ? (int64_t)first - 1 : -1;
+  }
+  if (i < 0)
+    return;
+  uint64_t w = ck_pr_load_64(&shms__slot_at(k, (uint32_t)i)->word);
+  while (
+      SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_HELP) &&
+      !shms__slot_cas(k, (uint32_t)i, &w, (w | SHMS__SLOT_HELP) & ~(uint64_t)SHMS__SLOT_SLEEPING))
+    ;
+}
+
+/* One bounded pass: arrivals and settled requests, tenants, then grants. */
+static int pass(struct shms *h, const struct shms__cls *k) {
+  if (shms__index_corrupt)
+    shms__index_rebuild(k);
+  uint64_t now = shms__now_ns();
+  int budget = PASS_BUDGET;
+  for (int64_t i; budget > 0 && (i = shms__hbm_take(k->sattn, k->nslots)) >= 0; budget--)
+    shms__index_attend(h, k, (uint32_t)i);
+  for (int64_t t, n = 0; n < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0; n++)
+    shms__index_attend_tenant(k, (uint32_t)t + 1);
+  for (; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
+    uint32_t ref = k->ctl->ring_head;
+    uint32_t pick = shms__index_select(k, ref, now);
+    if (pick == 0 || shms__index_corrupt)
+      break;
+    if (!grant(h, k, ref, pick - 1, now))
+      break;
+  }
+  if (shms__index_corrupt)
+    shms__index_rebuild(k);
+  return budget == 0;
+}
+
+/* Holding the baton: pass, let go, re-check; at most MAX_PASSES, then hand off. */
+static void run(struct shms *h, const struct shms__cls *k) {
+  for (int passes = 1;; passes++) {
+    int exhausted = pass(h, k);
+    if (exhausted && passes >= MAX_PASSES)
+      hand_off(k, shms__now_ns());
+    /* Everything the pass wrote is visible before the baton reads free. */
+    ck_pr_fence_release();
+    ck_pr_store_64(&k->ctl->baton, 0);
+    /* The re-check must not be ordered before the release: a process that failed to take the
+     * baton published its work first, so one of us sees the other. */
+    ck_pr_fence_memory();
+    if (passes >= MAX_PASSES || !work_pending(k) || !baton_try(h, k))
+      return;
+  }
+}
+
+void shms__kick(struct shms *h, const struct shms__cls *k) {
+  ck_pr_fence_memory(); /* our published change is visible before we look at the baton */
+  if (baton_try(h, k))
+    run(h, k);
+}
+
+static int holder_dead(const struct shms *h, uint64_t baton) {
+  uint32_t owner = (uint32_t)baton, index = SHMS__OWNER_INDEX(owner);
+  if (index >= h->hdr->procs_count)
+    return 1;
+  const struct shms__proc *p = SHMS__AT(
+      h->base, h->hdr->procs_off + (uint64_t)index * sizeof(struct shms__proc), struct shms__proc);
+  if ((ck_pr_load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+    return 1; /* the entry has been claimed again since */
+  return shms__proc_alive(h->base, h->fd, index, shms__self_index(h)) == 0;
+}
+
+void shms__baton_check_holder(struct shms *h, const struct shms__cls *k) {
+  uint64_t b = ck_pr_load_64(&k->ctl->baton);
+  if (b == 0) {
+    shms__kick(h, k);
+    return;
+  }
+  if (b == baton_value(h) || !holder_dead(h, b))
+    return;
+  /* Its holder died mid-pass and may have torn the index: rebuild it from the slots. */
+  if (ck_pr_cas_64(&k->ctl->baton, b, baton_value(h))) {
+    shms__index_rebuild(k);
+    run(h, k);
+  }
+}
+
+int shms__baton_acquire(struct shms *h, const struct shms__cls *k, uint64_t timeout_ns) {
+  uint64_t until = shms__real_now_ns() + timeout_ns;
+  for (;;) {
+    if (baton_try(h, k))
+      return SHMS_OK;
+    uint64_t b = ck_pr_load_64(&k->ctl->baton);
+    if (b != 0 && holder_dead(h, b) && ck_pr_cas_64(&k->ctl->baton, b, baton_value(h))) {
+      shms__index_rebuild(k);
+      return SHMS_OK;
+    }
+    if (shms__real_now_ns() >= until)
+      return SHMS_ETIMEDOUT;
+    sched_yield(); /* a live holder finishes a bounded pass soon */
+  }
+}
+
+void shms__baton_done(struct shms *h, const struct shms__cls *k) { run(h, k); }
+
+void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason) {
+  for (uint32_t i = 0; i < k->nslots; i++) {
+    struct shms__slot *s = shms__slot_at(k, i);
+    uint64_t w = ck_pr_load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED)
+      shms__slot_settle(h, k, i, ck_pr_load_64(&s->seq),
+                        1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED, reason);
+  }
+  shms__kick(h, k);
+}
+
+void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k) {
+  if (ck_pr_load_32(&k->ctl->quarantined) >= k->ncells)
+    shms__fail_all(h, k, SHMS_EQUARANTINED);
+}

@@ -1,0 +1,151 @@
+/* The hierarchical bitmap (hbm.h). */
+#include "hbm.h"
+
+#include <ck_pr.h>
+#include <string.h>
+
+#define HBM_MAX_LEVELS 6
+
+/* Level k starts at word off[k]; level 0 is the leaves, level levels-1 is a single word. */
+struct levels {
+  uint32_t count;
+  uint32_t off[HBM_MAX_LEVELS];
+  uint32_t words[HBM_MAX_LEVELS];
+};
+
+static void levels_of(uint32_t n, struct levels *l) {
+  uint32_t words = (n + 63) / 64, off = 0;
+  l->count = 0;
+  if (n == 0)
+    return;
+  for (;;) {
+    l->off[l->count] = off;
+    l->words[l->count] = words;
+    l->count++;
+    off += words;
+    if (words == 1)
+      break;
+    words = (words + 63) / 64;
+  }
+}
+
+uint32_t shms__hbm_words(uint32_t n) {
+  struct levels l;
+  levels_of(n, &l);
+  return l.count == 0 ? 0 : l.off[l.count - 1] + 1;
+}
+
+void shms__hbm_fill(uint64_t *w, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    shms__hbm_set(w, n, i);
+}
+
+static uint64_t *word(uint64_t *w, const struct levels *l, uint32_t k, uint32_t idx) {
+  return &w[l->off[k] + idx];
+}
+
+/* Atomically OR bits into *p and return the previous value. */
+static uint64_t fetch_or(uint64_t *p, uint64_t bits) {
+  uint64_t prev = ck_pr_load_64(p);
+  while ((prev & bits) != bits && !ck_pr_cas_64_value(p, prev, prev | bits, &prev))
+    ;
+  return prev;
+}
+
+/*
+ * Word idx of level k just went from empty to non-empty: set its summary
+ * bit, and walk up while parents were empty too. A parent that was already
+ * non-empty has its own summary bit set (or a taker re-checking it).
+ */
+static void propagate(uint64_t *w, const struct levels *l, uint32_t k, uint32_t idx) {
+  for (; k + 1 < l->count; k++, idx /= 64)
+    if (fetch_or(word(w, l, k + 1, idx / 64), 1ull << (idx % 64)) != 0)
+      return;
+}
+
+void shms__hbm_set(uint64_t *w, uint32_t n, uint32_t i) {
+  struct levels l;
+  levels_of(n, &l);
+  if (fetch_or(word(w, &l, 0, i / 64), 1ull << (i % 64)) == 0)
+    propagate(w, &l, 0, i / 64);
+}
+
+/*
+ * Word idx of level k was seen empty: clear its summary bit, walking up while
+ * parents empty too. Re-check after each clear: a setter may have refilled the
+ * word in between, and then the bit goes back (with its ancestors).
+ */
+static void clear_up(uint64_t *w, const struct levels *l, uint32_t k, uint32_t idx) {
+  for (; k + 1 < l->count; k++, idx /= 64) {
+    uint64_t *parent = word(w, l, k + 1, idx / 64);
+    uint64_t bit = 1ull << (idx % 64);
+    ck_pr_and_64(parent, ~bit);
+    ck_pr_fence_memory(); /* the clear must be visible before we look at the child again */
+    if (ck_pr_load_64(word(w, l, k, idx)) != 0) {
+      if (fetch_or(parent, bit) == 0)
+        propagate(w, l, k + 1, idx / 64);
+      return;
+    }
+    if (ck_pr_load_64(parent) != 0)
+      return;
+  }
+}
+
+int64_t shms__hbm_take(uint64_t *w, uint32_t n) {
+  struct levels l;
+  levels_of(n, &l);
+  if (l.count == 0)
+    return -1;
+  for (;;) {
+    uint32_t idx = 0, k = l.count - 1;
+    uint64_t v = ck_pr_load_64(word(w, &l, k, 0));
+    if (v == 0)
+      return -1;
+    /* Descend along the lowest set summary bits. */
+    while (k > 0 && v != 0) {
+      idx = idx * 64 + (uint32_t)__builtin_ctzll(v);
+      k--;
+      v = ck_pr_load_64(word(w, &l, k, idx));
+    }
+    if (v == 0) { /* a stale summary bit: repair it and start over */
+      clear_up(w, &l, k, idx);
+      continue;
+    }
+    uint64_t *leaf = word(w, &l, 0, idx);
+    while (v != 0) {
+      uint64_t bit = v & -v;
+      if (ck_pr_cas_64_value(leaf, v, v & ~bit, &v)) {
+        if ((v & ~bit) == 0)
+          clear_up(w, &l, 0, idx);
+        return (int64_t)idx * 64 + __builtin_ctzll(bit);
+      }
+    }
+    clear_up(w, &l, 0, idx);
+  }
+}
+
+int shms__hbm_test(const uint64_t *w, uint32_t n, uint32_t i) {
+  (void)n;
+  return (ck_pr_load_64((uint64_t *)&w[i / 64]) >> (i % 64)) & 1;
+}
+
+int shms__hbm_any(const uint64_t *w, uint32_t n) {
+  struct levels l;
+  levels_of(n, &l);
+  return l.count != 0 && ck_pr_load_64((uint64_t *)&w[l.off[l.count - 1]]) != 0;
+}
+
+int64_t shms__hbm_peek(const uint64_t *w, uint32_t n) {
+  struct levels l;
+  levels_of(n, &l);
+  if (l.count == 0)
+    return -1;
+  uint32_t idx = 0;
+  for (int k = (int)l.count - 1; k >= 0; k--) {
+    uint64_t v = ck_pr_load_64((uint64_t *)&w[l.off[k] + idx]);
+    if (v == 0)
+      return -1;
+    idx = idx * 64 + (uint32_t)__builtin_ctzll(v);
+  }
+  return idx;
+}

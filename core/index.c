@@ -1,0 +1,178 @@
+/*
+ * The class's index: tenant records, the tenant ring, each tenant's two
+ * treaps and the activation-id chains. Everything here runs under the
+ * dispatcher baton and is derivable from the slots' state words: after a
+ * crash tears it, shms__index_rebuild builds it again.
+ */
+#include <ck_pr.h>
+#include <string.h>
+
+#include "hbm.h"
+#include "sched.h"
+#include "tenant.h"
+#include "tree.h"
+
+_Thread_local int shms__index_corrupt;
+
+static uint32_t act_hash(const char *id) {
+  uint32_t h = 2166136261u;
+  for (; *id; id++)
+    h = (h ^ (uint8_t)*id) * 16777619u;
+  return h;
+}
+
+static uint32_t *act_bucket(const struct shms__cls *k, const char *id) {
+  return &k->abuckets[act_hash(id) & (k->nab - 1)];
+}
+
+/* Whether another indexed request of the class carries activation id. */
+static int act_taken(const struct shms__cls *k, const char *id) {
+  uint32_t ref = *act_bucket(k, id);
+  for (uint32_t steps = 0; ref >= 1 && ref <= k->nslots && steps < k->nslots; steps++) {
+    struct shms__slot *s = shms__slot_at(k, ref - 1);
+    if (strncmp(s->activation, id, sizeof s->activation) == 0)
+      return 1;
+    ref = s->act_next;
+  }
+  return 0;
+}
+
+static void act_unlink(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (s->activation[0] == '\0')
+    return;
+  uint32_t *link = act_bucket(k, s->activation);
+  for (uint32_t steps = 0; *link >= 1 && *link <= k->nslots && steps < k->nslots; steps++) {
+    if (*link == i + 1) {
+      *link = s->act_next;
+      return;
+    }
+    link = &shms__slot_at(k, *link - 1)->act_next;
+  }
+}
+
+static struct shms__tree tree(const struct shms__cls *k, enum shms__order o) {
+  return (struct shms__tree){.k = k, .order = o};
+}
+
+static void note(const struct shms__tree *t) { shms__index_corrupt |= t->corrupt; }
+
+/* QUEUED, not yet indexed: refuse it (reason) without ever having linked it. */
+static void refuse(struct shms *h, const struct shms__cls *k, uint32_t i, int reason) {
+  shms__slot_settle(h, k, i, shms__slot_at(k, i)->seq, 1u << SHMS__SLOT_QUEUED, reason);
+}
+
+static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (s->activation[0] != '\0' && act_taken(k, s->activation))
+    return refuse(h, k, i, SHMS_EDUPACT);
+  uint32_t ref = shms__tenant_get(k, s->tenant_name);
+  if (ref == 0)
+    return refuse(h, k, i, SHMS_EQUEUEFULL);
+  /* Mark it indexed first: a cancel racing us then knows to ask for an unlink. */
+  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_INDEXED)) {
+    uint64_t n = (w | SHMS__SLOT_INDEXED) & ~(uint64_t)SHMS__SLOT_SLEEPING;
+    if (shms__slot_cas(k, i, &w, n))
+      break;
+  }
+  if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
+    shms__tenant_put_if_idle(k, ref);
+    return;
+  }
+  s->tenant = ref;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  struct shms__tree p = tree(k, SHMS__ORDER_PRIO), a = tree(k, SHMS__ORDER_AGE);
+  t->prio_root = shms__tree_insert(&p, t->prio_root, i);
+  t->age_root = shms__tree_insert(&a, t->age_root, i);
+  note(&p);
+  note(&a);
+  if (t->queued++ == 0)
+    k->ctl->tenants_queued++;
+  if (s->activation[0] != '\0') {
+    uint32_t *b = act_bucket(k, s->activation);
+    s->act_next = *b;
+    *b = i + 1;
+  }
+  shms__ring_update(k, ref);
+}
+
+void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t ref = s->tenant;
+  if (ref == 0 || ref > k->ntenants) {
+    shms__index_corrupt = 1;
+    return;
+  }
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  struct shms__tree p = tree(k, SHMS__ORDER_PRIO), a = tree(k, SHMS__ORDER_AGE);
+  t->prio_root = shms__tree_remove(&p, t->prio_root, i);
+  t->age_root = shms__tree_remove(&a, t->age_root, i);
+  note(&p);
+  note(&a);
+  act_unlink(k, i);
+  if (t->queued > 0 && --t->queued == 0)
+    k->ctl->tenants_queued--;
+  shms__ring_update(k, ref);
+  shms__tenant_put_if_idle(k, ref);
+}
+
+void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i) {
+  uint64_t w = ck_pr_load_64(&shms__slot_at(k, i)->word);
+  uint32_t st = SHMS__SLOT_STATE(w);
+  if (st == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_INDEXED))
+    insert(h, k, i, w);
+  else if (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_INDEXED)) {
+    shms__index_unlink(k, i);
+    shms__slot_unindexed(k, i);
+  }
+}
+
+void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref) {
+  if (ref == 0 || ref > k->ntenants || !(shms__tenant_at(k, ref)->flags & SHMS__TENANT_INUSE))
+    return;
+  shms__ring_update(k, ref);
+  shms__tenant_put_if_idle(k, ref);
+}
+
+uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t now) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  struct shms__tree p = tree(k, SHMS__ORDER_PRIO), a = tree(k, SHMS__ORDER_AGE);
+  /* Aging first: an old enough request precedes every newer one of its tenant. */
+  uint32_t oldest = shms__tree_first(&a, t->age_root);
+  note(&a);
+  if (oldest != 0) {
+    uint64_t since = shms__slot_at(k, oldest - 1)->enqueue_ns;
+    if (now >= since && now - since >= k->starvation_ns)
+      return oldest;
+  }
+  uint32_t best = shms__tree_first(&p, t->prio_root);
+  note(&p);
+  return best;
+}
+
+void shms__index_rebuild(const struct shms__cls *k) {
+  shms__tenant_reset(k);
+  for (uint32_t b = 0; b < k->nab; b++)
+    k->abuckets[b] = 0;
+  /* Every queued request becomes an arrival again; settled ones are simply let go. */
+  for (uint32_t i = 0; i < k->nslots; i++) {
+    struct shms__slot *s = shms__slot_at(k, i);
+    uint64_t w = ck_pr_load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (!(w & SHMS__SLOT_INDEXED))
+      continue;
+    s->tenant = 0;
+    if (st == SHMS__SLOT_SETTLED) {
+      shms__slot_unindexed(k, i);
+      continue;
+    }
+    while ((w & SHMS__SLOT_INDEXED) &&
+           !ck_pr_cas_64_value(&s->word, w, w & ~(uint64_t)SHMS__SLOT_INDEXED, &w))
+      ;
+    if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED))
+      shms__slot_free(k, i);
+    else
+      shms__hbm_set(k->sattn, k->nslots, i);
+  }
+  shms__index_corrupt = 0;
+}

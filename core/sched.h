@@ -1,0 +1,112 @@
+/*
+ * The scheduler's internal interface between core/ and client/: the fast
+ * word, cells, request slots, the index and the dispatcher. Every function
+ * here follows the state machines of docs/protocol.md; each names which
+ * transition it performs.
+ */
+#ifndef SHMS_CORE_SCHED_H
+#define SHMS_CORE_SCHED_H
+
+#include <stdint.h>
+
+#include "../shm/handle.h"
+#include "class.h"
+
+/* ---- The fast word: free cells (low 32) | queued requests (high 32) ---- */
+#define SHMS__FAST_FREE(w)   ((uint32_t)(w))
+#define SHMS__FAST_QUEUED(w) ((uint32_t)((w) >> 32))
+
+/* Add dfree and dqueued to the fast word atomically; returns the new word. */
+uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueued);
+/*
+ * Reserve one free cell: only while nothing is queued (unqueued_only, the
+ * fast path, which must never overtake queued work) or regardless (the
+ * dispatcher granting queued work). Returns 1 if reserved.
+ */
+int shms__fast_reserve(const struct shms__cls *k, int unqueued_only);
+
+/* ---- Cells ---- */
+
+/* After a reservation: claim some AVAILABLE cell for owner in state (GRANTED or LEASED). */
+uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state);
+/*
+ * Start a lease on claimed cell c: take its next token and record the
+ * tenant, slot and start time. If the token sequence is exhausted the cell is
+ * quarantined instead and SHMS_ESEQEXHAUSTED returned. *gen, *token: the lease.
+ */
+int shms__cell_start(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t tenant,
+                     uint32_t slot, uint32_t *gen, uint64_t *token);
+/* GRANTED -> AVAILABLE: a grant that was never accepted returns its cell (not quarantined). */
+void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c);
+/* Move cell c from the exact word expect to QUARANTINED (reason recorded). 1 if done. */
+int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
+                          int reason);
+/* A counted lease of tenant ref ended: uncount it and ask the dispatcher to look at it. */
+void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref);
+
+/* ---- Request slots ---- */
+
+static inline uint32_t *shms__slot_futex(struct shms__slot *s) {
+  return (uint32_t *)&s->word; /* the low half: x86-64 is little-endian */
+}
+
+/* FREE -> CLAIMED: take a free slot; SHMS_EQUEUEFULL when all are in use. */
+int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq);
+/* CLAIMED/SETTLED -> FREE, when neither the waiter nor the index needs it any more. */
+void shms__slot_free(const struct shms__cls *k, uint32_t i);
+/*
+ * CAS the slot word from *expect to desired; on failure *expect is the
+ * current word. A change made for someone else wakes the waiter if it
+ * announced that it sleeps (SLEEPING in the old word, not in the new).
+ */
+int shms__slot_cas(const struct shms__cls *k, uint32_t i, uint64_t *expect, uint64_t desired);
+/*
+ * Settle request i (sequence seq) with reason if its state is in from_mask
+ * (1 << SHMS__SLOT_QUEUED and/or 1 << SHMS__SLOT_GRANTED): QUEUED leaves the
+ * queue count, GRANTED returns its cell. Returns 1 if this call settled it.
+ */
+int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                      unsigned from_mask, int reason);
+/* The waiter has taken the outcome of settled slot i; frees it unless indexed. */
+void shms__slot_collect(const struct shms__cls *k, uint32_t i);
+/* The index no longer references settled slot i; frees it if collected. */
+void shms__slot_unindexed(const struct shms__cls *k, uint32_t i);
+
+/* ---- Dispatch ---- */
+
+/*
+ * Something changed that may allow a grant or needs the index: try to take
+ * the class's baton and do the work; if another process holds it, that
+ * holder re-checks before letting go, so leaving is safe. Non-blocking.
+ */
+void shms__kick(struct shms *h, const struct shms__cls *k);
+/* Take the baton, waiting for a live holder; recover it from a dead one. */
+int shms__baton_acquire(struct shms *h, const struct shms__cls *k, uint64_t timeout_ns);
+/* Let the baton go after shms__baton_acquire, doing the re-check protocol. */
+void shms__baton_done(struct shms *h, const struct shms__cls *k);
+/* If the baton's holder is dead, take it over and rebuild the index. */
+void shms__baton_check_holder(struct shms *h, const struct shms__cls *k);
+/*
+ * Settle every queued (and granted, unaccepted) request of the class with
+ * reason: drain and all-cells-quarantined. O(queue), administrative only.
+ */
+void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason);
+/* If every cell is quarantined, fail all queued work with SHMS_EQUARANTINED. */
+void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k);
+
+/* ---- The index (under the baton) ---- */
+
+/* Process slot i's attention bit: index an arrival, or unlink a settled request. */
+void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i);
+/* Process tenant ref's attention bit: ring membership after a limit change, free if idle. */
+void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref);
+/* The request tenant ref should be granted next (slot index + 1), by aging or by order. */
+uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t now);
+/* Unlink indexed slot i from its tenant's structures (the INDEXED flag is the caller's). */
+void shms__index_unlink(const struct shms__cls *k, uint32_t i);
+/* Rebuild the index from the slots' state words (after a crash tore it). */
+void shms__index_rebuild(const struct shms__cls *k);
+/* Set when a tree walk found the index torn: the baton holder rebuilds it. */
+extern _Thread_local int shms__index_corrupt;
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * Request slots: claim, settle, collect, free (docs/protocol.md, "Request
+ * slots"). The slot word is authoritative; the free-slot bitmap and the
+ * used count are indexes kept beside it.
+ */
+#include <ck_pr.h>
+
+#include "../shm/futex.h"
+#include "hbm.h"
+#include "sched.h"
+
+#define SLOT_FLAGS(w) ((uint32_t)(w)&0xff0u)
+
+int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) {
+  /* The used count makes the bound exact: a reservation below it is backed by a free slot. */
+  if (ck_pr_faa_32(&k->ctl->used, 1) >= k->nslots) {
+    ck_pr_dec_32(&k->ctl->used);
+    return SHMS_EQUEUEFULL;
+  }
+  for (;;) {
+    int64_t i = shms__hbm_take(k->sfree, k->nslots);
+    if (i < 0) { /* a freer is between its store and its bit: it will be there in a moment */
+      ck_pr_stall();
+      continue;
+    }
+    struct shms__slot *s = shms__slot_at(k, (uint32_t)i);
+    uint64_t w = ck_pr_load_64(&s->word);
+    if (SHMS__SLOT_STATE(w) != SHMS__SLOT_FREE)
+      continue; /* a stale bit (left by recovery): drop it */
+    uint64_t n = ck_pr_faa_64(&k->ctl->request_seq, 1);
+    if (!ck_pr_cas_64(&s->word, w, SHMS__SLOT_WORD(n, 0, 0, SHMS__SLOT_CLAIMED)))
+      continue;
+    ck_pr_store_64(&s->seq, n);
+    *index = (uint32_t)i;
+    *seq = n;
+    return SHMS_OK;
+  }
+}
+
+void shms__slot_free(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  ck_pr_store_64(&s->word, SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), 0, 0, SHMS__SLOT_FREE));
+  /* State before bit, bit before count: a reservation never finds the map short. */
+  ck_pr_fence_store();
+  shms__hbm_set(k->sfree, k->nslots, i);
+  ck_pr_dec_32(&k->ctl->used);
+}
+
+int shms__slot_cas(const struct shms__cls *k, uint32_t i, uint64_t *expect, uint64_t desired) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (!ck_pr_cas_64_value(&s->word, *expect, desired, expect))
+    return 0;
+  if ((*expect & SHMS__SLOT_SLEEPING) && !(desired & SHMS__SLOT_SLEEPING))
+    shms__futex_wake(shms__slot_futex(s));
+  return 1;
+}
+
+static void count_settled(const struct shms__cls *k, int reason) {
+  if (reason == SHMS_ECANCELLED)
+    ck_pr_inc_64(&k->ctl->cancelled);
+  else if (reason == SHMS_EDEADLINE)
+    ck_pr_inc_64(&k->ctl->expired);
+  else
+    ck_pr_inc_64(&k->ctl->rejected);
+}
+
+int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                      unsigned from_mask, int reason) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  for (;;) {
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (SHMS__SLOT_SEQ(w) != (uint32_t)seq || !(from_mask & (1u << st)))
+      return 0;
+    uint32_t flags = SLOT_FLAGS(w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
+    if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(seq, reason, flags, SHMS__SLOT_SETTLED)))
+      break;
+  }
+  count_settled(k, reason);
+  if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED) {
+    shms__fast_add(k, 0, -1);
+    /* Still linked into the index: the dispatcher unlinks it when it attends to the bit. */
+    if (w & SHMS__SLOT_INDEXED)
+      shms__hbm_set(k->sattn, k->nslots, i);
+  } else {
+    shms__cell_unaccepted(h, k, s->cell);
+  }
+  shms__kick(h, k);
+  return 1;
+}
+
+void shms__slot_collect(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  while (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
+    ;
+  /* Whoever of waiter and index lets go second frees the slot. */
+  if (!(w & SHMS__SLOT_INDEXED))
+    shms__slot_free(k, i);
+}
+
+void shms__slot_unindexed(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  while (!ck_pr_cas_64_value(&s->word, w, w & ~(uint64_t)SHMS__SLOT_INDEXED, &w))
+    ;
+  if (w & SHMS__SLOT_COLLECTED)
+    shms__slot_free(k, i);
+}

@@ -1,0 +1,40 @@
+/*
+ * Tenant records, their name index and the class's tenant ring. Called only
+ * by the dispatcher baton's holder, except shms__tenant_active_* (atomic).
+ *
+ * A record exists while its tenant has indexed requests or leases counted
+ * against tenant-max-active; then it returns to the free list, so nothing is
+ * kept per departed tenant. The ring holds exactly the tenants with queued
+ * work that are below their limit, in round-robin order.
+ */
+#ifndef SHMS_CORE_TENANT_H
+#define SHMS_CORE_TENANT_H
+
+#include <stdint.h>
+
+#include "class.h"
+
+static inline struct shms__tenant *shms__tenant_at(const struct shms__cls *k, uint32_t ref) {
+  return &k->tenants[ref - 1];
+}
+
+/* The record of name (index + 1), or 0. Walks one hash chain. */
+uint32_t shms__tenant_find(const struct shms__cls *k, const char *name);
+/* The record of name, created if absent; 0 when the table is full. */
+uint32_t shms__tenant_get(const struct shms__cls *k, const char *name);
+/* Return ref to the free list if it has neither indexed requests nor counted leases. */
+void shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref);
+
+/* Whether ref is at its tenant-max-active limit. */
+int shms__tenant_at_limit(const struct shms__cls *k, uint32_t ref);
+/* Join the ring's tail if it has queued work and is under its limit; leave it otherwise. */
+void shms__ring_update(const struct shms__cls *k, uint32_t ref);
+/* Move the ring's head to its tail (after a grant to a tenant with work left). */
+void shms__ring_rotate(const struct shms__cls *k);
+/* Take ref out of the ring (no-op if absent). */
+void shms__ring_remove(const struct shms__cls *k, uint32_t ref);
+
+/* Forget every record and the ring (before rebuilding the index). */
+void shms__tenant_reset(const struct shms__cls *k);
+
+#endif
