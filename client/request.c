@@ -221,10 +221,12 @@ static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease
     return SHMS_EWOULDBLOCK;
   uint32_t c = shms__cell_claim(k, h->owner, SHMS__CELL_LEASED), gen;
   uint64_t token;
-  int rc = shms__cell_start(h, k, c, 0, 0, &gen, &token);
-  if (rc != SHMS_OK)
+  int rc = shms__cell_start(k, c, 0, 0, &gen, &token);
+  if (rc != SHMS_OK) {
+    shms__cell_exhausted(h, k, c);
     return shms__fail(rc, "class %s: cell %u's token sequence is exhausted (cell quarantined)",
                       shms_class_name(k->id), c);
+  }
   make_lease(h, k, c, gen, token, lease);
   return SHMS_OK;
 }

@@ -48,16 +48,14 @@ uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t st
   }
 }
 
-int shms__cell_start(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t tenant,
-                     uint32_t slot, uint32_t *gen, uint64_t *token) {
+int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uint32_t slot,
+                     uint32_t *gen, uint64_t *token) {
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = ck_pr_load_64(&cell->word);
   uint64_t next = cell->token + 1;
-  /* Tokens never wrap: the last one quarantines the cell (fail closed). */
-  if (next >= ck_pr_load_64(&k->ctl->token_limit) || next == 0) {
-    shms__cell_quarantine(h, k, c, w, SHMS_ESEQEXHAUSTED);
+  /* Tokens never wrap: past the last one the cell fails closed (the caller quarantines it). */
+  if (next >= ck_pr_load_64(&k->ctl->token_limit) || next == 0)
     return SHMS_ESEQEXHAUSTED;
-  }
   cell->token = next;
   ck_pr_store_64(&cell->leases, cell->leases + 1);
   cell->tenant = tenant;
@@ -104,4 +102,13 @@ int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c,
   shms__tenant_lease_ended(k, tenant);
   shms__check_all_quarantined(h, k);
   return 1;
+}
+
+void shms__test_set_tokens(const struct shms__cls *k, uint64_t next) {
+  for (uint32_t c = 0; c < k->ncells; c++)
+    ck_pr_store_64(&k->cells[c].token, next - 1);
+}
+
+void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c) {
+  shms__cell_quarantine(h, k, c, ck_pr_load_64(&k->cells[c].word), SHMS_ESEQEXHAUSTED);
 }

@@ -87,9 +87,12 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   uint64_t token;
   if (limited)
     ck_pr_inc_32(&shms__tenant_at(k, ref)->active);
-  if (shms__cell_start(h, k, c, limited ? ref : 0, i + 1, &gen, &token) != SHMS_OK) {
+  if (shms__cell_start(k, c, limited ? ref : 0, i + 1, &gen, &token) != SHMS_OK) {
+    /* Settle the request first, so its waiter learns why, before the quarantine may fail
+     * everyone else for lack of cells. */
     shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
     shms__index_attend(h, k, i);
+    shms__cell_exhausted(h, k, c);
     return 1;
   }
   s->cell = c;

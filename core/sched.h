@@ -31,11 +31,13 @@ int shms__fast_reserve(const struct shms__cls *k, int unqueued_only);
 uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state);
 /*
  * Start a lease on claimed cell c: take its next token and record the
- * tenant, slot and start time. If the token sequence is exhausted the cell is
- * quarantined instead and SHMS_ESEQEXHAUSTED returned. *gen, *token: the lease.
+ * tenant, slot and start time. SHMS_ESEQEXHAUSTED if its token sequence is
+ * used up: the caller settles what it was granting, then shms__cell_exhausted.
  */
-int shms__cell_start(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t tenant,
-                     uint32_t slot, uint32_t *gen, uint64_t *token);
+int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uint32_t slot,
+                     uint32_t *gen, uint64_t *token);
+/* Quarantine claimed cell c whose tokens ran out (fail closed). */
+void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c);
 /* GRANTED -> AVAILABLE: a grant that was never accepted returns its cell (not quarantined). */
 void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c);
 /* Move cell c from the exact word expect to QUARANTINED (reason recorded). 1 if done. */
@@ -43,6 +45,9 @@ int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c,
                           int reason);
 /* A counted lease of tenant ref ended: uncount it and ask the dispatcher to look at it. */
 void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref);
+
+/* Test only: the next lease on every cell of k takes token next (to reach exhaustion). */
+void shms__test_set_tokens(const struct shms__cls *k, uint64_t next);
 
 /* ---- Request slots ---- */
 
@@ -93,6 +98,12 @@ void shms__baton_check_holder(struct shms *h, const struct shms__cls *k);
 void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason);
 /* If every cell is quarantined, fail all queued work with SHMS_EQUARANTINED. */
 void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k);
+
+/*
+ * Everything owner held: requests end owner-lost (unaccepted grants return
+ * their cells), leases follow the class's on-holder-death policy.
+ */
+void shms__recover_owner(struct shms *h, uint32_t owner);
 
 /* ---- The index (under the baton) ---- */
 

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/sched.h"
 #include "error.h"
 #include "format.h"
 #include "handle.h"
@@ -317,6 +318,8 @@ int shms_detach(shms_t *h) {
     pthread_mutex_lock(&registry_lock);
     struct shms__file *f = h->file;
     if (h->self != UINT32_MAX && --f->registered_refs == 0) {
+      /* The process leaves the segment: nothing it held may stay behind. */
+      shms__recover_owner(h, h->owner);
       shms__proc_unregister(h->base, f->fd_rw, f->proc_index);
       f->proc_index = UINT32_MAX;
     }

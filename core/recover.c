@@ -1,0 +1,57 @@
+/*
+ * What an owner leaves behind when it goes away: its requests end with
+ * owner-lost, its unaccepted grants return their cells, its leases are
+ * released or quarantined per the class's on-holder-death policy. Run by the
+ * owner itself when it detaches; the supervisor runs the same for the dead.
+ */
+#include <ck_pr.h>
+
+#include "sched.h"
+
+static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t owner) {
+  for (uint32_t i = 0; i < k->nslots; i++) {
+    struct shms__slot *s = shms__slot_at(k, i);
+    uint64_t w = ck_pr_load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (st < SHMS__SLOT_QUEUED || ck_pr_load_32(&s->owner) != owner)
+      continue;
+    uint64_t seq = ck_pr_load_64(&s->seq);
+    shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
+                      SHMS_EOWNERLOST);
+    /* Nobody will wait for these outcomes any more: take them so the slots come free. */
+    w = ck_pr_load_64(&s->word);
+    if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && !(w & SHMS__SLOT_COLLECTED) &&
+        SHMS__SLOT_SEQ(w) == (uint32_t)seq)
+      shms__slot_collect(k, i);
+  }
+}
+
+static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t owner) {
+  for (uint32_t c = 0; c < k->ncells; c++) {
+    struct shms__cell *cell = &k->cells[c];
+    uint64_t w = ck_pr_load_64(&cell->word);
+    if (SHMS__CELL_STATE(w) != SHMS__CELL_LEASED || SHMS__CELL_OWNER(w) != (owner & 0xfffffffu))
+      continue;
+    if (k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE) {
+      shms__cell_quarantine(h, k, c, w, SHMS_EOWNERLOST);
+      continue;
+    }
+    uint32_t tenant = cell->tenant;
+    if (!ck_pr_cas_64(&cell->word, w,
+                      SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE)))
+      continue;
+    shms__tenant_lease_ended(k, tenant);
+    shms__fast_add(k, 1, 0);
+    shms__kick(h, k);
+  }
+}
+
+void shms__recover_owner(struct shms *h, uint32_t owner) {
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    const struct shms__cls *k = &h->cls[c];
+    if (k->id < 0)
+      continue;
+    settle_requests(h, k, owner);
+    dispose_leases(h, k, owner);
+  }
+}
