@@ -154,6 +154,7 @@ static int accept(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_
       SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED &&
       !ck_pr_cas_64_value(&cell->word, cw, SHMS__CELL_WORD(gen, h->owner, SHMS__CELL_LEASED), &cw))
     ;
+  shms__cell_count_lease(k, c);
   shms__slot_free(k, i); /* a lease-mode request gives its slot back once accepted */
   make_lease(h, k, c, gen, token, lease);
   return SHMS_OK;
@@ -227,6 +228,7 @@ static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease
     return shms__fail(rc, "class %s: cell %u's token sequence is exhausted (cell quarantined)",
                       shms_class_name(k->id), c);
   }
+  shms__cell_count_lease(k, c);
   make_lease(h, k, c, gen, token, lease);
   return SHMS_OK;
 }

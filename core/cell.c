@@ -57,7 +57,6 @@ int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uin
   if (next >= ck_pr_load_64(&k->ctl->token_limit) || next == 0)
     return SHMS_ESEQEXHAUSTED;
   cell->token = next;
-  ck_pr_store_64(&cell->leases, cell->leases + 1);
   cell->tenant = tenant;
   cell->slot = slot;
   ck_pr_store_64(&cell->lease_start_ns, shms__coarse_now_ns());
@@ -111,4 +110,9 @@ void shms__test_set_tokens(const struct shms__cls *k, uint64_t next) {
 
 void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c) {
   shms__cell_quarantine(h, k, c, ck_pr_load_64(&k->cells[c].word), SHMS_ESEQEXHAUSTED);
+}
+
+void shms__cell_count_lease(const struct shms__cls *k, uint32_t c) {
+  struct shms__cell *cell = &k->cells[c];
+  ck_pr_store_64(&cell->leases, cell->leases + 1); /* only the cell's holder writes it */
 }

@@ -36,6 +36,8 @@ uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t st
  */
 int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uint32_t slot,
                      uint32_t *gen, uint64_t *token);
+/* A lease on c was handed to its holder (accepted, or taken on the fast path): count it. */
+void shms__cell_count_lease(const struct shms__cls *k, uint32_t c);
 /* Quarantine claimed cell c whose tokens ran out (fail closed). */
 void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c);
 /* GRANTED -> AVAILABLE: a grant that was never accepted returns its cell (not quarantined). */

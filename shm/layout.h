@@ -102,7 +102,7 @@ struct shms__cell {
   uint64_t word;  /* generation (high 32) | owner id (28) | state (low 4): see protocol.md */
   uint64_t token; /* the current or last lease's token; per cell, never wraps */
   uint64_t lease_start_ns;
-  uint64_t leases;       /* leases started on this cell: observations sum these */
+  uint64_t leases;       /* leases handed out on this cell: observations sum these */
   uint32_t tenant;       /* tenant record index + 1 whose limit this lease counts in, or 0 */
   uint32_t slot;         /* while GRANTED: the slot index + 1 it is granted to */
   uint32_t reason;       /* why it was quarantined (shms_errno_t or a caller's code) */
