@@ -277,6 +277,22 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   return SHMS_OK;
 }
 
+static pid_t self_pid;
+static pthread_once_t self_pid_once = PTHREAD_ONCE_INIT;
+
+static void self_pid_after_fork(void) { self_pid = getpid(); }
+
+static void self_pid_init(void) {
+  self_pid = getpid();
+  pthread_atfork(NULL, NULL, self_pid_after_fork);
+}
+
+/* Our pid without a system call: getpid() is one, and handle checks sit on the fast path. */
+static pid_t current_pid(void) {
+  pthread_once(&self_pid_once, self_pid_init);
+  return self_pid;
+}
+
 int shms_attach(const char *name, unsigned flags, shms_t **out) {
   int rc = shms_name_check(name);
   if (rc != SHMS_OK)
@@ -287,7 +303,7 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
   if (h == NULL)
     return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
   h->flags = flags;
-  h->pid = getpid();
+  h->pid = current_pid();
   pthread_mutex_lock(&registry_lock);
   registry_after_fork();
   rc = attach_locked(name, flags, h);
@@ -303,7 +319,7 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
 int shms__handle_check(const struct shms *h) {
   if (h == NULL)
     return shms__fail(SHMS_EINVAL, "handle is NULL");
-  if (h->pid != getpid())
+  if (h->pid != current_pid())
     return shms__fail(SHMS_EINVAL, "handle was attached by process %d; attach again after fork",
                       (int)h->pid);
   return SHMS_OK;
