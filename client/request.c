@@ -179,8 +179,11 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   uint64_t until = until_real;
   if (s->deadline_ns != 0 && (until == 0 || real + (s->deadline_ns - now) < until))
     until = real + (s->deadline_ns - now);
-  if (sleep_on(k, i, w, until))
+  if (sleep_on(k, i, w, until)) {
+    /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
     shms__baton_check_holder(h, k);
+    shms__reap_unaccepted(h, k);
+  }
   return SHMS_OK;
 }
 

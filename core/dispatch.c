@@ -10,7 +10,6 @@
 #include <sched.h>
 
 #include "../shm/clock.h"
-#include "../shm/proc.h"
 #include "hbm.h"
 #include "sched.h"
 #include "tenant.h"
@@ -179,14 +178,7 @@ void shms__kick(struct shms *h, const struct shms__cls *k) {
 }
 
 static int holder_dead(const struct shms *h, uint64_t baton) {
-  uint32_t owner = (uint32_t)baton, index = SHMS__OWNER_INDEX(owner);
-  if (index >= h->hdr->procs_count)
-    return 1;
-  const struct shms__proc *p = SHMS__AT(
-      h->base, h->hdr->procs_off + (uint64_t)index * sizeof(struct shms__proc), struct shms__proc);
-  if ((ck_pr_load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
-    return 1; /* the entry has been claimed again since */
-  return shms__proc_alive(h->base, h->fd, index, shms__self_index(h)) == 0;
+  return shms__owner_dead(h, (uint32_t)baton);
 }
 
 void shms__baton_check_holder(struct shms *h, const struct shms__cls *k) {

@@ -6,7 +6,37 @@
  */
 #include <ck_pr.h>
 
+#include "../shm/proc.h"
 #include "sched.h"
+
+int shms__owner_dead(const struct shms *h, uint32_t owner) {
+  uint32_t index = SHMS__OWNER_INDEX(owner);
+  if (index >= h->hdr->procs_count)
+    return 1;
+  const struct shms__proc *p = SHMS__AT(
+      h->base, h->hdr->procs_off + (uint64_t)index * sizeof(struct shms__proc), struct shms__proc);
+  if ((ck_pr_load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+    return 1; /* the entry has been claimed again since */
+  return shms__proc_alive(h->base, h->fd, index, shms__self_index(h)) == 0;
+}
+
+void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
+  for (uint32_t c = 0; c < k->ncells; c++) {
+    struct shms__cell *cell = &k->cells[c];
+    uint64_t w = ck_pr_load_64(&cell->word);
+    uint32_t ref = ck_pr_load_32(&cell->slot);
+    if (SHMS__CELL_STATE(w) != SHMS__CELL_GRANTED || ref == 0 || ref > k->nslots)
+      continue;
+    struct shms__slot *s = shms__slot_at(k, ref - 1);
+    uint32_t owner = ck_pr_load_32(&s->owner);
+    uint64_t seq = ck_pr_load_64(&s->seq);
+    if (!shms__owner_dead(h, owner))
+      continue;
+    /* Its waiter is gone: the grant returns its cell, and the outcome is taken on its behalf. */
+    if (shms__slot_settle(h, k, ref - 1, seq, 1u << SHMS__SLOT_GRANTED, SHMS_EOWNERLOST))
+      shms__slot_collect(k, ref - 1);
+  }
+}
 
 static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t owner) {
   for (uint32_t i = 0; i < k->nslots; i++) {

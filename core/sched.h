@@ -106,6 +106,13 @@ void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k);
  * their cells), leases follow the class's on-holder-death policy.
  */
 void shms__recover_owner(struct shms *h, uint32_t owner);
+/* Whether owner id names a process that is gone (its lock is free or its entry reused). */
+int shms__owner_dead(const struct shms *h, uint32_t owner);
+/*
+ * Return the cells of grants whose waiter died before accepting them (run by
+ * polling waiters, so a dead waiter never wedges a class, supervisor or not).
+ */
+void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k);
 
 /* ---- The index (under the baton) ---- */
 

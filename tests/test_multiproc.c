@@ -125,6 +125,32 @@ START_TEST(a_waiter_that_detaches_takes_its_requests_along) {
 }
 END_TEST
 
+START_TEST(a_waiter_killed_before_accepting_does_not_wedge_the_class) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_lease held;
+  shms_request r = sched_req("x", 0);
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  shms_ticket ta, tb;
+  pid_t a = spawn_waiter(name, "a", p[1], SHMS_OK);
+  read_all(p[0], &ta, sizeof ta);
+  kill(a, SIGKILL); /* dies queued; its request is first in line */
+  ck_assert_int_eq(waitpid(a, NULL, 0), a);
+  pid_t b = spawn_waiter(name, "b", p[1], SHMS_OK);
+  read_all(p[0], &tb, sizeof tb);
+  ck_assert_shms_ok(shms_release(h, &held)); /* granted to the dead a, never accepted */
+  /* b's waiter notices at its next poll and takes the cell back: no supervisor needed. */
+  ck_assert_int_eq(child_status(b), 0);
+  shms_class_stats s = sched_stats(h);
+  ck_assert_uint_eq(s.available, 1);
+  ck_assert_uint_eq(s.queue_depth, 0);
+  ck_assert_int_eq(shms_cancel(h, &ta), SHMS_ENOTFOUND);
+  sched_close(h, name);
+}
+END_TEST
+
 /* A churning child's tally: every call's outcome is counted exactly once. */
 struct tally {
   uint32_t acquired, would_block, enqueued, accepted, cancelled_by_us, cancelled, expired;
@@ -257,6 +283,7 @@ int main(void) {
   tcase_add_test(tc, a_release_wakes_a_waiter_in_another_process);
   tcase_add_test(tc, a_cancel_from_another_process_wakes_the_waiter);
   tcase_add_test(tc, a_waiter_that_detaches_takes_its_requests_along);
+  tcase_add_test(tc, a_waiter_killed_before_accepting_does_not_wedge_the_class);
   tcase_add_test(tc, many_processes_churning_conserve_everything);
   suite_add_tcase(s, tc);
   return harness_run(s);
