@@ -10,6 +10,8 @@ enum {
   CLI_EXIT_OK = 0,    /* the operation succeeded */
   CLI_EXIT_FAIL = 1,  /* the operation failed (the library said why) */
   CLI_EXIT_USAGE = 2, /* usage or configuration error: nothing was attempted */
+  /* run: the scheduler said no (queue-full, cancelled, shutdown, ...): sysexits' EX_TEMPFAIL */
+  CLI_EXIT_SCHED = 75,
 };
 
 /*
@@ -40,8 +42,13 @@ int cli_take_name(const char *cmd, int argc, char *const argv[], const char **na
 /* Print a help text on stdout and return CLI_EXIT_OK. */
 int cli_help(const char *text);
 
+int cmd_cancel(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_destroy(int argc, char **argv);
+int cmd_drain(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
+int cmd_repair(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 

@@ -1,13 +1,14 @@
 /* shmsched status: the segment's configuration and live figures, per class. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "shmsched.h"
 #include "status.h"
 
 static const char help[] =
-    "Usage: shmsched status NAME [--json]\n"
+    "Usage: shmsched status NAME [--json] [--tenants]\n"
     "\n"
     "Show the segment (incarnation, creation time, size, layout version, state,\n"
     "live processes, settings) and, per configured class, its configuration and\n"
@@ -15,11 +16,16 @@ static const char help[] =
     "capacity, queued tenants, granted/rejected/cancelled/expired counts, total\n"
     "and max wait, oldest lease age (times in nanoseconds).\n"
     "It attaches as an observer: read-only, unregistered, it changes nothing.\n"
+    "With --tenants it also lists, per class, the tenants with queued work or\n"
+    "counted leases: queued, active, in_ring, granted, total and max wait. For\n"
+    "that it attaches a second time, registered, for a moment (not counted in\n"
+    "live_processes, which is read before).\n"
     "\n"
     "Options:\n"
-    "  -j, --json   print one JSON object instead of 'key: value' sections\n"
-    "               (default: sections)\n"
-    "  -h, --help   show this help\n"
+    "  -j, --json      print one JSON object instead of 'key: value' sections\n"
+    "                  (default: sections)\n"
+    "  -t, --tenants   add the per-tenant rows of each class (default: off)\n"
+    "  -h, --help      show this help\n"
     "\n"
     "Exit status: 0 shown, 1 not shown (not-found, permission-denied,\n"
     "incompatible-segment, ...), 2 usage error.\n"
@@ -27,7 +33,39 @@ static const char help[] =
     "Examples:\n"
     "  shmsched status jobs\n"
     "  shmsched status jobs --json\n"
-    "  shmsched status jobs --json | jq .classes.standard.cells_available\n";
+    "  shmsched status jobs --json | jq .classes.standard.cells_available\n"
+    "  shmsched status jobs --tenants | grep '^tenant\\.'\n";
+
+/* One class's tenants into v, with room for as many as the segment can hold. */
+static int gather_tenants(shms_t *h, int c, struct status_view *v) {
+  uint32_t max = v->cfg.max_tenants ? v->cfg.max_tenants : 1;
+  v->tenants[c] = calloc(max, sizeof *v->tenants[c]);
+  if (v->tenants[c] == NULL)
+    return cli_fail(SHMS_ENOMEM, "status: cannot allocate %u tenant rows", max);
+  int rc = shms_tenants(h, (shms_class_t)c, v->tenants[c], max, &v->tenants_count[c]);
+  if (rc != SHMS_OK)
+    return cli_fail_lib(rc);
+  v->tenants_shown[c] = v->tenants_count[c] < max ? v->tenants_count[c] : max;
+  return CLI_EXIT_OK;
+}
+
+/*
+ * The tenant rows need a registered handle (shms_tenants reads the index under
+ * the dispatcher's baton). A second, short attach, after the observer one, so
+ * that live_processes does not count this status process.
+ */
+static int gather_all_tenants(const char *name, struct status_view *v) {
+  shms_t *h;
+  int rc = shms_attach(name, 0, &h);
+  if (rc != SHMS_OK)
+    return cli_fail_lib(rc);
+  int code = CLI_EXIT_OK;
+  for (int c = 0; code == CLI_EXIT_OK && c < SHMS_CLASS_COUNT; c++)
+    if (v->cfg.classes[c].configured)
+      code = gather_tenants(h, c, v);
+  shms_detach(h);
+  return code;
+}
 
 /* Read everything first, so a failure prints nothing but the error line. Returns an exit code. */
 static int gather(const char *name, struct status_view *v) {
@@ -44,30 +82,43 @@ static int gather(const char *name, struct status_view *v) {
   /* Report before detaching: detach replaces the library's error detail. */
   int code = rc == SHMS_OK ? CLI_EXIT_OK : cli_fail_lib(rc);
   shms_detach(h); /* an observer holds no registration: nothing to report if this fails */
+  if (code == CLI_EXIT_OK && v->with_tenants)
+    code = gather_all_tenants(name, v);
   return code;
 }
 
+void status_view_free(struct status_view *v) {
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    free(v->tenants[c]);
+}
+
 int cmd_status(int argc, char **argv) {
-  static const struct option opts[] = {
-      {"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  int json = 0, c;
-  while ((c = getopt_long(argc, argv, ":jh", opts, NULL)) != -1) {
+  static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
+                                       {"tenants", no_argument, NULL, 't'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
+  int json = 0, tenants = 0, c;
+  while ((c = getopt_long(argc, argv, ":jth", opts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(help);
-    if (c != 'j')
+    if (c == 'j')
+      json = 1;
+    else if (c == 't')
+      tenants = 1;
+    else
       return cli_bad_option("status", c, argv);
-    json = 1;
   }
   const char *name;
   if (cli_take_name("status", argc, argv, &name) != 0)
     return CLI_EXIT_USAGE;
-  struct status_view v = {.name = name};
+  struct status_view v = {.name = name, .with_tenants = tenants};
   int rc = gather(name, &v);
-  if (rc != CLI_EXIT_OK)
-    return rc;
-  if (json)
-    status_print_json(stdout, &v);
-  else
-    status_print_text(stdout, &v);
-  return CLI_EXIT_OK;
+  if (rc == CLI_EXIT_OK) {
+    if (json)
+      status_print_json(stdout, &v);
+    else
+      status_print_text(stdout, &v);
+  }
+  status_view_free(&v);
+  return rc;
 }

@@ -89,3 +89,8 @@ void json_null(struct json_out *j, const char *key) {
   item(j, key);
   fputs("null", j->f);
 }
+
+void json_bool(struct json_out *j, const char *key, int v) {
+  item(j, key);
+  fputs(v ? "true" : "false", j->f);
+}

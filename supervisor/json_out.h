@@ -32,5 +32,6 @@ void json_str(struct json_out *j, const char *key, const char *v);
 void json_u64(struct json_out *j, const char *key, uint64_t v);
 void json_i64(struct json_out *j, const char *key, int64_t v);
 void json_null(struct json_out *j, const char *key);
+void json_bool(struct json_out *j, const char *key, int v);
 
 #endif

@@ -19,6 +19,11 @@ static const char top_help[] =
     "  create NAME ...        lay out a new segment from --class specs or --config FILE\n"
     "  destroy NAME           remove a segment\n"
     "  status NAME            show the segment's configuration and live figures\n"
+    "  run NAME ... -- CMD    acquire a lease fairly, run CMD on it, release it\n"
+    "  cancel NAME TICKET     cancel a queued request\n"
+    "  explain NAME TICKET    say why a request waits\n"
+    "  drain NAME             stop taking work; leases held run to their end\n"
+    "  repair NAME ...        return quarantined cells to service\n"
     "  version                print the version\n"
     "  help [COMMAND]         show this help, or COMMAND's\n"
     "\n"
@@ -26,11 +31,13 @@ static const char top_help[] =
     "  -h, --help             show this help\n"
     "  -V, --version          print the version\n"
     "\n"
-    "Exit status: 0 success, 1 the operation failed, 2 usage or configuration error.\n"
+    "Exit status: 0 success, 1 the operation failed, 2 usage or configuration error;\n"
+    "run: CMD's status, or 75 when the scheduler did not grant a lease.\n"
     "Errors are one line on stderr: 'shmsched: <reason>: <what, and where>'.\n"
     "\n"
     "Examples:\n"
     "  shmsched create jobs --class standard:cells=8,queue=64\n"
+    "  shmsched run jobs --class standard --tenant ci -- make test\n"
     "  shmsched status jobs --json\n"
     "  shmsched destroy jobs\n";
 
@@ -40,10 +47,9 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"create", cmd_create},
-    {"destroy", cmd_destroy},
-    {"status", cmd_status},
-    {"version", cmd_version},
+    {"create", cmd_create}, {"destroy", cmd_destroy}, {"status", cmd_status},
+    {"run", cmd_run},       {"cancel", cmd_cancel},   {"explain", cmd_explain},
+    {"drain", cmd_drain},   {"repair", cmd_repair},   {"version", cmd_version},
 };
 
 static const struct command *find_command(const char *name) {

@@ -15,7 +15,14 @@ struct status_view {
   shms_segment_info info;
   shms_config cfg;
   shms_class_stats stats[SHMS_CLASS_COUNT]; /* for the classes cfg configures */
+  /* --tenants: per class, rows of the tenants with queued work or counted leases */
+  int with_tenants;
+  shms_tenant_stats *tenants[SHMS_CLASS_COUNT]; /* malloc'd; status_view_free() */
+  uint32_t tenants_shown[SHMS_CLASS_COUNT];     /* rows in tenants[c] */
+  uint32_t tenants_count[SHMS_CLASS_COUNT];     /* tenants present (may exceed shown) */
 };
+
+void status_view_free(struct status_view *v);
 
 void status_print_text(FILE *f, const struct status_view *v);
 void status_print_json(FILE *f, const struct status_view *v);

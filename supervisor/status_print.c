@@ -20,6 +20,8 @@ struct sink {
   void (*str)(void *ctx, const char *key, const char *v);
   /* The allow list; any: every tenant is allowed (and k->allow is empty). */
   void (*allow)(void *ctx, const shms_class_config *k, int any);
+  /* --tenants: the class's tenant rows (n of them) */
+  void (*tenants)(void *ctx, const shms_tenant_stats *t, uint32_t n);
   void *ctx;
 };
 
@@ -96,8 +98,11 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
 static void emit(const struct status_view *v, const struct sink *s) {
   emit_segment(v, s);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-    if (v->cfg.classes[c].configured)
+    if (v->cfg.classes[c].configured) {
       emit_class(c, &v->cfg.classes[c], &v->stats[c], s);
+      if (v->with_tenants)
+        s->tenants(s->ctx, v->tenants[c], v->tenants_shown[c]);
+    }
 }
 
 /* ---- text: "# Section" then "key: value" lines -------------------------- */
@@ -136,8 +141,23 @@ static void text_allow(void *f, const shms_class_config *k, int any) {
   fputc('\n', f);
 }
 
+/*
+ * "tenants: N", then one line per tenant: "tenant.NAME: queued=... ...". A
+ * tenant name has no spaces, so the first ": " ends the key.
+ */
+static void text_tenants(void *f, const shms_tenant_stats *t, uint32_t n) {
+  char q[96];
+  fprintf(f, "tenants: %u\n", n);
+  for (uint32_t i = 0; i < n; i++)
+    fprintf(f,
+            "tenant.%s: queued=%u active=%u in_ring=%s granted=%" PRIu64 " total_wait_ns=%" PRIu64
+            " max_wait_ns=%" PRIu64 "\n",
+            cli_quote(q, sizeof q, t[i].name), t[i].queued, t[i].active,
+            t[i].in_ring ? "yes" : "no", t[i].granted, t[i].total_wait_ns, t[i].max_wait_ns);
+}
+
 void status_print_text(FILE *f, const struct status_view *v) {
-  const struct sink s = {text_section, text_u64, text_i64, text_str, text_allow, f};
+  const struct sink s = {text_section, text_u64, text_i64, text_str, text_allow, text_tenants, f};
   emit(v, &s);
 }
 
@@ -192,10 +212,33 @@ static void json_sink_allow(void *ctx, const shms_class_config *k, int any) {
   json_end(j);
 }
 
+/* "tenants": [{"name": ..., "queued": ..., ...}, ...] inside the class's object. */
+static void json_sink_tenants(void *ctx, const shms_tenant_stats *t, uint32_t n) {
+  struct json_out *j = &((struct json_ctx *)ctx)->j;
+  json_begin_array(j, "tenants");
+  for (uint32_t i = 0; i < n; i++) {
+    json_begin_object(j, NULL);
+    json_str(j, "name", t[i].name);
+    json_u64(j, "queued", t[i].queued);
+    json_u64(j, "active", t[i].active);
+    json_bool(j, "in_ring", t[i].in_ring != 0);
+    json_u64(j, "granted", t[i].granted);
+    json_u64(j, "total_wait_ns", t[i].total_wait_ns);
+    json_u64(j, "max_wait_ns", t[i].max_wait_ns);
+    json_end(j);
+  }
+  json_end(j);
+}
+
 void status_print_json(FILE *f, const struct status_view *v) {
   struct json_ctx x = {.in_segment = 0};
-  const struct sink s = {json_section,  json_sink_u64,   json_sink_i64,
-                         json_sink_str, json_sink_allow, &x};
+  const struct sink s = {json_section,
+                         json_sink_u64,
+                         json_sink_i64,
+                         json_sink_str,
+                         json_sink_allow,
+                         json_sink_tenants,
+                         &x};
   json_open(&x.j, f);
   emit(v, &s);
   json_close(&x.j);

@@ -1,0 +1,641 @@
+/*
+ * The scheduling subcommands end to end: run, cancel, explain, drain, repair
+ * and status --tenants, through <build>/bin/shmsched.
+ *
+ * Synchronisation is by pipes and waitpid only, never by sleeping: a "holder"
+ * run keeps the only cell with `sh -c 'echo held; read x'`, so the test knows
+ * the lease is held when it reads "held" and lets it go by closing the
+ * command's stdin; a queued run with --print-ticket is known to be queued
+ * once its first stderr line (the ticket) arrives.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static char out[65536], err[4096];
+
+/* ---- what to clean up, even after a failed test (see test_cli.c) ---------- */
+
+#define MAX_LEFT 32
+struct leftovers {
+  char dir[64]; /* mkdtemp directory for files the commands write */
+  int n, npids;
+  char names[MAX_LEFT][96];
+  pid_t pids[4 * MAX_LEFT]; /* background CLI processes */
+};
+static struct leftovers *left;
+
+static void leftovers_setup(void) {
+  left = mmap(NULL, sizeof *left, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ck_assert_ptr_ne(left, MAP_FAILED);
+  snprintf(left->dir, sizeof left->dir, "/tmp/shmst-clisched-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(left->dir));
+  /* A test writing to a pipe whose reader failed must not die of SIGPIPE. */
+  signal(SIGPIPE, SIG_IGN);
+}
+
+static void leftovers_teardown(void) {
+  for (int i = 0; i < left->npids; i++)
+    if (kill(left->pids[i], SIGKILL) == 0)
+      waitpid(left->pids[i], NULL, 0);
+  for (int i = 0; i < left->n && i < MAX_LEFT; i++)
+    harness_remove(left->names[i]);
+  char path[128];
+  snprintf(path, sizeof path, "%s/order", left->dir);
+  unlink(path);
+  rmdir(left->dir);
+  munmap(left, sizeof *left);
+}
+
+/* A fresh segment with one lease class standard of cells/queue (plus extra --class specs). */
+static const char *segment(const char *tag, const char *spec, const char *extra) {
+  ck_assert_int_lt(left->n, MAX_LEFT);
+  char *name = left->names[left->n++];
+  snprintf(name, sizeof left->names[0], "%s", harness_name(tag));
+  const char *argv[] = {"create", name, "--class", spec, extra ? "--class" : NULL, extra, NULL};
+  int rc = harness_cli(out, sizeof out, err, sizeof err, argv);
+  ck_assert_msg(rc == 0, "create %s: exit %d: %s", spec, rc, err);
+  return name;
+}
+
+#define CLI(...)                                                                                   \
+  harness_cli(out, sizeof out, err, sizeof err, (const char *const[]){__VA_ARGS__, NULL})
+
+/* stderr holds exactly one line, "shmsched: <reason>: ...", naming needle. */
+static void assert_error_line(const char *text, const char *reason, const char *needle) {
+  char prefix[64];
+  snprintf(prefix, sizeof prefix, "shmsched: %s: ", reason);
+  ck_assert_msg(strncmp(text, prefix, strlen(prefix)) == 0, "stderr '%s' lacks '%s'", text, prefix);
+  ck_assert_msg(strstr(text, needle) != NULL, "stderr '%s' lacks '%s'", text, needle);
+  const char *nl = strchr(text, '\n');
+  ck_assert_msg(nl != NULL && nl[1] == '\0', "stderr is not one line: '%s'", text);
+}
+
+/* `status NAME` holds the line "key: value". */
+static void assert_status(const char *name, const char *key, const char *value) {
+  char line[128];
+  ck_assert_int_eq(CLI("status", name), 0);
+  snprintf(line, sizeof line, "\n%s: %s\n", key, value);
+  ck_assert_msg(strstr(out, line) != NULL, "status lacks '%s: %s':\n%s", key, value, out);
+}
+
+/* ---- background CLI processes, with pipes the test holds ------------------ */
+
+struct proc {
+  pid_t pid;
+  int in, out, err; /* the process's stdin (write end), stdout and stderr (read ends) */
+};
+static char pout[16384], perr[4096];
+
+static void spawn(struct proc *p, const char *const argv[]) {
+  int pi[2], po[2], pe[2];
+  ck_assert(pipe2(pi, O_CLOEXEC) == 0 && pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0);
+  ck_assert_int_lt(left->npids, 4 * MAX_LEFT);
+  p->pid = fork();
+  ck_assert(p->pid >= 0);
+  if (p->pid == 0) {
+    dup2(pi[0], 0);
+    dup2(po[1], 1);
+    dup2(pe[1], 2);
+    const char *args[64] = {SHMS_BIN_DIR "/shmsched"};
+    for (size_t i = 0; argv[i] != NULL && i < 62; i++)
+      args[i + 1] = argv[i];
+    execv(args[0], (char *const *)args);
+    _exit(127);
+  }
+  left->pids[left->npids++] = p->pid;
+  close(pi[0]);
+  close(po[1]);
+  close(pe[1]);
+  p->in = pi[1];
+  p->out = po[0];
+  p->err = pe[0];
+}
+#define SPAWN(p, ...) spawn((p), (const char *const[]){__VA_ARGS__, NULL})
+
+/* One line from fd, without its newline; fails the test at EOF. */
+static void read_line(int fd, char *buf, size_t n) {
+  size_t len = 0;
+  for (;;) {
+    char c;
+    ssize_t r = read(fd, &c, 1);
+    if (r < 0 && errno == EINTR)
+      continue;
+    ck_assert_msg(r == 1, "EOF before a full line (got '%.*s')", (int)len, buf);
+    if (c == '\n')
+      break;
+    if (len + 1 < n)
+      buf[len++] = c;
+  }
+  buf[len] = '\0';
+}
+
+/* Read fd to EOF into buf (appending after what is there). */
+static void slurp(int fd, char *buf, size_t n) {
+  size_t len = strlen(buf);
+  for (;;) {
+    ssize_t r = read(fd, buf + len, n - 1 - len);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0 || (len += (size_t)r) + 1 >= n)
+      break;
+  }
+  buf[len] = '\0';
+}
+
+/*
+ * Collect the rest of its stdout/stderr in pout/perr and reap it: its status.
+ * Its stdin is closed first if close_in, else after it ended.
+ */
+static int reap(struct proc *p, int close_in) {
+  if (close_in)
+    close(p->in);
+  pout[0] = perr[0] = '\0';
+  /* Small outputs: reading one pipe to EOF, then the other, cannot fill either. */
+  slurp(p->err, perr, sizeof perr);
+  slurp(p->out, pout, sizeof pout);
+  close(p->out);
+  close(p->err);
+  int st;
+  while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  if (!close_in)
+    close(p->in);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* Hold the only cell of class standard until let_go(): returns once the command runs. */
+/* Close its stdin (a command reading it sees EOF), then reap it. */
+static int finish(struct proc *p) { return reap(p, 1); }
+
+static void hold(struct proc *p, const char *name) {
+  char line[64];
+  SPAWN(p, "run", name, "--class", "standard", "--tenant", "holder", "--", "sh", "-c",
+        "echo held; read x; exit 0");
+  read_line(p->out, line, sizeof line);
+  ck_assert_str_eq(line, "held");
+}
+
+static void let_go(struct proc *p) {
+  int rc = finish(p);
+  ck_assert_msg(rc == 0, "holder exited %d: %s", rc, perr);
+}
+
+/* A run of tenant queued behind the holder, with --print-ticket: returns once it is queued. */
+static void queue_run(struct proc *p, const char *name, const char *tenant, char *ticket,
+                      const char *opt, const char *value) {
+  SPAWN(p, "run", name, "--class", "standard", "--tenant", tenant, "--print-ticket",
+        opt ? opt : "--", opt ? value : "true", opt ? "--" : NULL, opt ? "true" : NULL);
+  read_line(p->err, ticket, SHMS_TICKET_STRLEN);
+  shms_ticket t;
+  ck_assert_msg(shms_ticket_parse(ticket, &t) == SHMS_OK, "first stderr line is no ticket: '%s'",
+                ticket);
+}
+
+/* ---- run: the command's status ------------------------------------------- */
+
+START_TEST(run_exit_status) {
+  const char *name = segment("st", "standard:cells=2,queue=4", NULL);
+  ck_assert_int_eq(
+      CLI("run", name, "--class", "standard", "--tenant", "a", "--", "sh", "-c", "exit 3"), 3);
+  ck_assert_str_eq(err, "");
+  ck_assert_int_eq(CLI("run", "--class", "standard", name, "-t", "a", "--", "echo", "hi", "-c"), 0);
+  ck_assert_str_eq(out, "hi -c\n");
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "no-such-command-shmst"),
+                   127);
+  assert_error_line(err, "not-found", "cannot execute 'no-such-command-shmst'");
+  /* Every lease came back: both cells available, three grants counted. */
+  assert_status(name, "cells_available", "2");
+  assert_status(name, "granted", "3");
+  assert_status(name, "live_processes", "0");
+}
+END_TEST
+
+START_TEST(run_killed_quarantines) {
+  const char *name = segment("kill", "standard:cells=1,queue=4", NULL);
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -KILL $$"),
+                   128 + SIGKILL);
+  ck_assert_msg(strstr(err, "killed by SIGKILL: quarantined class standard cell 0") != NULL, "%s",
+                err);
+  assert_status(name, "cells_quarantined", "1");
+  assert_status(name, "cells_available", "0");
+  /* With its only cell quarantined the class fails fast instead of waiting forever. */
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "true"), 75);
+  assert_error_line(err, "all-cells-quarantined", "tenant 'a'");
+  ck_assert_int_eq(CLI("repair", name, "--class", "standard"), 0);
+  ck_assert_str_eq(out, "repaired 1 cell of class standard\n");
+  assert_status(name, "cells_quarantined", "0");
+  assert_status(name, "cells_available", "1");
+  /* A cell that is not quarantined cannot be repaired; "every cell" finds none. */
+  ck_assert_int_eq(CLI("repair", name, "--class", "standard", "--cell", "0"), 1);
+  assert_error_line(err, "invalid-argument", "cell 0 is not quarantined");
+  ck_assert_int_eq(CLI("repair", name, "--class", "standard"), 0);
+  ck_assert_str_eq(out, "repaired 0 cells of class standard\n");
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "true"), 0);
+  /* repair --cell N on a quarantined cell. */
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -TERM $$"),
+                   128 + SIGTERM);
+  ck_assert_int_eq(CLI("repair", name, "--class", "standard", "--cell", "0"), 0);
+  ck_assert_str_eq(out, "repaired 1 cell of class standard\n");
+}
+END_TEST
+
+START_TEST(run_release_on_signal) {
+  const char *name = segment("ros", "standard:cells=1,queue=4", NULL);
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--release-on-signal", "--", "sh",
+                       "-c", "kill -TERM $$"),
+                   128 + SIGTERM);
+  ck_assert_str_eq(err, "");
+  assert_status(name, "cells_quarantined", "0");
+  assert_status(name, "cells_available", "1");
+}
+END_TEST
+
+/* SIGTERM sent to run while CMD runs goes to CMD; CMD killed by it: quarantined. */
+START_TEST(run_forwards_signals) {
+  const char *name = segment("fwd", "standard:cells=1,queue=4", NULL);
+  struct proc p;
+  char line[64];
+  SPAWN(&p, "run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "echo up; read x; exit 0");
+  read_line(p.out, line, sizeof line);
+  ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
+  /* Its stdin stays open: only the signal can end the command. */
+  ck_assert_int_eq(reap(&p, 0), 128 + SIGTERM);
+  ck_assert_msg(strstr(perr, "killed by SIGTERM") != NULL, "%s", perr);
+  assert_status(name, "cells_quarantined", "1");
+}
+END_TEST
+
+/* ---- tickets: --print-ticket, cancel, explain ----------------------------- */
+
+START_TEST(print_ticket_then_cancel) {
+  const char *name = segment("cancel", "standard:cells=1,queue=4", NULL);
+  struct proc holder, q;
+  char ticket[SHMS_TICKET_STRLEN];
+  hold(&holder, name);
+  queue_run(&q, name, "b", ticket, NULL, NULL);
+  ck_assert_msg(strncmp(ticket, "standard.", 9) == 0, "%s", ticket);
+  assert_status(name, "queue_depth", "1");
+  assert_status(name, "queued_tenants", "1");
+  ck_assert_int_eq(CLI("cancel", name, ticket), 0);
+  ck_assert_msg(strstr(out, "cancelled request ") != NULL, "%s", out);
+  ck_assert_int_eq(finish(&q), 75);
+  assert_error_line(perr, "cancelled", "tenant 'b'");
+  /* Cancelled once: nothing left to cancel. */
+  ck_assert_int_eq(CLI("cancel", name, ticket), 1);
+  ck_assert_msg(strncmp(err, "shmsched: ", 10) == 0, "%s", err);
+  assert_status(name, "cancelled", "1");
+  assert_status(name, "queue_depth", "0");
+  let_go(&holder);
+}
+END_TEST
+
+/* Cancel as seen from a second process: installed once, then "already cancelled". */
+START_TEST(cancel_outcomes) {
+  const char *name = segment("cout", "standard:cells=1,queue=4", NULL);
+  shms_t *h;
+  shms_ticket t;
+  shms_lease lease;
+  char text[SHMS_TICKET_STRLEN];
+  ck_assert_shms_ok(shms_attach(name, 0, &h));
+  shms_lease held;
+  ck_assert_shms_ok(
+      shms_try_acquire(h, &(shms_request){.cls = SHMS_CLASS_STANDARD, .tenant = "x"}, &held));
+  ck_assert_shms_ok(
+      shms_enqueue(h, &(shms_request){.cls = SHMS_CLASS_STANDARD, .tenant = "y"}, &t));
+  shms_ticket_format(&t, text);
+  ck_assert_int_eq(CLI("cancel", name, text), 0);
+  /* Nobody has collected the outcome yet: the request has ended as cancelled. */
+  ck_assert_int_eq(CLI("cancel", name, text), 1);
+  assert_error_line(err, "cancelled", "already cancelled");
+  ck_assert_int_eq(CLI("explain", name, text), 0);
+  ck_assert_msg(strstr(out, "state: ended\noutcome: cancelled\n") != NULL, "%s", out);
+  ck_assert_int_eq(shms_wait(h, &t, 0, &lease), SHMS_ECANCELLED);
+  /* Collected: the ticket is retired. */
+  ck_assert_int_eq(CLI("cancel", name, text), 1);
+  assert_error_line(err, "not-found", "ticket");
+  ck_assert_int_eq(CLI("explain", name, text), 1);
+  assert_error_line(err, "not-found", "ticket");
+  /* A ticket of another incarnation is not-found; a malformed one a usage error. */
+  t.incarnation ^= 1;
+  shms_ticket_format(&t, text);
+  ck_assert_int_eq(CLI("cancel", name, text), 1);
+  assert_error_line(err, "not-found", "another segment");
+  ck_assert_int_eq(CLI("cancel", name, "standard.1.2"), 2);
+  assert_error_line(err, "invalid-argument", "expected CLASS.SLOT.SEQ.INCARNATION");
+  ck_assert_int_eq(CLI("explain", name, "bogus.1.2.0000000000000000"), 2);
+  assert_error_line(err, "invalid-argument", "unknown class");
+  ck_assert_shms_ok(shms_release(h, &held));
+  shms_detach(h);
+}
+END_TEST
+
+START_TEST(explain_queued) {
+  const char *name = segment("explain", "standard:cells=1,queue=4", NULL);
+  struct proc holder, q1, q2, q3;
+  char t1[SHMS_TICKET_STRLEN], t2[SHMS_TICKET_STRLEN], t3[SHMS_TICKET_STRLEN];
+  hold(&holder, name);
+  queue_run(&q1, name, "a", t1, "--priority", "-7");
+  queue_run(&q2, name, "a", t2, "--priority", "5");
+  queue_run(&q3, name, "b", t3, NULL, NULL);
+  ck_assert_int_eq(CLI("explain", name, t1), 0);
+  static const char *const needles[] = {
+      "ticket: ",
+      "\nclass: standard\n",
+      "\nstate: queued\n",
+      "\ntenant: a\n",
+      "\npriority: -7\n",
+      "\nwaited_ns: ",
+      "\naged: no\n",
+      "\ntenants_ahead: 0\n",
+      "\nring_length: 2\n",
+      "\nahead_in_tenant: 1\n",
+      "\ntenant_queued: 2\n",
+      "\nblocked_by: no-cell turn\n",
+      "\nwhy: waiting: no free cell; 1 of its tenant's 2 queued requests go first\n"};
+  for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++)
+    ck_assert_msg(strstr(out, needles[i]) != NULL, "explain lacks '%s':\n%s", needles[i], out);
+  ck_assert_int_eq(CLI("explain", name, t3, "--json"), 0);
+  static const char *const json_needles[] = {
+      "\"state\": \"queued\"",  "\"tenant\": \"b\"",
+      "\"priority\": 0",        "\"aged\": false",
+      "\"tenants_ahead\": 1",   "\"ring_length\": 2",
+      "\"ahead_in_tenant\": 0", "\"blocked_by\": [\n    \"no-cell\",\n    \"turn\"\n  ]"};
+  for (size_t i = 0; i < sizeof json_needles / sizeof json_needles[0]; i++)
+    ck_assert_msg(strstr(out, json_needles[i]) != NULL, "explain --json lacks '%s':\n%s",
+                  json_needles[i], out);
+  /* The per-tenant rows, in both formats. */
+  ck_assert_int_eq(CLI("status", name, "--tenants"), 0);
+  ck_assert_msg(strstr(out, "\ntenants: 2\n") != NULL, "%s", out);
+  ck_assert_msg(strstr(out, "\ntenant.a: queued=2 active=0 in_ring=yes granted=0 ") != NULL, "%s",
+                out);
+  ck_assert_msg(strstr(out, "\ntenant.b: queued=1 active=0 in_ring=yes granted=0 ") != NULL, "%s",
+                out);
+  ck_assert_msg(strstr(out, "\nlive_processes: 4\n") != NULL, "%s", out);
+  ck_assert_int_eq(CLI("status", name, "--tenants", "--json"), 0);
+  ck_assert_msg(strstr(out, "\"tenants\": [") && strstr(out, "\"name\": \"a\",\n") &&
+                    strstr(out, "\"queued\": 2,") && strstr(out, "\"in_ring\": true,"),
+                "%s", out);
+  ck_assert_int_eq(CLI("status", name, "--json"), 0);
+  ck_assert_msg(strstr(out, "\"tenants\"") == NULL, "tenants without --tenants:\n%s", out);
+  ck_assert_msg(strstr(out, "\"queue_depth\": 3,") && strstr(out, "\"queued_tenants\": 2,"), "%s",
+                out);
+  for (struct proc *p = &q1; p != NULL; p = p == &q1 ? &q2 : p == &q2 ? &q3 : NULL) {
+    char *t = p == &q1 ? t1 : p == &q2 ? t2 : t3;
+    ck_assert_int_eq(CLI("cancel", name, t), 0);
+    ck_assert_int_eq(finish(p), 75);
+  }
+  let_go(&holder);
+}
+END_TEST
+
+/* SIGTERM while waiting cancels the request. */
+START_TEST(signal_cancels_wait) {
+  const char *name = segment("sigw", "standard:cells=1,queue=4", NULL);
+  struct proc holder, q;
+  char ticket[SHMS_TICKET_STRLEN];
+  hold(&holder, name);
+  queue_run(&q, name, "b", ticket, NULL, NULL);
+  ck_assert_int_eq(kill(q.pid, SIGTERM), 0);
+  ck_assert_int_eq(finish(&q), 75);
+  assert_error_line(perr, "cancelled", "interrupted by SIGTERM while waiting");
+  assert_status(name, "cancelled", "1");
+  assert_status(name, "queue_depth", "0");
+  let_go(&holder);
+  assert_status(name, "cells_available", "1");
+}
+END_TEST
+
+/* Tenants take turns: a flood queued first does not keep a later tenant waiting behind it. */
+START_TEST(tenants_take_turns) {
+  const char *name = segment("turns", "standard:cells=1,queue=8", NULL);
+  struct proc holder, q[4];
+  char ticket[SHMS_TICKET_STRLEN], cmd[4][256];
+  static const char *const tenants[] = {"flood", "flood", "flood", "light"};
+  hold(&holder, name);
+  for (int i = 0; i < 4; i++) {
+    snprintf(cmd[i], sizeof cmd[i], "echo %s%d >> %s/order", tenants[i], i, left->dir);
+    SPAWN(&q[i], "run", name, "-c", "standard", "-t", tenants[i], "--print-ticket", "--", "sh",
+          "-c", cmd[i]);
+    read_line(q[i].err, ticket, sizeof ticket);
+  }
+  let_go(&holder);
+  for (int i = 0; i < 4; i++)
+    ck_assert_int_eq(finish(&q[i]), 0);
+  char path[128], order[256] = "";
+  snprintf(path, sizeof path, "%s/order", left->dir);
+  int fd = open(path, O_RDONLY);
+  ck_assert_int_ge(fd, 0);
+  slurp(fd, order, sizeof order);
+  close(fd);
+  ck_assert_str_eq(order, "flood0\nlight3\nflood1\nflood2\n");
+}
+END_TEST
+
+/* ---- scheduling failures exit 75 ------------------------------------------ */
+
+START_TEST(drain_settles_queued) {
+  const char *name = segment("drain", "standard:cells=1,queue=4", NULL);
+  struct proc holder, q;
+  char ticket[SHMS_TICKET_STRLEN];
+  hold(&holder, name);
+  queue_run(&q, name, "b", ticket, NULL, NULL);
+  ck_assert_int_eq(CLI("drain", name), 0);
+  ck_assert_msg(strstr(out, "is draining") != NULL, "%s", out);
+  ck_assert_int_eq(finish(&q), 75);
+  assert_error_line(perr, "shutdown", "tenant 'b'");
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "c", "--", "true"), 75);
+  assert_error_line(err, "shutdown", "draining");
+  assert_status(name, "state", "draining");
+  /* The lease held through the drain runs to its end and is released. */
+  let_go(&holder);
+  assert_status(name, "cells_available", "1");
+  ck_assert_int_eq(CLI("drain", name), 0);
+}
+END_TEST
+
+START_TEST(queue_full) {
+  const char *name = segment("full", "standard:cells=1,queue=1", NULL);
+  struct proc holder, q;
+  char ticket[SHMS_TICKET_STRLEN];
+  hold(&holder, name);
+  queue_run(&q, name, "b", ticket, NULL, NULL);
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "c", "--", "true"), 75);
+  assert_error_line(err, "queue-full", "request slots are in use");
+  assert_status(name, "rejected", "1");
+  /* The queued run is not disturbed: it runs once the holder lets go. */
+  let_go(&holder);
+  ck_assert_int_eq(finish(&q), 0);
+  assert_status(name, "granted", "2");
+}
+END_TEST
+
+START_TEST(duplicate_activation) {
+  const char *name = segment("dup", "standard:cells=1,queue=4", NULL);
+  struct proc holder, q;
+  char ticket[SHMS_TICKET_STRLEN];
+  hold(&holder, name);
+  queue_run(&q, name, "b", ticket, "--activation", "job-1");
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "c", "-a", "job-1", "--", "true"), 75);
+  assert_error_line(err, "duplicate-activation", "already live");
+  ck_assert_int_eq(CLI("cancel", name, ticket), 0);
+  ck_assert_int_eq(finish(&q), 75);
+  let_go(&holder);
+}
+END_TEST
+
+START_TEST(class_denied_and_deadline) {
+  const char *name =
+      segment("deny", "standard:cells=1,queue=4,allow=ok+holder", "small:cells=1,queue=0");
+  ck_assert_int_eq(CLI("run", name, "-c", "small", "-t", "a", "--", "true"), 75);
+  assert_error_line(err, "class-denied", "queue=0");
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "other", "--", "true"), 75);
+  assert_error_line(err, "class-denied", "does not allow tenant 'other'");
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "ok", "--", "true"), 0);
+  /* A deadline passes while the only cell is held. */
+  struct proc holder;
+  hold(&holder, name);
+  ck_assert_int_eq(
+      CLI("run", name, "-c", "standard", "-t", "ok", "--deadline", "50ms", "--", "true"), 75);
+  assert_error_line(err, "deadline-exceeded", "tenant 'ok'");
+  assert_status(name, "expired", "1");
+  let_go(&holder);
+}
+END_TEST
+
+/* ---- usage errors: exit 2, one error line --------------------------------- */
+
+static const struct {
+  const char *argv[12];
+  const char *needle;
+} bad_runs[] = {
+    {{"run", "@", "--", "true"}, "missing --class"},
+    {{"run", "@", "-c", "standard", "--", "true"}, "missing --tenant"},
+    {{"run", "@", "-c", "standard", "-t", "a"}, "missing '-- CMD"},
+    {{"run", "@", "-c", "standard", "-t", "a", "--"}, "missing '-- CMD"},
+    {{"run", "@", "-c", "standard", "-t", "a", "true"}, "unexpected argument 'true'"},
+    {{"run", "-c", "standard", "-t", "a", "--", "true"}, "run: missing NAME"},
+    {{"run", "@", "-c", "huge", "-t", "a", "--", "true"}, "--class 'huge': unknown class"},
+    {{"run", "@", "-c", "standard", "-t", "a", "-p", "x", "--", "true"}, "--priority"},
+    {{"run", "@", "-c", "standard", "-t", "a", "-p", "2147483648", "--", "true"}, "--priority"},
+    {{"run", "@", "-c", "standard", "-t", "a", "-p", "1.5", "--", "true"}, "--priority"},
+    {{"run", "@", "-c", "standard", "-t", "a", "--deadline", "5", "--", "true"},
+     "--deadline: '5' needs a unit"},
+    {{"run", "@", "-c", "standard", "-t", "a", "--bogus", "--", "true"},
+     "unknown option '--bogus'"},
+    {{"run", "@", "-c", "large", "-t", "a", "--", "true"}, "large"},
+    {{"run", "@", "-c", "standard", "-t", "bad name", "--", "true"}, "tenant"},
+    {{"run", "@", "-c", "standard", "-t", "a", "-a", "", "--", "true"}, "activation"},
+    {{"cancel", "@"}, "cancel: missing TICKET"},
+    {{"cancel", "@", "standard.1.2.0000000000000000", "x"}, "unexpected argument 'x'"},
+    {{"explain", "@", "standard.1.2.3"}, "expected CLASS.SLOT.SEQ.INCARNATION"},
+    {{"drain"}, "drain: missing NAME"},
+    {{"repair", "@"}, "repair: missing --class"},
+    {{"repair", "@", "--class", "standard", "--cell", "1"}, "class standard has no cell 1"},
+    {{"repair", "@", "--class", "standard", "--cell", "-1"}, "--cell: must not be negative"},
+    {{"repair", "@", "--class", "tiny"}, "has no class tiny"},
+    {{"status", "@", "--tenants=yes"}, "no argument allowed for option '--tenants'"},
+};
+
+START_TEST(usage_errors) {
+  const char *name = segment("usage", "standard:cells=1,queue=4", NULL);
+  const char *argv[13] = {NULL};
+  for (int i = 0; i < 12 && bad_runs[_i].argv[i] != NULL; i++)
+    argv[i] = strcmp(bad_runs[_i].argv[i], "@") == 0 ? name : bad_runs[_i].argv[i];
+  int rc = harness_cli(out, sizeof out, err, sizeof err, argv);
+  ck_assert_msg(rc == 2, "%s: exit %d, stderr %s", bad_runs[_i].needle, rc, err);
+  assert_error_line(err, "invalid-argument", bad_runs[_i].needle);
+  ck_assert_str_eq(out, "");
+  /* Nothing was attempted: no grant, no rejection. */
+  assert_status(name, "granted", "0");
+  assert_status(name, "rejected", "0");
+}
+END_TEST
+
+START_TEST(missing_segment) {
+  const char *name = harness_name("none");
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "true"), 1);
+  assert_error_line(err, "not-found", name);
+  ck_assert_int_eq(CLI("cancel", name, "standard.1.2.0000000000000000"), 1);
+  assert_error_line(err, "not-found", name);
+  ck_assert_int_eq(CLI("explain", name, "standard.1.2.0000000000000000"), 1);
+  assert_error_line(err, "not-found", name);
+  ck_assert_int_eq(CLI("drain", name), 1);
+  assert_error_line(err, "not-found", name);
+  ck_assert_int_eq(CLI("repair", name, "--class", "standard"), 1);
+  assert_error_line(err, "not-found", name);
+}
+END_TEST
+
+/* ---- help ------------------------------------------------------------------ */
+
+static const char *const help_commands[][3] = {
+    {"run", "--help"},   {"cancel", "--help"}, {"explain", "-h"},
+    {"drain", "--help"}, {"repair", "--help"}, {"help", "run"},
+};
+
+START_TEST(help_texts) {
+  int rc = harness_cli(out, sizeof out, err, sizeof err, help_commands[_i]);
+  ck_assert_msg(rc == 0, "%s: exit %d: %s", help_commands[_i][0], rc, err);
+  ck_assert_msg(strncmp(out, "Usage: shmsched ", 16) == 0, "no usage line:\n%s", out);
+  ck_assert_msg(strstr(out, "\nOptions:\n") && strstr(out, "--help"), "no options:\n%s", out);
+  ck_assert_msg(strstr(out, "\nExit status") != NULL, "no exit status:\n%s", out);
+  ck_assert_msg(strstr(out, "\nExamples:\n  shmsched ") != NULL, "no Examples:\n%s", out);
+  ck_assert_str_eq(err, "");
+}
+END_TEST
+
+START_TEST(help_lists_defaults) {
+  ck_assert_int_eq(CLI("run", "--help"), 0);
+  static const char *const needles[] = {"(default 0)",         "(default: no deadline)", "75",
+                                        "--release-on-signal", "--print-ticket",         "-- CMD"};
+  for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++)
+    ck_assert_msg(strstr(out, needles[i]) != NULL, "run --help lacks '%s'", needles[i]);
+  ck_assert_int_eq(CLI("--help"), 0);
+  ck_assert_msg(strstr(out, "  run NAME") && strstr(out, "  cancel NAME TICKET"), "%s", out);
+}
+END_TEST
+
+static Suite *cli_sched_suite(void) {
+  Suite *s = suite_create("cli_sched");
+  TCase *tc = harness_tcase("run");
+  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_test(tc, run_exit_status);
+  tcase_add_test(tc, run_killed_quarantines);
+  tcase_add_test(tc, run_release_on_signal);
+  tcase_add_test(tc, run_forwards_signals);
+  suite_add_tcase(s, tc);
+  tc = harness_tcase("tickets");
+  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_test(tc, print_ticket_then_cancel);
+  tcase_add_test(tc, cancel_outcomes);
+  tcase_add_test(tc, explain_queued);
+  tcase_add_test(tc, signal_cancels_wait);
+  tcase_add_test(tc, tenants_take_turns);
+  suite_add_tcase(s, tc);
+  tc = harness_tcase("failures");
+  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_test(tc, drain_settles_queued);
+  tcase_add_test(tc, queue_full);
+  tcase_add_test(tc, duplicate_activation);
+  tcase_add_test(tc, class_denied_and_deadline);
+  tcase_add_loop_test(tc, usage_errors, 0, sizeof bad_runs / sizeof bad_runs[0]);
+  tcase_add_test(tc, missing_segment);
+  suite_add_tcase(s, tc);
+  tc = harness_tcase("help");
+  tcase_add_loop_test(tc, help_texts, 0, sizeof help_commands / sizeof help_commands[0]);
+  tcase_add_test(tc, help_lists_defaults);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return harness_run(cli_sched_suite()); }
