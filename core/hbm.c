@@ -14,8 +14,8 @@ struct levels {
 };
 
 static void levels_of(uint32_t n, struct levels *l) {
+  *l = (struct levels){0};
   uint32_t words = (n + 63) / 64, off = 0;
-  l->count = 0;
   if (n == 0)
     return;
   for (;;) {
