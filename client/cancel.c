@@ -6,8 +6,8 @@
 
 int shms_cancel(shms_t *h, const shms_ticket *ticket) {
   shms__clear_detail();
-  struct shms__cls *k;
-  uint32_t i;
+  struct shms__cls *k = NULL;
+  uint32_t i = 0;
   int rc = shms__check_ticket(h, ticket, &k, &i);
   if (rc != SHMS_OK)
     return rc;
@@ -21,11 +21,11 @@ int shms_cancel(shms_t *h, const shms_ticket *ticket) {
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       if (reason == SHMS_ECANCELLED)
-        shms__fail(reason, "the request was already cancelled");
+        shms__detail("the request was already cancelled");
       else if (reason == SHMS_OK)
-        shms__fail(SHMS_OK, "the request was already accepted");
+        shms__detail("the request was already accepted");
       else
-        shms__fail(reason, "the request had already ended: %s", shms_err_name(reason));
+        shms__detail("the request had already ended: %s", shms_err_name(reason));
       return 0;
     }
     /* Queued or granted-but-unaccepted: one CAS decides against the dispatcher and the waiter. */

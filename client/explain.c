@@ -74,8 +74,8 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
 
 int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
   shms__clear_detail();
-  struct shms__cls *k;
-  uint32_t i;
+  struct shms__cls *k = NULL;
+  uint32_t i = 0;
   int rc = shms__check_ticket(h, ticket, &k, &i);
   if (rc != SHMS_OK)
     return rc;

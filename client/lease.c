@@ -30,8 +30,8 @@ static int check_lease(struct shms *h, const shms_lease *lease, struct shms__cls
 
 int shms_release(shms_t *h, const shms_lease *lease) {
   shms__clear_detail();
-  struct shms__cls *k;
-  uint64_t w;
+  struct shms__cls *k = NULL;
+  uint64_t w = 0;
   int rc = check_lease(h, lease, &k, &w);
   if (rc != SHMS_OK)
     return rc;
@@ -54,8 +54,8 @@ int shms_release(shms_t *h, const shms_lease *lease) {
 
 int shms_quarantine(shms_t *h, const shms_lease *lease, int reason) {
   shms__clear_detail();
-  struct shms__cls *k;
-  uint64_t w;
+  struct shms__cls *k = NULL;
+  uint64_t w = 0;
   int rc = check_lease(h, lease, &k, &w);
   if (rc != SHMS_OK)
     return rc;

@@ -75,13 +75,13 @@ static int refused(const struct shms__cls *k, uint32_t i, int reason) {
 
 int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   shms__clear_detail();
-  struct shms__cls *k;
+  struct shms__cls *k = NULL;
   int rc = shms__check_request(h, req, &k);
   if (rc != SHMS_OK)
     return rc;
   if (ticket == NULL)
     return shms__fail(SHMS_EINVAL, "ticket is NULL");
-  uint32_t i;
+  uint32_t i = 0;
   uint64_t seq;
   if ((rc = shms__slot_claim(k, &i, &seq)) != SHMS_OK) {
     ck_pr_inc_64(&k->ctl->rejected);
@@ -189,8 +189,8 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
 
 int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_lease *lease) {
   shms__clear_detail();
-  struct shms__cls *k;
-  uint32_t i;
+  struct shms__cls *k = NULL;
+  uint32_t i = 0;
   int rc = shms__check_ticket(h, ticket, &k, &i);
   if (rc != SHMS_OK)
     return rc;
@@ -238,7 +238,7 @@ static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   shms__clear_detail();
-  struct shms__cls *k;
+  struct shms__cls *k = NULL;
   int rc = shms__check_request(h, req, &k);
   if (rc != SHMS_OK)
     return rc;
@@ -263,7 +263,7 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
 
 int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   shms__clear_detail();
-  struct shms__cls *k;
+  struct shms__cls *k = NULL;
   int rc = shms__check_request(h, req, &k);
   if (rc != SHMS_OK)
     return rc;

@@ -39,12 +39,11 @@ const char *shms_last_error_detail(void) { return detail; }
 
 void shms__clear_detail(void) { detail[0] = '\0'; }
 
-int shms__fail(int err, const char *fmt, ...) {
+void shms__detail(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(detail, sizeof detail, fmt, ap);
+  vsnprintf(detail, sizeof detail, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized)
   va_end(ap);
-  return err;
 }
 
 int shms__from_errno(int e) {

@@ -4,11 +4,14 @@
 
 #include "shmsched.h"
 
+/* Record a detail line for the calling thread's next shms_last_error_detail(). */
+void shms__detail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
- * Record a detail line for the calling thread and return err, so a failure
- * reads `return shms__fail(SHMS_EINVAL, "cells: must be 1..%u", max);`.
+ * Record a detail and evaluate to err, so a failure reads
+ * `return shms__fail(SHMS_EINVAL, "cells: must be 1..%u", max);`. A macro, so
+ * that every reader (and the static analyser) sees the code it returns.
  */
-int shms__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define shms__fail(err, ...) (shms__detail(__VA_ARGS__), (err))
 /* Forget the previous detail; each public entry point calls this first. */
 void shms__clear_detail(void);
 /* Map an errno from open/ftruncate/mmap to the closest shmsched code. */

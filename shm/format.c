@@ -3,6 +3,7 @@
 
 #include <ck_pr.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../core/hbm.h"
@@ -61,8 +62,8 @@ void shms__format(char *base, const shms_config *cfg, const struct shms__layout 
 static int check_classes(const struct shms__header *h, const struct shms__layout *l) {
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const struct shms__class_desc *got = &h->classes[c], *want = &l->classes[c];
-    char cls[32] = "class ";
-    strcat(cls, shms_class_name((shms_class_t)c));
+    char cls[32];
+    snprintf(cls, sizeof cls, "class %s", shms_class_name((shms_class_t)c));
     CHECK_FIELD(cls, "ctl_off", got->ctl_off, want->ctl_off);
     CHECK_FIELD(cls, "cells_off", got->cells_off, want->cells_off);
     CHECK_FIELD(cls, "cells_count", got->cells_count, want->cells_count);

@@ -211,10 +211,10 @@ enum {
 /* The file byte that marks the supervisor as running (inside the header, never an entry). */
 #define SHMS__LOCK_SUPERVISOR 1
 
-_Static_assert(sizeof(struct shms__class_ctl) == 8 * SHMS__LINE, "class ctl is 8 lines");
+_Static_assert(sizeof(struct shms__class_ctl) == 8 * (size_t)SHMS__LINE, "class ctl is 8 lines");
 _Static_assert(sizeof(struct shms__cell) == SHMS__LINE, "cell is one line");
-_Static_assert(sizeof(struct shms__slot) == 3 * SHMS__LINE, "slot header is three lines");
-_Static_assert(sizeof(struct shms__tenant) == 2 * SHMS__LINE, "tenant is two lines");
+_Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
+_Static_assert(sizeof(struct shms__tenant) == 2 * (size_t)SHMS__LINE, "tenant is two lines");
 _Static_assert(sizeof(struct shms__proc) == SHMS__LINE, "proc entry is one line");
 
 /* The layout computed from a configuration. */

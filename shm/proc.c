@@ -27,8 +27,9 @@ uint64_t shms__proc_start_time(pid_t pid) {
   if (p == NULL)
     return 0;
   unsigned long long start = 0;
-  /* After ')': field 3 (state) ... field 22 (starttime) is the 20th. */
-  if (sscanf(p + 1,
+  /* After ')': field 3 (state) ... field 22 (starttime) is the 20th. The return value is
+   * checked; an out-of-range start time only fails to name the owner, never to judge it. */
+  if (sscanf(p + 1, // NOLINT(cert-err34-c)
              " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
              &start) != 1)
     return 0;

@@ -245,8 +245,8 @@ static int map_and_validate(const char *name, int fd, int writable, struct shms 
 static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   int observer = (flags & SHMS_ATTACH_OBSERVER) != 0;
   int registers = !observer && !(flags & SHMS__ATTACH_ADMIN);
-  struct shms__file *f;
-  int fd, rc = file_get(name, !observer, &f, &fd);
+  struct shms__file *f = NULL;
+  int fd = -1, rc = file_get(name, !observer, &f, &fd);
   if (rc != SHMS_OK)
     return rc;
   f->refs++;
@@ -390,7 +390,7 @@ int shms_destroy(const char *name, unsigned flags) {
     }
     return rc;
   }
-  uint32_t old;
+  uint32_t old = SHMS_SEG_ACTIVE;
   rc = refuse_if_busy(h, name, flags, &old);
   if (rc == SHMS_OK && shm_unlink(shm_name) != 0) {
     rc = open_fail(errno, name, "remove");
@@ -436,9 +436,9 @@ uint32_t shms__self_index(const struct shms *h) {
 
 struct shms__cls *shms__class(struct shms *h, int c) {
   if (c < 0 || c >= SHMS_CLASS_COUNT || h->cls[c].id < 0) {
-    shms__fail(SHMS_EINVAL, "class %s is not configured in this segment",
-               c >= 0 && c < SHMS_CLASS_COUNT ? shms_class_name((shms_class_t)c)
-                                              : "(out of range)");
+    shms__detail("class %s is not configured in this segment",
+                 c >= 0 && c < SHMS_CLASS_COUNT ? shms_class_name((shms_class_t)c)
+                                                : "(out of range)");
     return NULL;
   }
   return &h->cls[c];
@@ -453,8 +453,8 @@ int shms__handle_check_member(const struct shms *h) {
 
 const struct shms__class_desc *shms__class_desc(const struct shms *h, int c) {
   if (c < 0 || c >= SHMS_CLASS_COUNT || !(h->hdr->class_mask & (1u << c))) {
-    shms__fail(SHMS_EINVAL, "class %s is not configured in this segment",
-               c >= 0 && c < SHMS_CLASS_COUNT ? shms_class_name((shms_class_t)c) : "?");
+    shms__detail("class %s is not configured in this segment",
+                 c >= 0 && c < SHMS_CLASS_COUNT ? shms_class_name((shms_class_t)c) : "?");
     return NULL;
   }
   return &h->hdr->classes[c];
