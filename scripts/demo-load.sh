@@ -35,7 +35,14 @@ wait_figure() {
 }
 
 # However this ends, no run of ours is left waiting (SIGTERM cancels a queued request).
-trap 'pids=$(jobs -p); [ -z "$pids" ] || kill $pids 2>/dev/null || true' EXIT
+stop_all() {
+  local left
+  mapfile -t left < <(jobs -p)
+  ((${#left[@]} == 0)) || kill "${left[@]}" 2>/dev/null || true
+}
+trap stop_all EXIT
+trap 'exit 130' INT # so that the EXIT trap runs on ^C or kill
+trap 'exit 143' TERM
 
 # The gate: two runs hold both cells until DIR/gate, a FIFO we keep open, is closed.
 mkfifo "$dir/gate"

@@ -19,13 +19,15 @@ name=shmsched-demo-$$
 dir=$(mktemp -d /tmp/shmsched-demo.XXXXXX)
 cleanup() {
   local pids
-  pids=$(jobs -p)
-  [ -z "$pids" ] || kill $pids 2>/dev/null || true
+  mapfile -t pids < <(jobs -p)
+  ((${#pids[@]} == 0)) || kill "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
   "$bin" destroy "$name" --force >/dev/null 2>&1 || true
   rm -rf "$dir"
 }
 trap cleanup EXIT
+trap 'exit 130' INT # so that the EXIT trap runs on ^C or kill
+trap 'exit 143' TERM
 
 run() { printf '\n$ %s\n' "$*"; "$@"; }
 loads=(flood:60 steady:12 light:4)
