@@ -88,6 +88,16 @@ static void assert_status(const char *name, const char *key, const char *value) 
   ck_assert_msg(strstr(out, line) != NULL, "status lacks '%s: %s':\n%s", key, value, out);
 }
 
+/* The number after "key: " in `status NAME`. */
+static unsigned long long status_figure(const char *name, const char *key) {
+  char needle[96];
+  ck_assert_int_eq(CLI("status", name), 0);
+  snprintf(needle, sizeof needle, "\n%s: ", key);
+  const char *at = strstr(out, needle);
+  ck_assert_msg(at != NULL, "status lacks '%s':\n%s", key, out);
+  return strtoull(at + strlen(needle), NULL, 10);
+}
+
 /* ---- background CLI processes, with pipes the test holds ------------------ */
 
 struct proc {
@@ -284,8 +294,12 @@ START_TEST(print_ticket_then_cancel) {
   hold(&holder, name);
   queue_run(&q, name, "b", ticket, NULL, NULL);
   ck_assert_msg(strncmp(ticket, "standard.", 9) == 0, "%s", ticket);
+  /* The live figures while one lease is held and one request waits. */
   assert_status(name, "queue_depth", "1");
   assert_status(name, "queued_tenants", "1");
+  assert_status(name, "cells_leased", "1");
+  assert_status(name, "live_processes", "2");
+  ck_assert_uint_gt(status_figure(name, "oldest_lease_age_ns"), 0);
   ck_assert_int_eq(CLI("cancel", name, ticket), 0);
   ck_assert_msg(strstr(out, "cancelled request ") != NULL, "%s", out);
   ck_assert_int_eq(finish(&q), 75);
@@ -476,6 +490,11 @@ START_TEST(queue_full) {
   let_go(&holder);
   ck_assert_int_eq(finish(&q), 0);
   assert_status(name, "granted", "2");
+  /* The queued run waited for its grant; the holder's immediate grant waited nothing. */
+  unsigned long long total = status_figure(name, "total_wait_ns");
+  ck_assert_uint_gt(total, 0);
+  ck_assert_uint_eq(status_figure(name, "max_wait_ns"), total);
+  assert_status(name, "oldest_lease_age_ns", "0");
 }
 END_TEST
 
