@@ -6,8 +6,8 @@
 #include <ck_pr.h>
 #include <string.h>
 
+#include "../core/order.h"
 #include "../core/tenant.h"
-#include "../core/tree.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "client.h"
@@ -25,30 +25,6 @@ static uint32_t ring_position(const struct shms__cls *k, uint32_t ref) {
   return UINT32_MAX;
 }
 
-/* Requests of i's tenant selected before i: older aged ones, then earlier in order. */
-static uint32_t ahead(const struct shms__cls *k, const struct shms__tenant *t, uint32_t i,
-                      uint64_t now, uint32_t *aged_out) {
-  struct shms__tree a = {.k = k, .order = SHMS__ORDER_AGE}, p = {.k = k, .order = SHMS__ORDER_PRIO};
-  const struct shms__slot *s = shms__slot_at(k, i);
-  int aged = now >= s->enqueue_ns && now - s->enqueue_ns >= k->starvation_ns;
-  *aged_out = (uint32_t)aged;
-  uint32_t older = shms__tree_count_before(&a, t->age_root, i);
-  if (aged)
-    return older; /* every older request is aged too: they go first, oldest first */
-  /* Count older aged requests plus requests before i in priority order (without double counting).
-   */
-  uint32_t before = shms__tree_count_before(&p, t->prio_root, i);
-  uint32_t aged_older = 0;
-  for (uint32_t j = 0; j < k->nslots && aged_older < older; j++) {
-    const struct shms__slot *o = shms__slot_at(k, j);
-    uint64_t w = ck_pr_load_64((uint64_t *)&o->word);
-    if (j != i && (w & SHMS__SLOT_INDEXED) && o->tenant == s->tenant && o->seq < s->seq &&
-        now - o->enqueue_ns >= k->starvation_ns && !shms__tree_before(&p, j, i))
-      aged_older++;
-  }
-  return before + aged_older;
-}
-
 static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
                            shms_explanation *out) {
   const struct shms__slot *s = shms__slot_at(k, i);
@@ -61,7 +37,8 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
   const struct shms__tenant *t = shms__tenant_at(k, s->tenant);
   out->tenants_ahead = ring_position(k, s->tenant);
   out->tenant_queued = t->queued;
-  out->ahead_in_tenant = ahead(k, t, i, now, &out->aged);
+  out->ahead_in_tenant = shms__order_ahead(k, t, i, now);
+  out->aged = now >= s->enqueue_ns && now - s->enqueue_ns >= k->starvation_ns;
   if (SHMS__FAST_FREE(ck_pr_load_64(&k->ctl->fast)) == 0)
     out->blocked_by |= SHMS_BLOCK_NO_CELL;
   if (shms__tenant_at_limit(k, s->tenant))

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "hbm.h"
+#include "order.h"
 #include "sched.h"
 #include "tenant.h"
-#include "tree.h"
 
 _Thread_local int shms__index_corrupt;
 
@@ -51,12 +51,6 @@ static void act_unlink(const struct shms__cls *k, uint32_t i) {
   }
 }
 
-static struct shms__tree tree(const struct shms__cls *k, enum shms__order o) {
-  return (struct shms__tree){.k = k, .order = o};
-}
-
-static void note(const struct shms__tree *t) { shms__index_corrupt |= t->corrupt; }
-
 /* QUEUED, not yet indexed: refuse it (reason) without ever having linked it. */
 static void refuse(struct shms *h, const struct shms__cls *k, uint32_t i, int reason) {
   shms__slot_settle(h, k, i, shms__slot_at(k, i)->seq, 1u << SHMS__SLOT_QUEUED, reason);
@@ -81,11 +75,7 @@ static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
   }
   s->tenant = ref;
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  struct shms__tree p = tree(k, SHMS__ORDER_PRIO), a = tree(k, SHMS__ORDER_AGE);
-  t->prio_root = shms__tree_insert(&p, t->prio_root, i);
-  t->age_root = shms__tree_insert(&a, t->age_root, i);
-  note(&p);
-  note(&a);
+  shms__order_insert(k, t, i);
   if (t->queued++ == 0)
     k->ctl->tenants_queued++;
   if (s->activation[0] != '\0') {
@@ -104,11 +94,7 @@ void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
     return;
   }
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  struct shms__tree p = tree(k, SHMS__ORDER_PRIO), a = tree(k, SHMS__ORDER_AGE);
-  t->prio_root = shms__tree_remove(&p, t->prio_root, i);
-  t->age_root = shms__tree_remove(&a, t->age_root, i);
-  note(&p);
-  note(&a);
+  shms__order_remove(k, t, i);
   act_unlink(k, i);
   if (t->queued > 0 && --t->queued == 0)
     k->ctl->tenants_queued--;
@@ -136,18 +122,14 @@ void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref) {
 
 uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t now) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  struct shms__tree p = tree(k, SHMS__ORDER_PRIO), a = tree(k, SHMS__ORDER_AGE);
   /* Aging first: an old enough request precedes every newer one of its tenant. */
-  uint32_t oldest = shms__tree_first(&a, t->age_root);
-  note(&a);
+  uint32_t oldest = shms__order_oldest(t);
   if (oldest != 0) {
     uint64_t since = shms__slot_at(k, oldest - 1)->enqueue_ns;
     if (now >= since && now - since >= k->starvation_ns)
       return oldest;
   }
-  uint32_t best = shms__tree_first(&p, t->prio_root);
-  note(&p);
-  return best;
+  return shms__order_best(t);
 }
 
 void shms__index_rebuild(const struct shms__cls *k) {

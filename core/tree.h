@@ -1,15 +1,15 @@
 /*
- * Intrusive treaps over request slots, linked by slot index + 1 (0 = none),
- * so they live in shared memory. Two orders exist, each with its own link
- * fields in the slot: PRIO (priority descending, deadline ascending with none
- * last, sequence ascending) picks a tenant's next request; AGE (sequence
- * ascending) finds its oldest for aging. Insert, remove and first are
- * O(log k) expected in the tenant's k queued requests; heap priorities are a
- * hash of the request sequence, so no input can unbalance them on purpose.
+ * A treap of request groups, linked by slot index + 1 (0 = none) through
+ * the slots' prio_left/prio_right, so it lives in shared memory. One node per
+ * distinct key (priority descending, then deadline ascending with "none"
+ * last) among a tenant's queued requests; the node is the group's first
+ * request, and the rest of the group hangs off it in a list (core/order.c).
+ * Heap priorities are a hash of the key, so no input can unbalance the treap
+ * on purpose. Insert, remove, find and replace are O(log g) in the tenant's g
+ * distinct keys; with one key (plain FIFO) every operation is O(1).
  *
- * Only the dispatcher baton's holder calls these. Recursion is bounded: a
- * tree deeper than SHMS__TREE_MAX_DEPTH (torn by a crash) sets *corrupt and
- * the caller rebuilds the index from the slots' state words.
+ * Only the dispatcher baton's holder calls these. Walks are bounded: a tree
+ * torn by a crash sets corrupt, and the caller rebuilds the index.
  */
 #ifndef SHMS_CORE_TREE_H
 #define SHMS_CORE_TREE_H
@@ -18,25 +18,26 @@
 
 #include "class.h"
 
-enum shms__order { SHMS__ORDER_PRIO, SHMS__ORDER_AGE };
-
-#define SHMS__TREE_MAX_DEPTH 256
-
 struct shms__tree {
   const struct shms__cls *k;
-  enum shms__order order;
   int corrupt;
 };
 
-/* Whether slot a sorts before slot b in the tree's order. */
-int shms__tree_before(const struct shms__tree *t, uint32_t a, uint32_t b);
-/* Insert slot index node (not index + 1); returns the new root. */
+/* Whether slot a's key sorts strictly before slot b's. */
+int shms__key_before(const struct shms__slot *a, const struct shms__slot *b);
+/* Whether slots a and b have the same key. */
+int shms__key_equal(const struct shms__slot *a, const struct shms__slot *b);
+/* Insert slot node (its key not yet present); returns the new root. */
 uint32_t shms__tree_insert(struct shms__tree *t, uint32_t root, uint32_t node);
-/* Remove slot index node, which must be in the tree; returns the new root. */
+/* Remove group node slot node (in the tree); returns the new root. */
 uint32_t shms__tree_remove(struct shms__tree *t, uint32_t root, uint32_t node);
-/* The first slot index + 1 in order, or 0 for an empty tree. */
+/* Put slot repl (same key, not in the tree) in node's place; returns the new root. */
+uint32_t shms__tree_replace(struct shms__tree *t, uint32_t root, uint32_t node, uint32_t repl);
+/* The node (slot index + 1) with slot probe's key, or 0. */
+uint32_t shms__tree_find(struct shms__tree *t, uint32_t root, uint32_t probe);
+/* The first node in key order, or 0. */
 uint32_t shms__tree_first(struct shms__tree *t, uint32_t root);
-/* How many slots of the tree sort before node (for explain; O(k)). */
-uint32_t shms__tree_count_before(struct shms__tree *t, uint32_t root, uint32_t node);
+/* The node after ref in key order, or 0 (O(log g); for explain). */
+uint32_t shms__tree_next(struct shms__tree *t, uint32_t root, uint32_t ref);
 
 #endif

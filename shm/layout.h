@@ -127,8 +127,8 @@ struct shms__slot {
   uint32_t tenant;                /* tenant record index + 1, once indexed */
   uint32_t cell;                  /* the granted cell */
   uint32_t generation;            /* the granted lease's generation */
-  uint32_t prio_left, prio_right; /* per-tenant order: priority, deadline, sequence */
-  uint32_t age_left, age_right;   /* per-tenant order: sequence (aging) */
+  uint32_t prio_left, prio_right; /* the tenant's treap of (priority, deadline) groups */
+  uint32_t age_prev, age_next;    /* the tenant's list in sequence order (aging) */
   uint32_t act_next;              /* activation hash chain, slot index + 1 */
   uint32_t payload_len;
   uint32_t result_len;
@@ -136,7 +136,9 @@ struct shms__slot {
   uint32_t reserved0;
   char tenant_name[SHMS_TENANT_MAX + 1];
   char activation[SHMS_TENANT_MAX + 1]; /* "" for none */
-  uint8_t reserved[32];
+  uint32_t grp_prev, grp_next; /* requests of one (priority, deadline) key, in sequence order */
+  uint32_t grp_tail;           /* on a group's first request (the treap node): its last */
+  uint8_t reserved[20];
 } SHMS__ALIGNED;
 
 /* A tenant record: present while the tenant has queued work or limited leases. */
@@ -146,13 +148,15 @@ struct shms__tenant {
   uint32_t ring_prev, ring_next;
   uint32_t queued;    /* indexed requests */
   uint32_t active;    /* leases counted against tenant-max-active (atomic) */
-  uint32_t prio_root; /* slot index + 1 */
-  uint32_t age_root;  /* slot index + 1 */
+  uint32_t prio_root; /* the treap of groups, slot index + 1 */
   uint32_t flags;     /* SHMS__TENANT_* */
   uint64_t granted;
   uint64_t total_wait_ns;
   uint64_t max_wait_ns;
-  uint8_t reserved[40];
+  uint32_t prio_first; /* the first group's first request (cached), slot index + 1 */
+  uint32_t age_head;   /* the oldest request, slot index + 1 */
+  uint32_t age_tail;   /* the newest request, slot index + 1 */
+  uint8_t reserved[28];
 } SHMS__ALIGNED;
 
 enum { SHMS__TENANT_INUSE = 1u, SHMS__TENANT_INRING = 2u };

@@ -5,6 +5,7 @@
  * only cell, queue requests, release, and see which one was granted.
  */
 #include <ck_pr.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -514,6 +515,88 @@ START_TEST(observers_cannot_schedule) {
 }
 END_TEST
 
+/* A reference model of one class's order: tenants' ring, then priority, deadline, arrival. */
+struct model_req {
+  int tenant, prio, alive;
+  uint64_t deadline;
+  shms_ticket ticket;
+};
+
+static int model_before(const struct model_req *a, const struct model_req *b) {
+  if (a->prio != b->prio)
+    return a->prio > b->prio;
+  uint64_t da = a->deadline ? a->deadline : UINT64_MAX, db = b->deadline ? b->deadline : UINT64_MAX;
+  return da < db; /* equal keys: the earlier arrival, which comes first in the array */
+}
+
+static int model_pick(struct model_req *r, int n, int tenant) {
+  int best = -1;
+  for (int i = 0; i < n; i++)
+    if (r[i].alive && r[i].tenant == tenant && (best < 0 || model_before(&r[i], &r[best])))
+      best = i;
+  return best;
+}
+
+static void ring_remove(int *ring, int *len, int tenant) {
+  for (int i = 0; i < *len; i++)
+    if (ring[i] == tenant) {
+      memmove(&ring[i], &ring[i + 1], sizeof *ring * (size_t)(*len - i - 1));
+      (*len)--;
+      return;
+    }
+}
+
+static int tenant_has_work(struct model_req *r, int n, int tenant) {
+  return model_pick(r, n, tenant) >= 0;
+}
+
+START_TEST(grant_order_matches_a_reference_model) {
+  enum { N = 300, TENANTS = 4 };
+  const char *names[TENANTS] = {"a", "b", "c", "d"};
+  const char *name;
+  shms_t *h = sched_open(&name, 1, N + 1, NULL);
+  shms_lease l;
+  shms_request hr = sched_req("holder", 0);
+  ck_assert_shms_ok(shms_acquire(h, &hr, &l));
+  static struct model_req r[N];
+  int ring[TENANTS], len = 0;
+  unsigned seed = 7;
+  uint64_t far = UINT64_MAX / 2;
+  for (int i = 0; i < N; i++) {
+    r[i] = (struct model_req){
+        .tenant = rand_r(&seed) % TENANTS, .prio = rand_r(&seed) % 3, .alive = 1};
+    r[i].deadline = rand_r(&seed) % 3 ? 0 : far + (uint64_t)(rand_r(&seed) % 4);
+    if (!tenant_has_work(r, i, r[i].tenant))
+      ring[len++] = r[i].tenant; /* a newly active tenant joins the tail */
+    r[i].ticket = sched_enqueue(h, names[r[i].tenant], r[i].prio, r[i].deadline);
+    if (rand_r(&seed) % 5 == 0) { /* cancel some earlier request */
+      int v = rand_r(&seed) % (i + 1);
+      if (r[v].alive) {
+        ck_assert_int_eq(shms_cancel(h, &r[v].ticket), 1);
+        ck_assert_int_eq(shms_wait(h, &r[v].ticket, 0, &(shms_lease){0}), SHMS_ECANCELLED);
+        r[v].alive = 0;
+        if (!tenant_has_work(r, i + 1, r[v].tenant))
+          ring_remove(ring, &len, r[v].tenant);
+      }
+    }
+  }
+  while (len > 0) {
+    int tenant = ring[0], want = model_pick(r, N, tenant);
+    ck_assert_shms_ok(shms_release(h, &l));
+    ck_assert_msg(shms_wait(h, &r[want].ticket, 0, &l) == SHMS_OK,
+                  "expected request %d (tenant %s, priority %d) to be granted", want, names[tenant],
+                  r[want].prio);
+    r[want].alive = 0;
+    ring_remove(ring, &len, tenant);
+    if (tenant_has_work(r, N, tenant))
+      ring[len++] = tenant; /* work left: to the tail */
+  }
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_uint_eq(sched_stats(h).queue_depth, 0);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("sched");
   TCase *tc = harness_tcase("contract");
@@ -535,6 +618,7 @@ int main(void) {
   tcase_add_test(tc, explain_says_why_a_request_waits);
   tcase_add_test(tc, tickets_print_and_parse);
   tcase_add_test(tc, observers_cannot_schedule);
+  tcase_add_test(tc, grant_order_matches_a_reference_model);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

@@ -1,0 +1,178 @@
+/* A tenant's two orders: key groups and age (order.h). */
+#include "order.h"
+
+#include <stddef.h>
+
+#include "sched.h"
+#include "tree.h"
+
+static struct shms__slot *at(const struct shms__cls *k, uint32_t ref) {
+  return shms__slot_at(k, ref - 1);
+}
+
+static int valid(const struct shms__cls *k, uint32_t ref) { return ref >= 1 && ref <= k->nslots; }
+
+/*
+ * From tail, walk back along the links at prev_off (age_prev or grp_prev)
+ * to the last request whose sequence is below seq: where seq goes after.
+ * 0 if it goes first.
+ */
+static uint32_t walk_back(const struct shms__cls *k, uint32_t tail, uint64_t seq, size_t prev_off) {
+  uint32_t p = tail;
+  for (uint32_t steps = 0; p != 0 && valid(k, p) && at(k, p)->seq > seq; steps++) {
+    if (steps >= k->nslots)
+      break;
+    p = *(const uint32_t *)((const char *)at(k, p) + prev_off);
+  }
+  if (p != 0 && !valid(k, p))
+    shms__index_corrupt = 1;
+  return p;
+}
+
+static void age_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t p = walk_back(k, t->age_tail, s->seq, offsetof(struct shms__slot, age_prev));
+  uint32_t n = p ? at(k, p)->age_next : t->age_head;
+  s->age_prev = p;
+  s->age_next = n;
+  if (p)
+    at(k, p)->age_next = i + 1;
+  else
+    t->age_head = i + 1;
+  if (n)
+    at(k, n)->age_prev = i + 1;
+  else
+    t->age_tail = i + 1;
+}
+
+static void age_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (s->age_prev)
+    at(k, s->age_prev)->age_next = s->age_next;
+  else
+    t->age_head = s->age_next;
+  if (s->age_next)
+    at(k, s->age_next)->age_prev = s->age_prev;
+  else
+    t->age_tail = s->age_prev;
+  s->age_prev = s->age_next = 0;
+}
+
+static void refresh_first(const struct shms__cls *k, struct shms__tenant *t) {
+  struct shms__tree tr = {.k = k};
+  t->prio_first = shms__tree_first(&tr, t->prio_root);
+  shms__index_corrupt |= tr.corrupt;
+}
+
+/* Make i (not in the tree) the first request of group g, which it precedes. */
+static void become_head(const struct shms__cls *k, struct shms__tenant *t, uint32_t g, uint32_t i) {
+  struct shms__tree tr = {.k = k};
+  struct shms__slot *s = shms__slot_at(k, i), *head = at(k, g);
+  s->grp_prev = 0;
+  s->grp_next = g;
+  s->grp_tail = head->grp_tail;
+  head->grp_prev = i + 1;
+  t->prio_root = shms__tree_replace(&tr, t->prio_root, g - 1, i);
+  shms__index_corrupt |= tr.corrupt;
+  if (t->prio_first == g)
+    t->prio_first = i + 1;
+}
+
+static void group_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+  struct shms__tree tr = {.k = k};
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t g = shms__tree_find(&tr, t->prio_root, i);
+  if (g == 0) { /* a new key: a new group */
+    s->grp_prev = s->grp_next = 0;
+    s->grp_tail = i + 1;
+    t->prio_root = shms__tree_insert(&tr, t->prio_root, i);
+    if (t->prio_first == 0 || shms__key_before(s, at(k, t->prio_first)))
+      t->prio_first = i + 1;
+  } else {
+    uint32_t p = walk_back(k, at(k, g)->grp_tail, s->seq, offsetof(struct shms__slot, grp_prev));
+    if (p == 0) {
+      become_head(k, t, g, i);
+    } else {
+      uint32_t n = at(k, p)->grp_next;
+      s->grp_prev = p;
+      s->grp_next = n;
+      at(k, p)->grp_next = i + 1;
+      if (n)
+        at(k, n)->grp_prev = i + 1;
+      else
+        at(k, g)->grp_tail = i + 1;
+    }
+  }
+  shms__index_corrupt |= tr.corrupt;
+}
+
+static void group_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+  struct shms__tree tr = {.k = k};
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (s->grp_prev != 0) { /* inside its group: unlink from the list */
+    at(k, s->grp_prev)->grp_next = s->grp_next;
+    if (s->grp_next)
+      at(k, s->grp_next)->grp_prev = s->grp_prev;
+    else {
+      uint32_t g = shms__tree_find(&tr, t->prio_root, i);
+      if (g != 0)
+        at(k, g)->grp_tail = s->grp_prev;
+      else
+        tr.corrupt = 1;
+    }
+  } else if (s->grp_next != 0) { /* the group's first: the next one takes its node */
+    struct shms__slot *n = at(k, s->grp_next);
+    n->grp_prev = 0;
+    n->grp_tail = s->grp_tail;
+    t->prio_root = shms__tree_replace(&tr, t->prio_root, i, s->grp_next - 1);
+    if (t->prio_first == i + 1)
+      t->prio_first = s->grp_next;
+  } else { /* the group's only request: the key goes */
+    t->prio_root = shms__tree_remove(&tr, t->prio_root, i);
+    if (t->prio_first == i + 1)
+      refresh_first(k, t);
+  }
+  s->grp_prev = s->grp_next = s->grp_tail = 0;
+  shms__index_corrupt |= tr.corrupt;
+}
+
+void shms__order_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+  group_insert(k, t, i);
+  age_insert(k, t, i);
+}
+
+void shms__order_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+  group_remove(k, t, i);
+  age_remove(k, t, i);
+}
+
+uint32_t shms__order_oldest(const struct shms__tenant *t) { return t->age_head; }
+
+uint32_t shms__order_best(const struct shms__tenant *t) { return t->prio_first; }
+
+static int aged(const struct shms__cls *k, const struct shms__slot *s, uint64_t now) {
+  return now >= s->enqueue_ns && now - s->enqueue_ns >= k->starvation_ns;
+}
+
+uint32_t shms__order_ahead(const struct shms__cls *k, const struct shms__tenant *t, uint32_t i,
+                           uint64_t now) {
+  const struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t n = 0, steps = 0;
+  /* Aged requests older than i go first; if i is aged, nothing else does. */
+  for (uint32_t r = t->age_head; valid(k, r) && r != i + 1 && steps++ < k->nslots;
+       r = at(k, r)->age_next)
+    n += aged(k, at(k, r), now);
+  if (aged(k, s, now))
+    return n;
+  /* Then every request, not aged, that comes before i by key and sequence. */
+  struct shms__tree tr = {.k = k};
+  for (uint32_t g = shms__tree_first(&tr, t->prio_root); g != 0 && steps < 4 * k->nslots;
+       g = shms__tree_next(&tr, t->prio_root, g)) {
+    for (uint32_t r = g; valid(k, r) && steps++ < 4 * k->nslots; r = at(k, r)->grp_next) {
+      if (r == i + 1)
+        return n;
+      n += !aged(k, at(k, r), now);
+    }
+  }
+  return n;
+}

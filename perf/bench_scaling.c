@@ -1,0 +1,157 @@
+/*
+ * scaling: the cost of one grant and of one cancel, with Q requests queued
+ * over T tenants, for the sizes given. The queue is held at Q throughout:
+ * each granted or cancelled request is replaced by a new one of its tenant.
+ *
+ * grant_ns: a release that hands the cell to the next request (the grant
+ * happens inside the release's dispatch pass). cancel_ns: cancelling a queued
+ * request (settle, then the dispatcher unlinks it). Both are medians.
+ *
+ * Output: CSV rows `scaling,shmsched,grant_ns_qQ_tT,VALUE,ns` (and cancel_ns).
+ * Usage: bench_scaling [--ops N] [Q:T ...]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shmsched.h"
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static uint64_t median(uint64_t *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_u64);
+  return v[n / 2];
+}
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "bench_scaling: %s: %s: %s\n", what, shms_err_name(rc), shms_last_error_detail());
+  exit(1);
+}
+
+/* Per tenant, its queued tickets in FIFO order (a ring of Q/T entries). */
+struct tenant {
+  char name[16];
+  shms_ticket *ring;
+  unsigned head, len, cap;
+};
+
+static shms_ticket push(shms_t *h, struct tenant *t) {
+  shms_request r = {.cls = SHMS_CLASS_STANDARD, .tenant = t->name};
+  shms_ticket tk;
+  int rc = shms_enqueue(h, &r, &tk);
+  if (rc != SHMS_OK)
+    die("enqueue", rc);
+  t->ring[(t->head + t->len++) % t->cap] = tk;
+  return tk;
+}
+
+static shms_ticket pop(struct tenant *t) {
+  shms_ticket tk = t->ring[t->head];
+  t->head = (t->head + 1) % t->cap;
+  t->len--;
+  return tk;
+}
+
+static void run(unsigned q, unsigned nt, int ops) {
+  char name[64];
+  snprintf(name, sizeof name, "shms-bench-scaling-%d", (int)getpid());
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_STANDARD] =
+      (shms_class_config){.configured = 1, .cells = 1, .queue = q + 2};
+  cfg.max_tenants = nt + 2;
+  int rc = shms_create(name, &cfg);
+  shms_t *h;
+  if (rc != SHMS_OK || (rc = shms_attach(name, 0, &h)) != SHMS_OK)
+    die("create/attach", rc);
+  struct tenant *ts = calloc(nt, sizeof *ts);
+  unsigned per = q / nt;
+  for (unsigned i = 0; i < nt; i++) {
+    snprintf(ts[i].name, sizeof ts[i].name, "t%u", i);
+    ts[i].cap = per + 2;
+    ts[i].ring = calloc(ts[i].cap, sizeof(shms_ticket));
+  }
+  shms_lease lease;
+  shms_request holder = {.cls = SHMS_CLASS_STANDARD, .tenant = "holder"};
+  if ((rc = shms_acquire(h, &holder, &lease)) != SHMS_OK)
+    die("acquire", rc);
+  /* Fill round-robin so the ring order is t0, t1, ...: grants then follow it exactly. */
+  for (unsigned k = 0; k < per; k++)
+    for (unsigned i = 0; i < nt; i++)
+      push(h, &ts[i]);
+  uint64_t *grant = malloc(sizeof(uint64_t) * (size_t)ops),
+           *cancel = malloc(sizeof(uint64_t) * (size_t)ops);
+  unsigned turn = 0;
+  for (int n = 0; n < ops; n++) {
+    struct tenant *t = &ts[turn];
+    turn = (turn + 1) % nt;
+    shms_ticket next = pop(t);
+    uint64_t t0 = now_ns();
+    rc = shms_release(h, &lease); /* grants `next` inside */
+    grant[n] = now_ns() - t0;
+    if (rc != SHMS_OK)
+      die("release", rc);
+    if ((rc = shms_wait(h, &next, 0, &lease)) != SHMS_OK)
+      die("wait on the predicted grant", rc);
+    push(h, t); /* back to Q queued; t rotated to the ring's tail and keeps its place */
+  }
+  for (int n = 0; n < ops; n++) {
+    struct tenant *t = &ts[(unsigned)rand() % nt];
+    /* The newest request of a tenant: cancelling it leaves the others' order alone. */
+    shms_ticket victim = t->ring[(t->head + t->len - 1) % t->cap];
+    uint64_t t0 = now_ns();
+    rc = shms_cancel(h, &victim);
+    cancel[n] = now_ns() - t0;
+    if (rc != 1)
+      die("cancel", rc);
+    t->len--;
+    shms_lease unused;
+    shms_wait(h, &victim, 0, &unused); /* collect the outcome: the slot comes free */
+    push(h, t);
+  }
+  printf("scaling,shmsched,grant_ns_q%u_t%u,%llu,ns\n", q, nt,
+         (unsigned long long)median(grant, ops));
+  printf("scaling,shmsched,cancel_ns_q%u_t%u,%llu,ns\n", q, nt,
+         (unsigned long long)median(cancel, ops));
+  fflush(stdout);
+  shms_release(h, &lease);
+  shms_detach(h);
+  shms_destroy(name, SHMS_DESTROY_FORCE);
+  for (unsigned i = 0; i < nt; i++)
+    free(ts[i].ring);
+  free(ts);
+  free(grant);
+  free(cancel);
+}
+
+int main(int argc, char **argv) {
+  int ops = 20000, i = 1;
+  if (argc > 2 && strcmp(argv[1], "--ops") == 0) {
+    ops = atoi(argv[2]);
+    i = 3;
+  }
+  static const char *defaults[] = {"10:1",       "1000:1",      "100000:1",    "1000:100",
+                                   "100000:100", "10000:10000", "100000:10000"};
+  int n = argc > i ? argc - i : (int)(sizeof defaults / sizeof defaults[0]);
+  for (int k = 0; k < n; k++) {
+    const char *spec = argc > i ? argv[i + k] : defaults[k];
+    unsigned q, t;
+    if (sscanf(spec, "%u:%u", &q, &t) != 2 || t == 0 || q < t) {
+      fprintf(stderr, "bench_scaling: bad size '%s' (want Q:T with Q >= T >= 1)\n", spec);
+      return 2;
+    }
+    run(q, t, ops);
+  }
+  return 0;
+}
