@@ -28,20 +28,27 @@ static void fill(struct shms *h, struct shms__slot *s, const shms_request *req) 
 
 /*
  * Sleep on slot i's word w (announcing it first) until woken, until the real
- * clock reaches until_real (0: no limit), or for one poll interval. Returns 1
- * when the poll interval ran out: time to check on the baton's holder.
+ * clock reaches until_real (0: no limit), or until this process's next check
+ * on the class falls due. Returns 1 when the check is due: time to look for a
+ * dead baton holder or a dead waiter's grant.
  */
-static int sleep_on(const struct shms__cls *k, uint32_t i, uint64_t w, uint64_t until_real) {
+static int sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                    uint64_t until_real) {
   struct shms__slot *s = shms__slot_at(k, i);
   if (!(w & SHMS__SLOT_SLEEPING)) {
     if (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_SLEEPING, &w))
       return 0; /* it changed: look again */
     w |= SHMS__SLOT_SLEEPING;
   }
-  uint64_t poll = shms__real_now_ns() + SHMS__POLL_NS;
-  uint64_t limit = until_real != 0 && until_real < poll ? until_real : poll;
+  uint64_t now = shms__real_now_ns(), *due = &h->poll_due[k->id];
+  if (*due == 0 || *due > now + SHMS__POLL_NS)
+    *due = now + SHMS__POLL_NS;
+  uint64_t limit = until_real != 0 && until_real < *due ? until_real : *due;
   shms__futex_wait(shms__slot_futex(s), (uint32_t)w, limit);
-  return shms__real_now_ns() >= poll;
+  if ((now = shms__real_now_ns()) < *due)
+    return 0;
+  *due = now + SHMS__POLL_NS;
+  return 1;
 }
 
 /* The dispatcher asked us to carry on its work: clear the request and kick. */
@@ -107,7 +114,7 @@ int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
       return refused(k, i, SHMS__SLOT_REASON(w));
     if (w & SHMS__SLOT_HELP)
       help(h, k, i, w);
-    else if (sleep_on(k, i, w, 0))
+    else if (sleep_on(h, k, i, w, 0))
       shms__baton_check_holder(h, k);
     else
       shms__kick(h, k);
@@ -179,7 +186,7 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   uint64_t until = until_real;
   if (s->deadline_ns != 0 && (until == 0 || real + (s->deadline_ns - now) < until))
     until = real + (s->deadline_ns - now);
-  if (sleep_on(k, i, w, until)) {
+  if (sleep_on(h, k, i, w, until)) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
     shms__baton_check_holder(h, k);
     shms__reap_unaccepted(h, k);
@@ -248,17 +255,17 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
     rc = take_now(h, k, lease);
     return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
   }
-  /* A tenant limit needs the dispatcher's books: queue, look once, withdraw if not granted. */
+  /* A tenant limit needs the dispatcher's books: queue, look once, withdraw if not granted
+   * (as would-block, which no counter records: nothing was refused or cancelled). */
   shms_ticket t;
   if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)
     return rc;
   if ((rc = shms_wait(h, &t, 0, lease)) != SHMS_ETIMEDOUT)
     return rc;
-  shms_cancel(h, &t);
+  shms__slot_settle(h, k, t.slot, t.seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
+                    SHMS_EWOULDBLOCK);
   rc = shms_wait(h, &t, 0, lease);
-  if (rc == SHMS_ECANCELLED)
-    return shms__fail(SHMS_EWOULDBLOCK, "no free cell within the tenant's limit");
-  return rc;
+  return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell within the tenant's limit") : rc;
 }
 
 int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {

@@ -57,6 +57,8 @@ int shms__slot_cas(const struct shms__cls *k, uint32_t i, uint64_t *expect, uint
 }
 
 static void count_settled(const struct shms__cls *k, int reason) {
+  if (reason == SHMS_EWOULDBLOCK)
+    return; /* try_acquire withdrawing its own probe */
   if (reason == SHMS_ECANCELLED)
     ck_pr_inc_64(&k->ctl->cancelled);
   else if (reason == SHMS_EDEADLINE)

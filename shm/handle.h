@@ -23,6 +23,9 @@ struct shms {
   uint64_t incarnation;
   shms_config config; /* the validated configuration: limits never come from shared memory */
   struct shms__cls cls[SHMS_CLASS_COUNT]; /* id -1 for classes not configured */
+  /* When this process's waiters next check on the class's dispatcher (real clock, ns): kept
+   * per handle, not per call, so waits in short slices still get their checks. */
+  uint64_t poll_due[SHMS_CLASS_COUNT];
 };
 
 /* Internal attach flag: writable mapping without registering (destroy, repair tools). */

@@ -28,8 +28,12 @@ static int child_status(pid_t pid) {
   return WEXITSTATUS(status);
 }
 
-/* In a child: attach, enqueue for tenant, report the ticket, wait; exit 0 if rc is the outcome. */
-static pid_t spawn_waiter(const char *name, const char *tenant, int report_fd, int expect) {
+/*
+ * In a child: attach, enqueue for tenant, report the ticket, wait (in slices of slice_ns, or
+ * without limit for UINT64_MAX); exit 0 if the outcome is expect.
+ */
+static pid_t spawn_waiter_sliced(const char *name, const char *tenant, int report_fd, int expect,
+                                 uint64_t slice_ns) {
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid != 0)
@@ -44,11 +48,17 @@ static pid_t spawn_waiter(const char *name, const char *tenant, int report_fd, i
   if (write(report_fd, &t, sizeof t) != sizeof t)
     _exit(12);
   shms_lease l;
-  int rc = shms_wait(h, &t, UINT64_MAX, &l);
+  int rc;
+  while ((rc = shms_wait(h, &t, slice_ns, &l)) == SHMS_ETIMEDOUT)
+    ;
   if (rc == SHMS_OK && shms_release(h, &l) != SHMS_OK)
     _exit(13);
   shms_detach(h);
   _exit(rc == expect ? 0 : 20);
+}
+
+static pid_t spawn_waiter(const char *name, const char *tenant, int report_fd, int expect) {
+  return spawn_waiter_sliced(name, tenant, report_fd, expect, UINT64_MAX);
 }
 
 START_TEST(a_release_wakes_a_waiter_in_another_process) {
@@ -125,7 +135,7 @@ START_TEST(a_waiter_that_detaches_takes_its_requests_along) {
 }
 END_TEST
 
-START_TEST(a_waiter_killed_before_accepting_does_not_wedge_the_class) {
+static void killed_waiter_case(uint64_t slice_ns) {
   const char *name;
   shms_t *h = sched_open(&name, 1, 4, NULL);
   shms_lease held;
@@ -138,7 +148,7 @@ START_TEST(a_waiter_killed_before_accepting_does_not_wedge_the_class) {
   read_all(p[0], &ta, sizeof ta);
   kill(a, SIGKILL); /* dies queued; its request is first in line */
   ck_assert_int_eq(waitpid(a, NULL, 0), a);
-  pid_t b = spawn_waiter(name, "b", p[1], SHMS_OK);
+  pid_t b = spawn_waiter_sliced(name, "b", p[1], SHMS_OK, slice_ns);
   read_all(p[0], &tb, sizeof tb);
   ck_assert_shms_ok(shms_release(h, &held)); /* granted to the dead a, never accepted */
   /* b's waiter notices at its next poll and takes the cell back: no supervisor needed. */
@@ -148,6 +158,15 @@ START_TEST(a_waiter_killed_before_accepting_does_not_wedge_the_class) {
   ck_assert_uint_eq(s.queue_depth, 0);
   ck_assert_int_eq(shms_cancel(h, &ta), SHMS_ENOTFOUND);
   sched_close(h, name);
+}
+
+START_TEST(a_waiter_killed_before_accepting_does_not_wedge_the_class) {
+  killed_waiter_case(UINT64_MAX);
+}
+END_TEST
+
+START_TEST(waiting_in_short_slices_still_recovers_a_dead_waiters_grant) {
+  killed_waiter_case(20 * 1000 * 1000); /* well under the poll interval */
 }
 END_TEST
 
@@ -284,6 +303,7 @@ int main(void) {
   tcase_add_test(tc, a_cancel_from_another_process_wakes_the_waiter);
   tcase_add_test(tc, a_waiter_that_detaches_takes_its_requests_along);
   tcase_add_test(tc, a_waiter_killed_before_accepting_does_not_wedge_the_class);
+  tcase_add_test(tc, waiting_in_short_slices_still_recovers_a_dead_waiters_grant);
   tcase_add_test(tc, many_processes_churning_conserve_everything);
   suite_add_tcase(s, tc);
   return harness_run(s);
