@@ -5,10 +5,9 @@
 #include "client.h"
 
 int shms_cancel(shms_t *h, const shms_ticket *ticket) {
-  shms__clear_detail();
   struct shms__cls *k = NULL;
   uint32_t i = 0;
-  int rc = shms__check_ticket(h, ticket, &k, &i);
+  int rc = shms__check_ticket(h, ticket, NULL, NULL, &k, &i);
   if (rc != SHMS_OK)
     return rc;
   struct shms__slot *s = shms__slot_at(k, i);

@@ -29,12 +29,16 @@ static int check_names(const shms_request *req) {
   return SHMS_OK;
 }
 
-int shms__check_request(struct shms *h, const shms_request *req, struct shms__cls **out) {
+int shms__check_request(struct shms *h, const shms_request *req, const void *result,
+                        const char *result_name, struct shms__cls **out) {
+  shms__clear_detail();
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
     return rc;
   if (req == NULL)
     return shms__fail(SHMS_EINVAL, "request is NULL");
+  if (result == NULL)
+    return shms__fail(SHMS_EINVAL, "%s is NULL", result_name);
   struct shms__cls *k = shms__class(h, (int)req->cls);
   if (k == NULL)
     return SHMS_EINVAL;
@@ -57,13 +61,16 @@ int shms__check_request(struct shms *h, const shms_request *req, struct shms__cl
   return SHMS_OK;
 }
 
-int shms__check_ticket(struct shms *h, const shms_ticket *t, struct shms__cls **out,
-                       uint32_t *slot) {
+int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *result,
+                       const char *result_name, struct shms__cls **out, uint32_t *slot) {
+  shms__clear_detail();
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
     return rc;
   if (t == NULL)
     return shms__fail(SHMS_EINVAL, "ticket is NULL");
+  if (result_name != NULL && result == NULL)
+    return shms__fail(SHMS_EINVAL, "%s is NULL", result_name);
   if (t->incarnation != h->incarnation)
     return shms__fail(SHMS_ENOTFOUND, "the ticket belongs to another segment or incarnation");
   if (t->cls >= SHMS_CLASS_COUNT || h->cls[t->cls].id < 0)

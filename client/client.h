@@ -4,10 +4,19 @@
 
 #include "../core/sched.h"
 
-/* Validate req for h (member handle, class, tenant, allow list, bounds, segment state). */
-int shms__check_request(struct shms *h, const shms_request *req, struct shms__cls **k);
-/* The class and slot a ticket names, or SHMS_ENOTFOUND / SHMS_EINVAL with a detail. */
-int shms__check_ticket(struct shms *h, const shms_ticket *t, struct shms__cls **k, uint32_t *slot);
+/*
+ * The prologue of a call taking a request: forget the last detail, then
+ * validate h (a member handle), req (class, tenant, allow list, bounds,
+ * segment state) and the caller's output pointer out (named out_name).
+ */
+int shms__check_request(struct shms *h, const shms_request *req, const void *out,
+                        const char *out_name, struct shms__cls **k);
+/*
+ * The prologue of a call taking a ticket: the class and slot it names, or
+ * SHMS_ENOTFOUND / SHMS_EINVAL with a detail; out may be NULL if unused.
+ */
+int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *out, const char *out_name,
+                       struct shms__cls **k, uint32_t *slot);
 /* The segment's state (shms_segment_state_t). */
 uint32_t shms__segment_state(const struct shms *h);
 /* How long a waiter sleeps before it checks on the baton's holder. */

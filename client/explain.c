@@ -50,14 +50,11 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
 }
 
 int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
-  shms__clear_detail();
   struct shms__cls *k = NULL;
   uint32_t i = 0;
-  int rc = shms__check_ticket(h, ticket, &k, &i);
+  int rc = shms__check_ticket(h, ticket, out, "out", &k, &i);
   if (rc != SHMS_OK)
     return rc;
-  if (out == NULL)
-    return shms__fail(SHMS_EINVAL, "out is NULL");
   if ((rc = shms__baton_acquire(h, k, BATON_WAIT_NS)) != SHMS_OK)
     return shms__fail(rc, "the dispatcher stayed busy for a second");
   const struct shms__slot *s = shms__slot_at(k, i);

@@ -81,13 +81,10 @@ static int refused(const struct shms__cls *k, uint32_t i, int reason) {
 }
 
 int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
-  shms__clear_detail();
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, &k);
+  int rc = shms__check_request(h, req, ticket, "ticket", &k);
   if (rc != SHMS_OK)
     return rc;
-  if (ticket == NULL)
-    return shms__fail(SHMS_EINVAL, "ticket is NULL");
   uint32_t i = 0;
   uint64_t seq;
   if ((rc = shms__slot_claim(k, &i, &seq)) != SHMS_OK) {
@@ -195,14 +192,11 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
 }
 
 int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_lease *lease) {
-  shms__clear_detail();
   struct shms__cls *k = NULL;
   uint32_t i = 0;
-  int rc = shms__check_ticket(h, ticket, &k, &i);
+  int rc = shms__check_ticket(h, ticket, lease, "lease", &k, &i);
   if (rc != SHMS_OK)
     return rc;
-  if (lease == NULL)
-    return shms__fail(SHMS_EINVAL, "lease is NULL");
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
   for (;;) {
@@ -244,13 +238,10 @@ static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease
 }
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
-  shms__clear_detail();
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, &k);
+  int rc = shms__check_request(h, req, lease, "lease", &k);
   if (rc != SHMS_OK)
     return rc;
-  if (lease == NULL)
-    return shms__fail(SHMS_EINVAL, "lease is NULL");
   if (k->cfg->tenant_max_active == 0) {
     rc = take_now(h, k, lease);
     return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
@@ -269,13 +260,10 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
 }
 
 int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
-  shms__clear_detail();
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, &k);
+  int rc = shms__check_request(h, req, lease, "lease", &k);
   if (rc != SHMS_OK)
     return rc;
-  if (lease == NULL)
-    return shms__fail(SHMS_EINVAL, "lease is NULL");
   /* An immediate grant never takes a request slot. */
   if (k->cfg->tenant_max_active == 0 && (rc = take_now(h, k, lease)) != SHMS_EWOULDBLOCK)
     return rc;
