@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "cli.h"
 #include "cli_config.h"
@@ -144,12 +143,6 @@ static int parse(int argc, char **argv, struct run_args *a) {
   return -1;
 }
 
-static uint64_t monotonic_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Why no lease: one error line, exit 75 for the scheduler's answers. */
 static int no_lease(const struct run_args *a, int rc, int signo) {
   char q[96], why[320], sn[24];
@@ -192,7 +185,7 @@ int cmd_run(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   if (a.deadline_in_ns != 0)
-    a.req.deadline_ns = monotonic_ns() + a.deadline_in_ns;
+    a.req.deadline_ns = run_monotonic_ns() + a.deadline_in_ns;
   struct run_signals sigs;
   run_signals_block(&sigs);
   shms_t *h;

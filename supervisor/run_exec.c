@@ -1,4 +1,4 @@
-/* Waiting for a lease and running the command: `shmsched run`'s moving parts (run.h). */
+/* Waiting in slices and running a command: what run, submit and worker share (run.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,14 +7,6 @@
 #include <unistd.h>
 
 #include "run.h"
-
-/*
- * One shms_wait slice. A stop signal is noticed within a slice. It is longer
- * than the library's own poll interval (200ms): shms_wait checks on a dead
- * dispatcher only when that interval runs out inside one call, so shorter
- * slices would never get to it.
- */
-#define WAIT_SLICE_NS (250ull * 1000 * 1000)
 
 void run_signals_block(struct run_signals *s) {
   sigemptyset(&s->stop);
@@ -32,11 +24,35 @@ void run_signals_block(struct run_signals *s) {
   sigprocmask(SIG_BLOCK, &s->taken, &s->old);
 }
 
-/* A pending stop signal, taken, or 0. */
-static int stop_pending(const struct run_signals *s) {
+int run_stop_pending(const struct run_signals *s) {
   static const struct timespec now = {0, 0};
   int sig = sigtimedwait(&s->stop, NULL, &now);
   return sig > 0 ? sig : 0;
+}
+
+uint64_t run_monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int run_wait_sliced(const struct run_signals *s, int (*wait)(void *ctx, uint64_t slice_ns),
+                    void *ctx, uint64_t timeout_ns, int *signo) {
+  for (;;) {
+    if ((*signo = run_stop_pending(s)) != 0)
+      return SHMS_ETIMEDOUT;
+    uint64_t slice = RUN_WAIT_SLICE_NS;
+    if (timeout_ns != UINT64_MAX) {
+      uint64_t now = run_monotonic_ns();
+      if (now >= timeout_ns)
+        return SHMS_ETIMEDOUT;
+      if (timeout_ns - now < slice)
+        slice = timeout_ns - now;
+    }
+    int rc = wait(ctx, slice);
+    if (rc != SHMS_ETIMEDOUT)
+      return rc;
+  }
 }
 
 /* Cancel our own request and collect its outcome; a grant that won the race is given back. */
@@ -51,6 +67,17 @@ static int cancel_own(shms_t *h, const shms_ticket *t, shms_lease *lease) {
     rc = SHMS_ECANCELLED;
   }
   return rc == SHMS_ETIMEDOUT ? SHMS_ECANCELLED : rc;
+}
+
+struct lease_wait {
+  shms_t *h;
+  const shms_ticket *t;
+  shms_lease *lease;
+};
+
+static int lease_wait_slice(void *ctx, uint64_t slice_ns) {
+  struct lease_wait *w = ctx;
+  return shms_wait(w->h, w->t, slice_ns, w->lease);
 }
 
 int run_get_lease(shms_t *h, const shms_request *req, int fast, int print_ticket,
@@ -68,27 +95,25 @@ int run_get_lease(shms_t *h, const shms_request *req, int fast, int print_ticket
     fprintf(stderr, "%s\n", text);
     fflush(stderr);
   }
-  for (;;) {
-    if ((*signo = stop_pending(s)) != 0)
-      return cancel_own(h, &t, lease);
-    if ((rc = shms_wait(h, &t, WAIT_SLICE_NS, lease)) != SHMS_ETIMEDOUT)
-      return rc;
-  }
+  struct lease_wait w = {h, &t, lease};
+  rc = run_wait_sliced(s, lease_wait_slice, &w, UINT64_MAX, signo);
+  return *signo != 0 ? cancel_own(h, &t, lease) : rc;
 }
 
-/* In the child: the original signal mask, then exec; a failure exits 127 (not found) or 126. */
-static void exec_child(char *const cmd[], const struct run_signals *s) {
+void run_exec_child(char *const cmd[], const struct run_signals *s, const char *who) {
   sigprocmask(SIG_SETMASK, &s->old, NULL);
   execvp(cmd[0], cmd);
   int e = errno;
   /* One line, like every error of ours; dprintf: no stdio state shared with the parent. */
-  dprintf(STDERR_FILENO, "shmsched: %s: run: cannot execute '%s': %s\n",
+  dprintf(STDERR_FILENO, "shmsched: %s: %s: cannot execute '%s': %s\n",
           e == ENOENT   ? "not-found"
           : e == EACCES ? "permission-denied"
                         : "system-error",
-          cmd[0], strerror(e));
+          who, cmd[0], strerror(e));
   _exit(e == ENOENT ? 127 : 126);
 }
+
+int run_forwardable(int sig, int code) { return sig != SIGCHLD && code != SI_KERNEL; }
 
 int run_command(char *const cmd[], const struct run_signals *s, int *status) {
   fflush(NULL); /* nothing buffered may be written twice */
@@ -96,7 +121,7 @@ int run_command(char *const cmd[], const struct run_signals *s, int *status) {
   if (pid < 0)
     return -1;
   if (pid == 0)
-    exec_child(cmd, s);
+    run_exec_child(cmd, s, "run");
   for (;;) {
     pid_t r = waitpid(pid, status, WNOHANG);
     if (r == pid)
@@ -106,8 +131,7 @@ int run_command(char *const cmd[], const struct run_signals *s, int *status) {
     /* SIGCHLD is blocked, so a child that ends after waitpid leaves it pending: no lost wake-up. */
     siginfo_t si;
     int sig = sigwaitinfo(&s->taken, &si);
-    /* SI_KERNEL: the terminal sent it to the whole foreground group, the child included. */
-    if (sig > 0 && sig != SIGCHLD && si.si_code != SI_KERNEL)
+    if (sig > 0 && run_forwardable(sig, si.si_code))
       kill(pid, sig);
   }
 }
