@@ -27,6 +27,15 @@ int shms_cancel(shms_t *h, const shms_ticket *ticket) {
         shms__detail("the request had already ended: %s", shms_err_name(reason));
       return 0;
     }
+    if (st == SHMS__SLOT_RUNNING) { /* a running job: raise the flag; its worker decides */
+      if (w & SHMS__SLOT_CANCEL) {
+        shms__detail("the job was already asked to cancel");
+        return 0;
+      }
+      if (ck_pr_cas_64(&s->word, w, w | SHMS__SLOT_CANCEL))
+        return 1;
+      continue;
+    }
     /* Queued or granted-but-unaccepted: one CAS decides against the dispatcher and the waiter. */
     if (shms__slot_settle(h, k, i, ticket->seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
                           SHMS_ECANCELLED))

@@ -29,7 +29,7 @@ static int check_names(const shms_request *req) {
   return SHMS_OK;
 }
 
-int shms__check_request(struct shms *h, const shms_request *req, const void *result,
+int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, const void *result,
                         const char *result_name, struct shms__cls **out) {
   shms__clear_detail();
   int rc = shms__handle_check_member(h);
@@ -45,8 +45,11 @@ int shms__check_request(struct shms *h, const shms_request *req, const void *res
   const char *cn = shms_class_name(req->cls);
   if ((rc = check_names(req)) != SHMS_OK)
     return rc;
-  if (k->cfg->mode != SHMS_MODE_LEASE)
-    return shms__fail(SHMS_EINVAL, "class %s is a worker class: submit jobs to it", cn);
+  if (k->cfg->mode != mode)
+    return shms__fail(SHMS_EINVAL,
+                      mode == SHMS_MODE_LEASE ? "class %s is a worker class: submit jobs to it"
+                                              : "class %s is a lease class: acquire leases from it",
+                      cn);
   if (k->nslots == 0)
     return shms__fail(SHMS_EDENIED, "class %s is denied (queue=0)", cn);
   if (!tenant_allowed(k, req->tenant))

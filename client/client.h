@@ -9,8 +9,25 @@
  * validate h (a member handle), req (class, tenant, allow list, bounds,
  * segment state) and the caller's output pointer out (named out_name).
  */
-int shms__check_request(struct shms *h, const shms_request *req, const void *out,
+int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, const void *out,
                         const char *out_name, struct shms__cls **k);
+/*
+ * Claim a slot of k, fill it from req (and payload, for a job), publish it and
+ * return once the dispatcher has indexed it or refused it.
+ */
+int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
+                       const void *payload, size_t len, unsigned options, shms_ticket *ticket);
+/*
+ * Sleep on slot i's word w (announcing it first) until woken, until the real
+ * clock reaches until_real (0: no limit), or until this process's next check on
+ * the class falls due; returns 1 when the check is due.
+ */
+int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                   uint64_t until_real);
+/* The dispatcher asked the waiter of slot i (word w) to carry on its work. */
+void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w);
+/* Until when (real clock) a wait with timeout_ns and slot s's deadline may sleep; 0: no limit. */
+uint64_t shms__sleep_limit(const struct shms__slot *s, uint64_t until_real);
 /*
  * The prologue of a call taking a ticket: the class and slot it names, or
  * SHMS_ENOTFOUND / SHMS_EINVAL with a detail; out may be NULL if unused.

@@ -40,7 +40,7 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
   out->ahead_in_tenant = shms__order_ahead(k, t, i, now);
   out->aged = now >= s->enqueue_ns && now - s->enqueue_ns >= k->starvation_ns;
   if (SHMS__FAST_FREE(ck_pr_load_64(&k->ctl->fast)) == 0)
-    out->blocked_by |= SHMS_BLOCK_NO_CELL;
+    out->blocked_by |= k->cfg->mode == SHMS_MODE_WORKER ? SHMS_BLOCK_NO_WORKER : SHMS_BLOCK_NO_CELL;
   if (shms__tenant_at_limit(k, s->tenant))
     out->blocked_by |= SHMS_BLOCK_TENANT_LIMIT;
   if (shms__segment_state(h) != SHMS_SEG_ACTIVE)
@@ -69,6 +69,7 @@ int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
     out->priority = s->priority;
     out->state = st == SHMS__SLOT_QUEUED    ? SHMS_REQ_QUEUED
                  : st == SHMS__SLOT_GRANTED ? SHMS_REQ_GRANTED
+                 : st == SHMS__SLOT_RUNNING ? SHMS_REQ_RUNNING
                                             : SHMS_REQ_ENDED;
     out->outcome = st == SHMS__SLOT_SETTLED ? SHMS__SLOT_REASON(w) : 0;
     if (st == SHMS__SLOT_QUEUED)

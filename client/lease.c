@@ -65,18 +65,24 @@ int shms_quarantine(shms_t *h, const shms_lease *lease, int reason) {
   return SHMS_OK;
 }
 
-/* QUARANTINED -> AVAILABLE with a new generation. 1 if this call repaired it. */
+/*
+ * QUARANTINED -> AVAILABLE (a worker class: OFFLINE, for a new worker to
+ * bind) with a new generation. 1 if this call repaired it.
+ */
 static int repair_cell(struct shms *h, const struct shms__cls *k, uint32_t c) {
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = ck_pr_load_64(&cell->word);
+  int worker = k->cfg->mode == SHMS_MODE_WORKER;
   if (SHMS__CELL_STATE(w) != SHMS__CELL_QUARANTINED)
     return 0;
-  if (!ck_pr_cas_64(&cell->word, w,
-                    SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE)))
+  uint32_t state = worker ? SHMS__CELL_OFFLINE : SHMS__CELL_AVAILABLE;
+  if (!ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, state)))
     return 0;
-  /* A new token range: tests that exhausted it can repair and go on. */
   ck_pr_store_32(&cell->reason, 0);
+  ck_pr_store_32(&cell->worker, 0);
   ck_pr_dec_32(&k->ctl->quarantined);
+  if (worker)
+    return 1;
   ck_pr_store_32(&k->ctl->cell_hint, c);
   shms__fast_add(k, 1, 0);
   shms__kick(h, k);
@@ -91,9 +97,6 @@ int shms_repair(shms_t *h, shms_class_t c, int cell) {
   struct shms__cls *k = shms__class(h, (int)c);
   if (k == NULL)
     return SHMS_EINVAL;
-  if (k->cfg->mode != SHMS_MODE_LEASE)
-    return shms__fail(SHMS_EINVAL, "class %s is a worker class: repair binds a new worker",
-                      shms_class_name(c));
   if (cell >= 0) {
     if ((uint32_t)cell >= k->ncells)
       return shms__fail(SHMS_EINVAL, "class %s has no cell %d (cells 0..%u)", shms_class_name(c),

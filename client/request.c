@@ -11,14 +11,18 @@
 #include "../shm/futex.h"
 #include "client.h"
 
-static void fill(struct shms *h, struct shms__slot *s, const shms_request *req) {
+static void fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
+                 unsigned options) {
   s->enqueue_ns = shms__now_ns();
   s->deadline_ns = req->deadline_ns;
   s->priority = req->priority;
   s->owner = h->owner;
   s->tenant = 0;
   s->cell = 0;
-  s->payload_len = 0;
+  s->payload_len = (uint32_t)len;
+  s->result_len = 0;
+  s->result_status = 0;
+  s->options = options;
   strncpy(s->tenant_name, req->tenant, sizeof s->tenant_name);
   s->tenant_name[SHMS_TENANT_MAX] = '\0';
   memset(s->activation, 0, sizeof s->activation);
@@ -26,14 +30,8 @@ static void fill(struct shms *h, struct shms__slot *s, const shms_request *req) 
     strncpy(s->activation, req->activation, SHMS_TENANT_MAX);
 }
 
-/*
- * Sleep on slot i's word w (announcing it first) until woken, until the real
- * clock reaches until_real (0: no limit), or until this process's next check
- * on the class falls due. Returns 1 when the check is due: time to look for a
- * dead baton holder or a dead waiter's grant.
- */
-static int sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
-                    uint64_t until_real) {
+int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                   uint64_t until_real) {
   struct shms__slot *s = shms__slot_at(k, i);
   if (!(w & SHMS__SLOT_SLEEPING)) {
     if (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_SLEEPING, &w))
@@ -51,8 +49,7 @@ static int sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint6
   return 1;
 }
 
-/* The dispatcher asked us to carry on its work: clear the request and kick. */
-static void help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
+void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
   if (shms__slot_cas(k, i, &w, w & ~(uint64_t)SHMS__SLOT_HELP))
     shms__kick(h, k);
 }
@@ -82,9 +79,15 @@ static int refused(const struct shms__cls *k, uint32_t i, int reason) {
 
 int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, ticket, "ticket", &k);
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, ticket, "ticket", &k);
   if (rc != SHMS_OK)
     return rc;
+  return shms__enqueue_slot(h, k, req, NULL, 0, 0, ticket);
+}
+
+int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
+                       const void *payload, size_t len, unsigned options, shms_ticket *ticket) {
+  int rc;
   uint32_t i = 0;
   uint64_t seq;
   if ((rc = shms__slot_claim(k, &i, &seq)) != SHMS_OK) {
@@ -93,7 +96,9 @@ int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
                       k->nslots);
   }
   struct shms__slot *s = shms__slot_at(k, i);
-  fill(h, s, req);
+  fill(h, s, req, len, options);
+  if (len > 0)
+    memcpy(shms__slot_payload(k, i), payload, len); /* the one copy in */
   /* Count it queued before it can be granted: a grant takes it off the count. */
   shms__fast_add(k, 0, 1);
   ck_pr_fence_store(); /* the request's fields are visible before its state says QUEUED */
@@ -105,13 +110,16 @@ int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   for (;;) {
     uint64_t w = ck_pr_load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    if ((st == SHMS__SLOT_QUEUED && (w & SHMS__SLOT_INDEXED)) || st == SHMS__SLOT_GRANTED)
+    /* Indexed, or already past the queue (granted, taken by a worker, even completed): the
+     * ticket's holder collects what follows. Any other end this early is a refusal. */
+    if ((st == SHMS__SLOT_QUEUED && (w & SHMS__SLOT_INDEXED)) || st == SHMS__SLOT_GRANTED ||
+        st == SHMS__SLOT_RUNNING || (st == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(w) == SHMS_OK))
       break;
     if (st == SHMS__SLOT_SETTLED)
       return refused(k, i, SHMS__SLOT_REASON(w));
     if (w & SHMS__SLOT_HELP)
-      help(h, k, i, w);
-    else if (sleep_on(h, k, i, w, 0))
+      shms__help(h, k, i, w);
+    else if (shms__sleep_on(h, k, i, w, 0))
       shms__baton_check_holder(h, k);
     else
       shms__kick(h, k);
@@ -169,7 +177,7 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
                        uint64_t until_real, uint64_t timeout_ns) {
   struct shms__slot *s = shms__slot_at(k, i);
   if (w & SHMS__SLOT_HELP) {
-    help(h, k, i, w);
+    shms__help(h, k, i, w);
     return SHMS_OK;
   }
   uint64_t now = shms__now_ns(), real = shms__real_now_ns();
@@ -179,16 +187,21 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   }
   if (timeout_ns == 0 || (until_real != 0 && real >= until_real))
     return shms__fail(SHMS_ETIMEDOUT, "the request is still queued");
-  /* Wake at the deadline itself, not at the next poll. */
-  uint64_t until = until_real;
-  if (s->deadline_ns != 0 && (until == 0 || real + (s->deadline_ns - now) < until))
-    until = real + (s->deadline_ns - now);
-  if (sleep_on(h, k, i, w, until)) {
+  if (shms__sleep_on(h, k, i, w, shms__sleep_limit(s, until_real))) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
     shms__baton_check_holder(h, k);
     shms__reap_unaccepted(h, k);
   }
   return SHMS_OK;
+}
+
+uint64_t shms__sleep_limit(const struct shms__slot *s, uint64_t until_real) {
+  /* Wake at the deadline itself, not at the next poll. */
+  uint64_t now = shms__now_ns(), real = shms__real_now_ns(), until = until_real;
+  if (s->deadline_ns != 0 && s->deadline_ns > now &&
+      (until == 0 || real + (s->deadline_ns - now) < until))
+    until = real + (s->deadline_ns - now);
+  return until;
 }
 
 int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_lease *lease) {
@@ -239,7 +252,7 @@ static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, lease, "lease", &k);
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k);
   if (rc != SHMS_OK)
     return rc;
   if (k->cfg->tenant_max_active == 0) {
@@ -261,7 +274,7 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
 
 int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, lease, "lease", &k);
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k);
   if (rc != SHMS_OK)
     return rc;
   /* An immediate grant never takes a request slot. */

@@ -77,9 +77,11 @@ void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c
   uint64_t w = ck_pr_load_64(&cell->word);
   uint32_t tenant = cell->tenant;
   while (SHMS__CELL_STATE(w) == SHMS__CELL_GRANTED) {
-    /* Never exposed to anyone, so no generation bump is needed; it simply becomes free. */
+    /* Never exposed to anyone, so no generation bump is needed; it simply becomes free (a
+     * worker cell, its worker's again). */
+    uint32_t owner = k->cfg->mode == SHMS_MODE_WORKER ? ck_pr_load_32(&cell->worker) : 0;
     if (ck_pr_cas_64_value(&cell->word, w,
-                           SHMS__CELL_WORD(SHMS__CELL_GEN(w), 0, SHMS__CELL_AVAILABLE), &w)) {
+                           SHMS__CELL_WORD(SHMS__CELL_GEN(w), owner, SHMS__CELL_AVAILABLE), &w)) {
       shms__tenant_lease_ended(k, tenant);
       shms__fast_add(k, 1, 0);
       shms__kick(h, k);

@@ -111,6 +111,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
       break;
   }
   shms__fast_add(k, 0, -1);
+  if (k->cfg->mode == SHMS_MODE_WORKER)
+    shms__workcell_wake(k, c);
   record_wait(k, ref, now > s->enqueue_ns ? now - s->enqueue_ns : 0);
   return 1;
 }

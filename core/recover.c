@@ -48,6 +48,11 @@ static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t 
     uint64_t seq = ck_pr_load_64(&s->seq);
     shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
                       SHMS_EOWNERLOST);
+    /* A running job goes on; when its worker completes it, the result is dropped. */
+    while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
+           !(w & SHMS__SLOT_COLLECTED) &&
+           !ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
+      ;
     /* Nobody will wait for these outcomes any more: take them so the slots come free. */
     w = ck_pr_load_64(&s->word);
     if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && !(w & SHMS__SLOT_COLLECTED) &&
@@ -82,6 +87,13 @@ void shms__recover_owner(struct shms *h, uint32_t owner) {
     if (k->id < 0)
       continue;
     settle_requests(h, k, owner);
-    dispose_leases(h, k, owner);
+    if (k->cfg->mode == SHMS_MODE_WORKER) {
+      /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
+      for (uint32_t c = 0; c < k->ncells; c++)
+        if (ck_pr_load_32(&k->cells[c].worker) == owner)
+          shms__workcell_gone(h, k, c, owner);
+    } else {
+      dispose_leases(h, k, owner);
+    }
   }
 }

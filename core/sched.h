@@ -51,6 +51,21 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref);
 /* Test only: the next lease on every cell of k takes token next (to reach exhaustion). */
 void shms__test_set_tokens(const struct shms__cls *k, uint64_t next);
 
+/* ---- Worker cells ---- */
+
+/* OFFLINE -> AVAILABLE, bound to worker owner; SHMS_EBUSY if no cell is offline. */
+int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owner, uint32_t *cell);
+/* A job was granted to cell c: wake its worker if it sleeps. */
+void shms__workcell_wake(const struct shms__cls *k, uint32_t c);
+/*
+ * The worker bound to c is gone: an idle cell goes offline, a job granted but
+ * not taken is queued again (it never ran), a running job ends worker-lost
+ * (or is queued again once) and the cell is quarantined.
+ */
+void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker);
+/* If the worker bound to c is dead, shms__workcell_gone. */
+void shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c);
+
 /* ---- Request slots ---- */
 
 static inline uint32_t *shms__slot_futex(struct shms__slot *s) {

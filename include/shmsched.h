@@ -326,7 +326,8 @@ SHMS_EXTERN int shms_drain(shms_t *h);
 typedef enum {
   SHMS_REQ_QUEUED = 1,
   SHMS_REQ_GRANTED = 2, /* granted, not yet accepted */
-  SHMS_REQ_ENDED = 3    /* settled; outcome says how (0: accepted) */
+  SHMS_REQ_ENDED = 3,   /* settled; outcome says how (0: accepted, or completed) */
+  SHMS_REQ_RUNNING = 4  /* worker classes: a worker runs the job */
 } shms_request_state_t;
 
 enum {
@@ -371,6 +372,98 @@ typedef struct {
  */
 SHMS_EXTERN int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max,
                              uint32_t *count);
+
+/* ---- Worker mode: jobs with payloads ------------------------------------ */
+
+/*
+ * A class created with mode=worker schedules jobs onto worker processes: each
+ * cell is bound to one worker (a cell with no worker is offline). Clients
+ * submit a payload and wait for the result; workers take jobs, run them and
+ * complete them. Fairness is that of lease mode; a grant needs a queued job
+ * and an idle worker. A job's slot carries its payload and then its result,
+ * so size the class's queue for waiting plus running jobs.
+ */
+
+enum {
+  /* If the worker dies mid-job, queue the job once more instead of ending it worker-lost. */
+  SHMS_SUBMIT_RETRY_ONCE = 1u << 0,
+};
+
+/*
+ * Queue a job: payload (len bytes, at most the class's payload size, else
+ * SHMS_EINVAL) is copied into the job's slot. Errors as shms_enqueue.
+ */
+SHMS_EXTERN int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len,
+                            unsigned flags, shms_ticket *ticket);
+
+typedef struct {
+  int status;        /* the worker's status for the job */
+  size_t result_len; /* bytes of result (set even when buf was too small) */
+} shms_result;
+
+/*
+ * Wait up to timeout_ns (UINT64_MAX: no limit; 0: just look) for the job to
+ * end. SHMS_OK: it completed; *out has the worker's status and the result is
+ * copied into buf. A result longer than cap fails with SHMS_EINVAL and
+ * out->result_len set, and nothing is consumed: call again with a larger
+ * buffer. Errors: SHMS_ETIMEDOUT (still queued or running), SHMS_ECANCELLED,
+ * SHMS_EDEADLINE (it never started before its deadline), SHMS_EWORKERLOST,
+ * SHMS_ESHUTDOWN, SHMS_EOWNERLOST, SHMS_EQUARANTINED, SHMS_ENOTFOUND. Every
+ * outcome but SHMS_ETIMEDOUT (and a too-small buffer) retires the ticket.
+ * Cancelling a queued job ends it SHMS_ECANCELLED; cancelling a running job
+ * only raises a flag its worker can read (shms_worker_cancelled): the worker
+ * decides, and the job still ends the way the worker ends it.
+ */
+SHMS_EXTERN int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns,
+                                 void *buf, size_t cap, shms_result *out);
+
+typedef struct shms_worker shms_worker_t;
+
+/* One job, as a worker holds it. */
+typedef struct {
+  shms_ticket ticket;
+  shms_lease lease;
+  const void *payload; /* in the segment: read it before writing the result */
+  size_t payload_len;
+  char tenant[SHMS_TENANT_MAX + 1];
+  int32_t priority;
+} shms_job;
+
+/*
+ * Bind this process to an offline cell of worker class c.
+ * SHMS_EBUSY if every cell already has a worker; SHMS_EINVAL for a lease class.
+ */
+SHMS_EXTERN int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out);
+/* The cell the worker is bound to. */
+SHMS_EXTERN uint32_t shms_worker_cell(const shms_worker_t *w);
+/*
+ * Sleep until a job is granted to the worker's cell, or timeout_ns
+ * (SHMS_ETIMEDOUT); then start it and fill *job. SHMS_EQUARANTINED if the
+ * worker's cell was quarantined, SHMS_ENOTFOUND if it was repaired away from
+ * this worker (close and open again).
+ */
+SHMS_EXTERN int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job);
+/* 1 if the job's client asked to cancel it, else 0. */
+SHMS_EXTERN int shms_worker_cancelled(shms_worker_t *w, const shms_job *job);
+/*
+ * End the job with status and result (len bytes, at most the class's payload
+ * size: a larger result is refused with SHMS_EINVAL and nothing changes),
+ * wake its client, and make the worker idle again. result may point into the
+ * job's payload.
+ */
+SHMS_EXTERN int shms_worker_complete(shms_worker_t *w, const shms_job *job, int status,
+                                     const void *result, size_t len);
+/*
+ * End the job with status reason and no result, and take the worker's cell
+ * out of service (its cleanup could not be proven): shmsched repair returns
+ * it, offline, for a new worker.
+ */
+SHMS_EXTERN int shms_worker_quarantine(shms_worker_t *w, const shms_job *job, int reason);
+/*
+ * Unbind: an idle cell goes offline. A job still held ends as if the worker
+ * had died (worker-lost, or queued again once), its cell quarantined.
+ */
+SHMS_EXTERN int shms_worker_close(shms_worker_t *w);
 
 /* ---- Testing ------------------------------------------------------------ */
 

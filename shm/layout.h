@@ -106,8 +106,9 @@ struct shms__cell {
   uint32_t tenant;       /* tenant record index + 1 whose limit this lease counts in, or 0 */
   uint32_t slot;         /* while GRANTED: the slot index + 1 it is granted to */
   uint32_t reason;       /* why it was quarantined (shms_errno_t or a caller's code) */
-  uint32_t worker_futex; /* a bound worker sleeps here */
-  uint8_t reserved[16];
+  uint32_t worker_futex; /* a bound worker sleeps here: a counter (high 31) | sleeping (bit 0) */
+  uint32_t worker;       /* worker classes: owner id of the bound worker, 0 if none */
+  uint8_t reserved[12];
 } SHMS__ALIGNED;
 
 /*
@@ -133,7 +134,7 @@ struct shms__slot {
   uint32_t payload_len;
   uint32_t result_len;
   int32_t result_status;
-  uint32_t reserved0;
+  uint32_t options; /* SHMS__OPT_* */
   char tenant_name[SHMS_TENANT_MAX + 1];
   char activation[SHMS_TENANT_MAX + 1]; /* "" for none */
   uint32_t grp_prev, grp_next; /* requests of one (priority, deadline) key, in sequence order */
@@ -194,13 +195,19 @@ enum {
   SHMS__SLOT_CLAIMED = 1, /* the enqueuer is filling it */
   SHMS__SLOT_QUEUED = 2,  /* waiting for a grant */
   SHMS__SLOT_GRANTED = 3, /* bound to a cell; the waiter may accept */
-  SHMS__SLOT_SETTLED = 4, /* ended without a lease; the reason byte says why */
+  SHMS__SLOT_SETTLED = 4, /* ended; the reason byte says why (0: accepted, or completed) */
+  SHMS__SLOT_RUNNING = 5, /* worker classes: a worker took the job and runs it */
 };
 /* Slot flags (bits 4..11). */
 #define SHMS__SLOT_SLEEPING  (1u << 4) /* a waiter sleeps on the futex: wake it */
 #define SHMS__SLOT_INDEXED   (1u << 5) /* linked into the tenant index (baton holder's) */
 #define SHMS__SLOT_COLLECTED (1u << 6) /* the waiter took the outcome */
 #define SHMS__SLOT_HELP      (1u << 7) /* the dispatcher asks the waiter to dispatch */
+#define SHMS__SLOT_CANCEL    (1u << 8) /* a running job's client asked to cancel it */
+#define SHMS__SLOT_WRITING   (1u << 9) /* the worker is writing the result over the payload */
+
+/* Request options (shms__slot.options). */
+enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };
 #define SHMS__SLOT_STATE(w)  ((uint32_t)((w)&0xfu))
 #define SHMS__SLOT_REASON(w) ((int)-(int)(((w) >> 12) & 0xffu))
 #define SHMS__SLOT_SEQ(w)    ((uint32_t)((w) >> 32))

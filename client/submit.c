@@ -1,0 +1,106 @@
+/*
+ * Worker mode, the client's side: submit a job with its payload, wait for its
+ * result (docs/protocol.md, "Workers").
+ */
+#include <ck_pr.h>
+#include <string.h>
+
+#include "../shm/clock.h"
+#include "../shm/error.h"
+#include "client.h"
+
+int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len, unsigned flags,
+                shms_ticket *ticket) {
+  struct shms__cls *k = NULL;
+  int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", &k);
+  if (rc != SHMS_OK)
+    return rc;
+  if (len > k->cfg->payload)
+    return shms__fail(SHMS_EINVAL, "class %s: the payload is %zu bytes, more than its %u",
+                      shms_class_name(k->id), len, k->cfg->payload);
+  if (len > 0 && payload == NULL)
+    return shms__fail(SHMS_EINVAL, "payload is NULL");
+  if (flags & ~(unsigned)SHMS_SUBMIT_RETRY_ONCE)
+    return shms__fail(SHMS_EINVAL, "unknown submit flags 0x%x", flags);
+  unsigned options = (flags & SHMS_SUBMIT_RETRY_ONCE) ? SHMS__OPT_RETRY_ONCE : 0;
+  return shms__enqueue_slot(h, k, req, payload, len, options, ticket);
+}
+
+/* The job completed: hand over status and result (the one copy out), then retire the ticket. */
+static int deliver(const struct shms__cls *k, uint32_t i, void *buf, size_t cap, shms_result *out) {
+  const struct shms__slot *s = shms__slot_at(k, i);
+  ck_pr_fence_load(); /* the result was written before the state said SETTLED */
+  size_t len = s->result_len <= k->cfg->payload ? s->result_len : k->cfg->payload;
+  out->status = s->result_status;
+  out->result_len = len;
+  if (len > cap)
+    return shms__fail(SHMS_EINVAL,
+                      "the result is %zu bytes, the buffer %zu: call again with a "
+                      "larger one",
+                      len, cap);
+  if (len > 0)
+    memcpy(buf, shms__slot_payload(k, i), len);
+  shms__slot_collect(k, i);
+  return SHMS_OK;
+}
+
+/* The job is queued, granted or running: help, expire, or sleep; poll checks at intervals. */
+static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                        uint64_t until_real, uint64_t timeout_ns) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t st = SHMS__SLOT_STATE(w);
+  if (w & SHMS__SLOT_HELP) {
+    shms__help(h, k, i, w);
+    return SHMS_OK;
+  }
+  /* A deadline stops a job from starting, never a job that runs. */
+  if (st == SHMS__SLOT_QUEUED && s->deadline_ns != 0 && shms__now_ns() >= s->deadline_ns) {
+    shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
+    return SHMS_OK;
+  }
+  if (timeout_ns == 0 || (until_real != 0 && shms__real_now_ns() >= until_real))
+    return shms__fail(SHMS_ETIMEDOUT, st == SHMS__SLOT_RUNNING ? "the job is still running"
+                                                               : "the job is still queued");
+  uint64_t limit = st == SHMS__SLOT_QUEUED ? shms__sleep_limit(s, until_real) : until_real;
+  if (shms__sleep_on(h, k, i, w, limit)) {
+    /* A poll interval passed: nobody dead may hold the job up, dispatcher or worker. */
+    shms__baton_check_holder(h, k);
+    uint32_t c = ck_pr_load_32(&s->cell);
+    if (st != SHMS__SLOT_QUEUED && c < k->ncells)
+      shms__workcell_check(h, k, c);
+  }
+  return SHMS_OK;
+}
+
+int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, void *buf,
+                     size_t cap, shms_result *out) {
+  struct shms__cls *k = NULL;
+  uint32_t i = 0;
+  int rc = shms__check_ticket(h, ticket, out, "out", &k, &i);
+  if (rc != SHMS_OK)
+    return rc;
+  if (buf == NULL && cap > 0)
+    return shms__fail(SHMS_EINVAL, "buf is NULL");
+  if (k->cfg->mode != SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL, "class %s is a lease class: wait for leases with shms_wait",
+                      shms_class_name(k->id));
+  memset(out, 0, sizeof *out);
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
+  for (;;) {
+    uint64_t w = ck_pr_load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || ck_pr_load_64(&s->seq) != ticket->seq ||
+        st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
+      return shms__fail(SHMS_ENOTFOUND, "no live job for this ticket (stale or retired)");
+    if (st == SHMS__SLOT_SETTLED) {
+      int reason = SHMS__SLOT_REASON(w);
+      if (reason == SHMS_OK)
+        return deliver(k, i, buf, cap, out);
+      shms__slot_collect(k, i);
+      return shms__fail(reason, "the job ended: %s", shms_strerror(reason));
+    }
+    if ((rc = wait_pending(h, k, i, w, until_real, timeout_ns)) != SHMS_OK)
+      return rc;
+  }
+}

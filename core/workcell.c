@@ -1,0 +1,141 @@
+/*
+ * Cells of worker classes (docs/protocol.md, "Workers"): binding a worker,
+ * waking it when a job is granted to its cell, and what happens to the cell
+ * and its job when the worker goes away — closes, detaches or dies.
+ */
+#include <ck_pr.h>
+#include <sched.h>
+
+#include "../shm/futex.h"
+#include "hbm.h"
+#include "sched.h"
+
+int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owner, uint32_t *out) {
+  for (uint32_t c = 0; c < k->ncells; c++) {
+    struct shms__cell *cell = &k->cells[c];
+    uint64_t w = ck_pr_load_64(&cell->word);
+    if (SHMS__CELL_STATE(w) != SHMS__CELL_OFFLINE)
+      continue;
+    /* While AVAILABLE, a worker cell's word names its worker. The CAS decides between binders;
+     * an offline cell's worker field is 0, so nobody judges the cell before we name it. */
+    uint64_t idle = SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, owner, SHMS__CELL_AVAILABLE);
+    if (!ck_pr_cas_64(&cell->word, w, idle))
+      continue;
+    ck_pr_store_32(&cell->worker_futex, 0);
+    ck_pr_store_32(&cell->worker, owner);
+    ck_pr_fence_store(); /* named before the free count lets the dispatcher grant to it */
+    shms__fast_add(k, 1, 0);
+    shms__kick(h, k);
+    *out = c;
+    return SHMS_OK;
+  }
+  return SHMS_EBUSY;
+}
+
+void shms__workcell_wake(const struct shms__cls *k, uint32_t c) {
+  uint32_t *f = &k->cells[c].worker_futex, v = ck_pr_load_32(f);
+  /* Count the event and clear "sleeping" in one step; wake only a worker that said it sleeps. */
+  while (!ck_pr_cas_32_value(f, v, (v + 2) & ~1u, &v))
+    ;
+  if (v & 1u)
+    shms__futex_wake(f);
+}
+
+/* The job on slot i ran on a worker that is gone: queue it again once if asked, else end it. */
+static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING) {
+    /* A payload half overwritten by the result cannot run again. */
+    int again = (s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
+                !(w & SHMS__SLOT_WRITING) && !(w & SHMS__SLOT_COLLECTED);
+    uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING);
+    if (again) {
+      s->options |= SHMS__OPT_RETRIED;
+      shms__fast_add(k, 0, 1);
+      if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
+        shms__hbm_set(k->sattn, k->nslots, i);
+        shms__kick(h, k);
+        return;
+      }
+      shms__fast_add(k, 0, -1);
+      continue;
+    }
+    if (shms__slot_cas(k, i, &w,
+                       SHMS__SLOT_WORD(s->seq, SHMS_EWORKERLOST, flags, SHMS__SLOT_SETTLED))) {
+      if (w & SHMS__SLOT_COLLECTED) /* its client is gone too */
+        shms__slot_free(k, i);
+      return;
+    }
+  }
+}
+
+/* A job granted to a gone worker never ran: it goes back to the queue, whatever its options. */
+static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  shms__fast_add(k, 0, 1);
+  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_GRANTED && s->cell == c) {
+    uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING);
+    if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
+      shms__hbm_set(k->sattn, k->nslots, i);
+      return 1;
+    }
+  }
+  shms__fast_add(k, 0, -1);
+  return 0;
+}
+
+/* Move cell c from word w to state, with a new generation and no owner. 1 if done. */
+static int cell_to(const struct shms__cls *k, uint32_t c, uint64_t w, uint32_t state) {
+  return ck_pr_cas_64(&k->cells[c].word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, state));
+}
+
+void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker) {
+  struct shms__cell *cell = &k->cells[c];
+  for (;;) {
+    uint64_t w = ck_pr_load_64(&cell->word);
+    if (ck_pr_load_32(&cell->worker) != worker)
+      return;
+    switch (SHMS__CELL_STATE(w)) {
+    case SHMS__CELL_AVAILABLE: /* idle: take its free count with it */
+      if (!shms__fast_reserve(k, 0)) {
+        sched_yield(); /* a grant is claiming it right now */
+        continue;
+      }
+      if (cell_to(k, c, w, SHMS__CELL_OFFLINE)) {
+        ck_pr_store_32(&cell->worker, 0);
+        return;
+      }
+      shms__fast_add(k, 1, 0);
+      continue;
+    case SHMS__CELL_GRANTED: { /* granted, never taken */
+      uint32_t slot = ck_pr_load_32(&cell->slot);
+      if (slot == 0 || slot > k->nslots || !job_requeue(k, slot - 1, c)) {
+        sched_yield(); /* a cancel is returning the cell right now */
+        continue;
+      }
+      while (!cell_to(k, c, ck_pr_load_64(&cell->word), SHMS__CELL_OFFLINE))
+        ;
+      ck_pr_store_32(&cell->worker, 0);
+      shms__kick(h, k);
+      return;
+    }
+    case SHMS__CELL_LEASED: { /* mid-job: the job is lost, the cell's state unknown */
+      uint32_t slot = ck_pr_load_32(&cell->slot);
+      if (slot >= 1 && slot <= k->nslots)
+        job_lost(h, k, slot - 1);
+      shms__cell_quarantine(h, k, c, w, SHMS_EWORKERLOST);
+      return;
+    }
+    default:
+      return;
+    }
+  }
+}
+
+void shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c) {
+  uint32_t worker = ck_pr_load_32(&k->cells[c].worker);
+  if (worker != 0 && shms__owner_dead(h, worker))
+    shms__workcell_gone(h, k, c, worker);
+}

@@ -1,0 +1,260 @@
+/*
+ * Worker mode, the worker's side: bind a cell, take the jobs granted to it,
+ * complete or quarantine them, unbind (docs/protocol.md, "Workers").
+ */
+#include <ck_pr.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../client/client.h"
+#include "../shm/clock.h"
+#include "../shm/error.h"
+#include "../shm/futex.h"
+
+struct shms_worker {
+  struct shms *h;
+  const struct shms__cls *k;
+  uint32_t cell;
+};
+
+int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  struct shms__cls *k = shms__class(h, (int)c);
+  if (k == NULL)
+    return SHMS_EINVAL;
+  if (out == NULL)
+    return shms__fail(SHMS_EINVAL, "out is NULL");
+  if (k->cfg->mode != SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL, "class %s is a lease class: workers bind to worker classes",
+                      shms_class_name(c));
+  struct shms_worker *w = calloc(1, sizeof *w);
+  if (w == NULL)
+    return shms__fail(SHMS_ENOMEM, "cannot allocate a worker");
+  *w = (struct shms_worker){.h = h, .k = k};
+  if (shms__workcell_bind(h, k, h->owner, &w->cell) != SHMS_OK) {
+    free(w);
+    return shms__fail(SHMS_EBUSY,
+                      "class %s: all %u cells already have a worker (or are "
+                      "quarantined)",
+                      shms_class_name(c), k->ncells);
+  }
+  *out = w;
+  return SHMS_OK;
+}
+
+uint32_t shms_worker_cell(const shms_worker_t *w) { return w->cell; }
+
+static struct shms__cell *cell_of(const struct shms_worker *w) { return &w->k->cells[w->cell]; }
+
+/* SHMS_OK while the cell is still this worker's to use; else why not. */
+static int still_bound(const struct shms_worker *w, uint64_t cw) {
+  uint32_t st = SHMS__CELL_STATE(cw);
+  if (st == SHMS__CELL_QUARANTINED && ck_pr_load_32(&cell_of(w)->worker) == w->h->owner)
+    return shms__fail(SHMS_EQUARANTINED,
+                      "class %s cell %u is quarantined: repair it, then open a "
+                      "worker again",
+                      shms_class_name(w->k->id), w->cell);
+  if (ck_pr_load_32(&cell_of(w)->worker) != w->h->owner || st == SHMS__CELL_OFFLINE ||
+      st == SHMS__CELL_QUARANTINED)
+    return shms__fail(SHMS_ENOTFOUND, "class %s cell %u is no longer bound to this worker",
+                      shms_class_name(w->k->id), w->cell);
+  return SHMS_OK;
+}
+
+/*
+ * The cell is GRANTED with job slot i: re-check the job (its client alive, its
+ * deadline, the segment's state), then start it with one CAS that decides
+ * against any canceller. 1 if started; 0 if it went away (look again).
+ */
+static int start(struct shms_worker *w, uint32_t i, shms_job *job) {
+  struct shms *h = w->h;
+  const struct shms__cls *k = w->k;
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t sw = ck_pr_load_64(&s->word), seq = s->seq;
+  if (SHMS__SLOT_STATE(sw) != SHMS__SLOT_GRANTED || s->cell != w->cell) {
+    shms__cell_unaccepted(h, k, w->cell); /* settled meanwhile: its settler returns the cell */
+    return 0;
+  }
+  int reason = shms__owner_dead(h, s->owner)                        ? SHMS_EOWNERLOST
+               : s->deadline_ns && shms__now_ns() >= s->deadline_ns ? SHMS_EDEADLINE
+               : shms__segment_state(h) != SHMS_SEG_ACTIVE          ? SHMS_ESHUTDOWN
+                                                                    : 0;
+  if (reason != 0) {
+    if (shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_GRANTED, reason) &&
+        reason == SHMS_EOWNERLOST)
+      shms__slot_collect(k, i); /* nobody is left to take the outcome */
+    return 0;
+  }
+  uint64_t running = (sw & ~(uint64_t)0xf) | SHMS__SLOT_RUNNING; /* a waiting client sleeps on */
+  if (!ck_pr_cas_64(&s->word, sw, running))
+    return 0;
+  struct shms__cell *cell = cell_of(w);
+  uint64_t cw = ck_pr_load_64(&cell->word);
+  while (!ck_pr_cas_64_value(&cell->word, cw,
+                             SHMS__CELL_WORD(SHMS__CELL_GEN(cw), h->owner, SHMS__CELL_LEASED), &cw))
+    ;
+  shms__cell_count_lease(k, w->cell);
+  *job = (shms_job){
+      .ticket = {.cls = (uint32_t)k->id, .slot = i, .seq = seq, .incarnation = h->incarnation},
+      .lease = {.cls = (uint32_t)k->id,
+                .cell = w->cell,
+                .generation = SHMS__CELL_GEN(cw),
+                .token = s->token,
+                .incarnation = h->incarnation},
+      .payload = shms__slot_payload(k, i),
+      .payload_len = s->payload_len <= k->cfg->payload ? s->payload_len : k->cfg->payload,
+      .priority = s->priority,
+  };
+  memcpy(job->tenant, s->tenant_name, sizeof job->tenant);
+  job->tenant[SHMS_TENANT_MAX] = '\0';
+  return 1;
+}
+
+/* Sleep on the cell's worker futex until a grant, until_real, or the next poll. */
+static void idle(struct shms_worker *w, uint64_t until_real) {
+  struct shms__cell *cell = cell_of(w);
+  uint32_t v = ck_pr_load_32(&cell->worker_futex);
+  /* Say we sleep, then look once more: a grant between the two has cleared the bit. */
+  if (!(v & 1u) && !ck_pr_cas_32_value(&cell->worker_futex, v, v | 1u, &v))
+    return;
+  if (SHMS__CELL_STATE(ck_pr_load_64(&cell->word)) == SHMS__CELL_GRANTED)
+    return;
+  uint64_t poll = shms__real_now_ns() + SHMS__POLL_NS;
+  shms__futex_wait(&cell->worker_futex, v | 1u,
+                   until_real && until_real < poll ? until_real : poll);
+}
+
+int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
+  shms__clear_detail();
+  if (w == NULL || job == NULL)
+    return shms__fail(SHMS_EINVAL, "worker or job is NULL");
+  int rc = shms__handle_check_member(w->h);
+  if (rc != SHMS_OK)
+    return rc;
+  uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
+  for (;;) {
+    uint64_t cw = ck_pr_load_64(&cell_of(w)->word);
+    if ((rc = still_bound(w, cw)) != SHMS_OK)
+      return rc;
+    if (SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED) {
+      uint32_t slot = ck_pr_load_32(&cell_of(w)->slot);
+      if (slot >= 1 && slot <= w->k->nslots && start(w, slot - 1, job))
+        return SHMS_OK;
+      continue;
+    }
+    if (SHMS__CELL_STATE(cw) == SHMS__CELL_LEASED)
+      return shms__fail(SHMS_EINVAL, "the worker still holds a job: complete it first");
+    if (timeout_ns == 0 || (until_real != 0 && shms__real_now_ns() >= until_real))
+      return shms__fail(SHMS_ETIMEDOUT, "no job was granted");
+    idle(w, until_real);
+    shms__baton_check_holder(w->h, w->k); /* an idle worker also keeps the class moving */
+  }
+}
+
+/* The job's slot index, if job is the one this worker runs now; else a negative error. */
+static int64_t running_job(const struct shms_worker *w, const shms_job *job, uint64_t *sw) {
+  if (w == NULL || job == NULL)
+    return shms__fail(SHMS_EINVAL, "worker or job is NULL");
+  const struct shms__cls *k = w->k;
+  struct shms__cell *cell = cell_of(w);
+  uint64_t cw = ck_pr_load_64(&cell->word);
+  if (job->lease.cell != w->cell || job->lease.incarnation != w->h->incarnation ||
+      SHMS__CELL_STATE(cw) != SHMS__CELL_LEASED || SHMS__CELL_GEN(cw) != job->lease.generation ||
+      ck_pr_load_64(&cell->token) != job->lease.token || job->ticket.slot >= k->nslots)
+    return shms__fail(SHMS_ELEASE, "the job is not the one this worker runs");
+  struct shms__slot *s = shms__slot_at(k, job->ticket.slot);
+  *sw = ck_pr_load_64(&s->word);
+  if (SHMS__SLOT_STATE(*sw) != SHMS__SLOT_RUNNING || s->seq != job->ticket.seq)
+    return shms__fail(SHMS_ELEASE, "the job is no longer running");
+  return job->ticket.slot;
+}
+
+int shms_worker_cancelled(shms_worker_t *w, const shms_job *job) {
+  uint64_t sw;
+  int64_t i = running_job(w, job, &sw);
+  return i < 0 ? (int)i : (sw & SHMS__SLOT_CANCEL) != 0;
+}
+
+/*
+ * End running job i with status and (len bytes of) result: settle the slot
+ * (waking the client), then free or quarantine the cell.
+ */
+static void finish(struct shms_worker *w, uint32_t i, int status, const void *result, size_t len,
+                   int quarantine) {
+  struct shms *h = w->h;
+  const struct shms__cls *k = w->k;
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t sw = ck_pr_load_64(&s->word);
+  /* Mark the payload as being overwritten: a crash from here on must not run it again. */
+  while (!ck_pr_cas_64_value(&s->word, sw, sw | SHMS__SLOT_WRITING, &sw))
+    ;
+  if (len > 0)
+    memmove(shms__slot_payload(k, i), result, len);
+  s->result_len = (uint32_t)len;
+  s->result_status = status;
+  ck_pr_fence_store(); /* the result is visible before the state says SETTLED */
+  sw |= SHMS__SLOT_WRITING;
+  uint32_t flags;
+  do
+    flags = (uint32_t)sw & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING | SHMS__SLOT_HELP);
+  while (!shms__slot_cas(k, i, &sw, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_SETTLED)));
+  /* A client that left (or died) will never take the result: drop it. */
+  if (sw & SHMS__SLOT_COLLECTED)
+    shms__slot_free(k, i);
+  else if (shms__owner_dead(h, s->owner))
+    shms__slot_collect(k, i);
+  struct shms__cell *cell = cell_of(w);
+  uint64_t cw = ck_pr_load_64(&cell->word);
+  if (quarantine) {
+    shms__cell_quarantine(h, k, w->cell, cw, status);
+    return;
+  }
+  ck_pr_cas_64(&cell->word, cw,
+               SHMS__CELL_WORD(SHMS__CELL_GEN(cw) + 1, h->owner, SHMS__CELL_AVAILABLE));
+  uint64_t fast = shms__fast_add(k, 1, 0);
+  if (SHMS__FAST_QUEUED(fast) != 0)
+    shms__kick(h, k);
+}
+
+int shms_worker_complete(shms_worker_t *w, const shms_job *job, int status, const void *result,
+                         size_t len) {
+  shms__clear_detail();
+  uint64_t sw;
+  int64_t i = running_job(w, job, &sw);
+  if (i < 0)
+    return (int)i;
+  if (len > w->k->cfg->payload)
+    return shms__fail(SHMS_EINVAL,
+                      "class %s: the result is %zu bytes, more than its %u (refused, "
+                      "not truncated)",
+                      shms_class_name(w->k->id), len, w->k->cfg->payload);
+  if (len > 0 && result == NULL)
+    return shms__fail(SHMS_EINVAL, "result is NULL");
+  finish(w, (uint32_t)i, status, result, len, 0);
+  return SHMS_OK;
+}
+
+int shms_worker_quarantine(shms_worker_t *w, const shms_job *job, int reason) {
+  shms__clear_detail();
+  uint64_t sw;
+  int64_t i = running_job(w, job, &sw);
+  if (i < 0)
+    return (int)i;
+  finish(w, (uint32_t)i, reason, NULL, 0, 1);
+  return SHMS_OK;
+}
+
+int shms_worker_close(shms_worker_t *w) {
+  shms__clear_detail();
+  if (w == NULL)
+    return shms__fail(SHMS_EINVAL, "worker is NULL");
+  int rc = shms__handle_check_member(w->h);
+  if (rc == SHMS_OK)
+    shms__workcell_gone(w->h, w->k, w->cell, w->h->owner);
+  free(w);
+  return rc;
+}
