@@ -4,12 +4,7 @@
 #include "../shm/error.h"
 #include "client.h"
 
-int shms_cancel(shms_t *h, const shms_ticket *ticket) {
-  struct shms__cls *k = NULL;
-  uint32_t i = 0;
-  int rc = shms__check_ticket(h, ticket, NULL, NULL, &k, &i);
-  if (rc != SHMS_OK)
-    return rc;
+static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms_ticket *ticket) {
   struct shms__slot *s = shms__slot_at(k, i);
   for (;;) {
     uint64_t w = ck_pr_load_64(&s->word);
@@ -41,4 +36,13 @@ int shms_cancel(shms_t *h, const shms_ticket *ticket) {
                           SHMS_ECANCELLED))
       return 1;
   }
+}
+
+int shms_cancel(shms_t *h, const shms_ticket *ticket) {
+  struct shms__cls *k = NULL;
+  uint32_t i = 0;
+  int rc = shms__check_ticket(h, ticket, NULL, NULL, &k, &i);
+  if (rc != SHMS_OK)
+    return rc;
+  return SHMS__OP(h, k, cancel_op(h, k, i, ticket));
 }

@@ -36,6 +36,24 @@ int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *out, co
                        struct shms__cls **k, uint32_t *slot);
 /* The segment's state (shms_segment_state_t). */
 uint32_t shms__segment_state(const struct shms *h);
+/*
+ * Evaluate expr as one operation on class k (core/quiesce.c): counted as under
+ * way, and started only while the class is not frozen. expr must not sleep.
+ */
+#define SHMS__OP(h, k, expr)                                                                       \
+  ({                                                                                               \
+    shms__op_enter((h), (k));                                                                      \
+    __typeof__(expr) op_result_ = (expr);                                                          \
+    shms__op_leave((h), (k));                                                                      \
+    op_result_;                                                                                    \
+  })
+#define SHMS__OP_VOID(h, k, stmt)                                                                  \
+  do {                                                                                             \
+    shms__op_enter((h), (k));                                                                      \
+    stmt;                                                                                          \
+    shms__op_leave((h), (k));                                                                      \
+  } while (0)
+
 /* How long a waiter sleeps before it checks on the baton's holder. */
 #define SHMS__POLL_NS (200ull * 1000 * 1000)
 

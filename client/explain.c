@@ -55,8 +55,11 @@ int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
   int rc = shms__check_ticket(h, ticket, out, "out", &k, &i);
   if (rc != SHMS_OK)
     return rc;
-  if ((rc = shms__baton_acquire(h, k, BATON_WAIT_NS)) != SHMS_OK)
+  shms__op_enter(h, k);
+  if ((rc = shms__baton_acquire(h, k, BATON_WAIT_NS)) != SHMS_OK) {
+    shms__op_leave(h, k);
     return shms__fail(rc, "the dispatcher stayed busy for a second");
+  }
   const struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = ck_pr_load_64((uint64_t *)&s->word);
   uint32_t st = SHMS__SLOT_STATE(w);
@@ -76,6 +79,7 @@ int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
       explain_queued(h, k, i, w, out);
   }
   shms__baton_done(h, k);
+  shms__op_leave(h, k);
   return rc;
 }
 
@@ -89,8 +93,11 @@ int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max
     return SHMS_EINVAL;
   if (count == NULL || (out == NULL && max > 0))
     return shms__fail(SHMS_EINVAL, "out or count is NULL");
-  if ((rc = shms__baton_acquire(h, k, BATON_WAIT_NS)) != SHMS_OK)
+  shms__op_enter(h, k);
+  if ((rc = shms__baton_acquire(h, k, BATON_WAIT_NS)) != SHMS_OK) {
+    shms__op_leave(h, k);
     return shms__fail(rc, "the dispatcher stayed busy for a second");
+  }
   uint32_t n = 0;
   for (uint32_t i = 0; i < k->ntenants; i++) {
     const struct shms__tenant *t = &k->tenants[i];
@@ -110,6 +117,7 @@ int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max
     n++;
   }
   shms__baton_done(h, k);
+  shms__op_leave(h, k);
   *count = n;
   return SHMS_OK;
 }

@@ -5,7 +5,9 @@
 #include "client.h"
 
 /* The lease's cell and its current word, if the lease is exactly current. */
-static int check_lease(struct shms *h, const shms_lease *lease, struct shms__cls **k, uint64_t *w) {
+/* The class a lease names, if it names a cell of this segment at all. */
+static int lease_class(struct shms *h, const shms_lease *lease, struct shms__cls **k) {
+  shms__clear_detail();
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
     return rc;
@@ -17,22 +19,26 @@ static int check_lease(struct shms *h, const shms_lease *lease, struct shms__cls
       lease->cell >= h->cls[lease->cls].ncells)
     return shms__fail(SHMS_ELEASE, "the lease names no cell of this segment");
   *k = &h->cls[lease->cls];
-  struct shms__cell *cell = &(*k)->cells[lease->cell];
+  return SHMS_OK;
+}
+
+/* The lease's cell word, if the lease is exactly current (read inside the operation). */
+static int check_lease(const struct shms__cls **kp, const shms_lease *lease, uint64_t *w) {
+  const struct shms__cls *k = *kp;
+  struct shms__cell *cell = &k->cells[lease->cell];
   *w = ck_pr_load_64(&cell->word);
   if (SHMS__CELL_STATE(*w) != SHMS__CELL_LEASED || SHMS__CELL_GEN(*w) != lease->generation ||
       ck_pr_load_64(&cell->token) != lease->token)
     return shms__fail(SHMS_ELEASE,
                       "class %s cell %u: the lease is not current (stale, forged, "
                       "or already returned)",
-                      shms_class_name((*k)->id), lease->cell);
+                      shms_class_name(k->id), lease->cell);
   return SHMS_OK;
 }
 
-int shms_release(shms_t *h, const shms_lease *lease) {
-  shms__clear_detail();
-  struct shms__cls *k = NULL;
+static int release_op(struct shms *h, const struct shms__cls *k, const shms_lease *lease) {
   uint64_t w = 0;
-  int rc = check_lease(h, lease, &k, &w);
+  int rc = check_lease(&k, lease, &w);
   if (rc != SHMS_OK)
     return rc;
   struct shms__cell *cell = &k->cells[lease->cell];
@@ -52,17 +58,28 @@ int shms_release(shms_t *h, const shms_lease *lease) {
   return SHMS_OK;
 }
 
-int shms_quarantine(shms_t *h, const shms_lease *lease, int reason) {
-  shms__clear_detail();
+int shms_release(shms_t *h, const shms_lease *lease) {
   struct shms__cls *k = NULL;
+  int rc = lease_class(h, lease, &k);
+  return rc != SHMS_OK ? rc : SHMS__OP(h, k, release_op(h, k, lease));
+}
+
+static int quarantine_op(struct shms *h, const struct shms__cls *k, const shms_lease *lease,
+                         int reason) {
   uint64_t w = 0;
-  int rc = check_lease(h, lease, &k, &w);
+  int rc = check_lease(&k, lease, &w);
   if (rc != SHMS_OK)
     return rc;
   if (!shms__cell_quarantine(h, k, lease->cell, w, reason))
     return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
                       shms_class_name(k->id), lease->cell);
   return SHMS_OK;
+}
+
+int shms_quarantine(shms_t *h, const shms_lease *lease, int reason) {
+  struct shms__cls *k = NULL;
+  int rc = lease_class(h, lease, &k);
+  return rc != SHMS_OK ? rc : SHMS__OP(h, k, quarantine_op(h, k, lease, reason));
 }
 
 /*
@@ -101,14 +118,14 @@ int shms_repair(shms_t *h, shms_class_t c, int cell) {
     if ((uint32_t)cell >= k->ncells)
       return shms__fail(SHMS_EINVAL, "class %s has no cell %d (cells 0..%u)", shms_class_name(c),
                         cell, k->ncells - 1);
-    if (!repair_cell(h, k, (uint32_t)cell))
+    if (!SHMS__OP(h, k, repair_cell(h, k, (uint32_t)cell)))
       return shms__fail(SHMS_EINVAL, "class %s cell %d is not quarantined", shms_class_name(c),
                         cell);
     return 1;
   }
   int repaired = 0;
   for (uint32_t i = 0; i < k->ncells; i++)
-    repaired += repair_cell(h, k, i);
+    repaired += SHMS__OP(h, k, repair_cell(h, k, i));
   return repaired;
 }
 
@@ -124,6 +141,6 @@ int shms_drain(shms_t *h) {
     return shms__fail(SHMS_ESHUTDOWN, "the segment is being destroyed");
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     if (h->cls[c].id >= 0)
-      shms__fail_all(h, &h->cls[c], SHMS_ESHUTDOWN);
+      SHMS__OP_VOID(h, &h->cls[c], shms__fail_all(h, &h->cls[c], SHMS_ESHUTDOWN));
   return SHMS_OK;
 }

@@ -64,8 +64,8 @@ static void recheck_after_publish(struct shms *h, const struct shms__cls *k, uin
     shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
 }
 
-static int refused(const struct shms__cls *k, uint32_t i, int reason) {
-  shms__slot_collect(k, i);
+static int refused(struct shms *h, const struct shms__cls *k, uint32_t i, int reason) {
+  SHMS__OP_VOID(h, k, shms__slot_collect(k, i));
   switch (reason) {
   case SHMS_EDUPACT:
     return shms__fail(reason, "activation id is already live in class %s", shms_class_name(k->id));
@@ -85,8 +85,10 @@ int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   return shms__enqueue_slot(h, k, req, NULL, 0, 0, ticket);
 }
 
-int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
-                       const void *payload, size_t len, unsigned options, shms_ticket *ticket) {
+/* Claim a slot, fill it and publish it as QUEUED: one operation. */
+static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
+                   const void *payload, size_t len, unsigned options, uint32_t *index,
+                   uint64_t *seq_out) {
   int rc;
   uint32_t i = 0;
   uint64_t seq;
@@ -106,6 +108,19 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
   shms__hbm_set(k->sattn, k->nslots, i);
   recheck_after_publish(h, k, i, seq);
   shms__kick(h, k);
+  *index = i;
+  *seq_out = seq;
+  return SHMS_OK;
+}
+
+int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
+                       const void *payload, size_t len, unsigned options, shms_ticket *ticket) {
+  uint32_t i = 0;
+  uint64_t seq = 0;
+  int rc = SHMS__OP(h, k, publish(h, k, req, payload, len, options, &i, &seq));
+  if (rc != SHMS_OK)
+    return rc;
+  struct shms__slot *s = shms__slot_at(k, i);
   /* Return once the dispatcher has indexed the request or refused it. */
   for (;;) {
     uint64_t w = ck_pr_load_64(&s->word);
@@ -116,7 +131,7 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
         st == SHMS__SLOT_RUNNING || (st == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(w) == SHMS_OK))
       break;
     if (st == SHMS__SLOT_SETTLED)
-      return refused(k, i, SHMS__SLOT_REASON(w));
+      return refused(h, k, i, SHMS__SLOT_REASON(w));
     if (w & SHMS__SLOT_HELP)
       shms__help(h, k, i, w);
     else if (shms__sleep_on(h, k, i, w, 0))
@@ -144,8 +159,8 @@ static void make_lease(const struct shms *h, const struct shms__cls *k, uint32_t
  * SHMS_OK with *lease, or a positive value when the slot changed under us
  * (the caller looks again).
  */
-static int accept(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
-                  shms_lease *lease) {
+static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                     shms_lease *lease) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t seq = s->seq;
   int late = s->deadline_ns != 0 && shms__now_ns() >= s->deadline_ns;
@@ -182,7 +197,7 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   }
   uint64_t now = shms__now_ns(), real = shms__real_now_ns();
   if (s->deadline_ns != 0 && now >= s->deadline_ns) {
-    shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
+    SHMS__OP(h, k, shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
     return SHMS_OK;
   }
   if (timeout_ns == 0 || (until_real != 0 && real >= until_real))
@@ -190,7 +205,7 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   if (shms__sleep_on(h, k, i, w, shms__sleep_limit(s, until_real))) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
     shms__baton_check_holder(h, k);
-    shms__reap_unaccepted(h, k);
+    SHMS__OP_VOID(h, k, shms__reap_unaccepted(h, k));
   }
   return SHMS_OK;
 }
@@ -220,11 +235,11 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
       return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
-      shms__slot_collect(k, i);
+      SHMS__OP_VOID(h, k, shms__slot_collect(k, i));
       return shms__fail(reason, "%s", shms_strerror(reason));
     }
     if (st == SHMS__SLOT_GRANTED) {
-      if (accept(h, k, i, w, lease) == SHMS_OK)
+      if (SHMS__OP(h, k, accept_op(h, k, i, w, lease)) == SHMS_OK)
         return SHMS_OK;
       continue;
     }
@@ -234,7 +249,8 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
 }
 
 /* The fast path: a free cell and nobody queued; one CAS on the fast word, one on the cell. */
-static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease) {
+#define take_now(h, k, lease) SHMS__OP((h), (k), take_now_op((h), (k), (lease)))
+static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *lease) {
   if (!shms__fast_reserve(k, 1))
     return SHMS_EWOULDBLOCK;
   uint32_t c = shms__cell_claim(k, h->owner, SHMS__CELL_LEASED), gen;
@@ -266,8 +282,9 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
     return rc;
   if ((rc = shms_wait(h, &t, 0, lease)) != SHMS_ETIMEDOUT)
     return rc;
-  shms__slot_settle(h, k, t.slot, t.seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
-                    SHMS_EWOULDBLOCK);
+  SHMS__OP(h, k,
+           shms__slot_settle(h, k, t.slot, t.seq,
+                             1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED, SHMS_EWOULDBLOCK));
   rc = shms_wait(h, &t, 0, lease);
   return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell within the tenant's limit") : rc;
 }

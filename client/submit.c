@@ -55,7 +55,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
   }
   /* A deadline stops a job from starting, never a job that runs. */
   if (st == SHMS__SLOT_QUEUED && s->deadline_ns != 0 && shms__now_ns() >= s->deadline_ns) {
-    shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
+    SHMS__OP(h, k, shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
     return SHMS_OK;
   }
   if (timeout_ns == 0 || (until_real != 0 && shms__real_now_ns() >= until_real))
@@ -67,7 +67,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
     shms__baton_check_holder(h, k);
     uint32_t c = ck_pr_load_32(&s->cell);
     if (st != SHMS__SLOT_QUEUED && c < k->ncells)
-      shms__workcell_check(h, k, c);
+      SHMS__OP_VOID(h, k, shms__workcell_check(h, k, c));
   }
   return SHMS_OK;
 }
@@ -96,8 +96,8 @@ int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, 
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       if (reason == SHMS_OK)
-        return deliver(k, i, buf, cap, out);
-      shms__slot_collect(k, i);
+        return SHMS__OP(h, k, deliver(k, i, buf, cap, out));
+      SHMS__OP_VOID(h, k, shms__slot_collect(k, i));
       return shms__fail(reason, "the job ended: %s", shms_strerror(reason));
     }
     if ((rc = wait_pending(h, k, i, w, until_real, timeout_ns)) != SHMS_OK)

@@ -175,8 +175,12 @@ static void run(struct shms *h, const struct shms__cls *k) {
 
 void shms__kick(struct shms *h, const struct shms__cls *k) {
   ck_pr_fence_memory(); /* our published change is visible before we look at the baton */
+  if (ck_pr_load_64(&k->ctl->baton) != 0)
+    return; /* its holder re-checks before letting go */
+  shms__op_enter(h, k);
   if (baton_try(h, k))
     run(h, k);
+  shms__op_leave(h, k);
 }
 
 static int holder_dead(const struct shms *h, uint64_t baton) {
@@ -192,10 +196,12 @@ void shms__baton_check_holder(struct shms *h, const struct shms__cls *k) {
   if (b == baton_value(h) || !holder_dead(h, b))
     return;
   /* Its holder died mid-pass and may have torn the index: rebuild it from the slots. */
+  shms__op_enter(h, k);
   if (ck_pr_cas_64(&k->ctl->baton, b, baton_value(h))) {
     shms__index_rebuild(k);
     run(h, k);
   }
+  shms__op_leave(h, k);
 }
 
 int shms__baton_acquire(struct shms *h, const struct shms__cls *k, uint64_t timeout_ns) {

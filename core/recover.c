@@ -86,6 +86,7 @@ void shms__recover_owner(struct shms *h, uint32_t owner) {
     const struct shms__cls *k = &h->cls[c];
     if (k->id < 0)
       continue;
+    shms__op_enter(h, k);
     settle_requests(h, k, owner);
     if (k->cfg->mode == SHMS_MODE_WORKER) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
@@ -95,5 +96,6 @@ void shms__recover_owner(struct shms *h, uint32_t owner) {
     } else {
       dispose_leases(h, k, owner);
     }
+    shms__op_leave(h, k);
   }
 }

@@ -14,7 +14,28 @@
 
 /* ---- The fast word: free cells (low 32) | queued requests (high 32) ---- */
 #define SHMS__FAST_FREE(w)   ((uint32_t)(w))
-#define SHMS__FAST_QUEUED(w) ((uint32_t)((w) >> 32))
+#define SHMS__FAST_QUEUED(w) ((uint32_t)((w) >> 32) & 0x7fffffffu)
+/* Set while a recovery holds the class still: operations wait at their start (core/quiesce.c). */
+#define SHMS__FAST_FROZEN (1ull << 63)
+
+/* ---- Operations and quiescence (core/quiesce.c) ---- */
+
+/*
+ * Bracket every operation that changes a class: between enter and leave the
+ * process counts as "under way" in its process entry, which recovery waits
+ * out after freezing the class. enter waits while the class is frozen.
+ * Nested brackets on one thread are free. Never sleep inside a bracket.
+ */
+void shms__op_enter(struct shms *h, const struct shms__cls *k);
+void shms__op_leave(struct shms *h, const struct shms__cls *k);
+/*
+ * Freeze class k (waiting out a live freezer, taking over a dead one) and
+ * wait until no live process has an operation under way on it: from then on
+ * the caller alone changes the class, until shms__unfreeze.
+ */
+void shms__freeze(struct shms *h, const struct shms__cls *k);
+/* Store the recomputed fast word (without FROZEN): operations resume. */
+void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
 
 /* Add dfree and dqueued to the fast word atomically; returns the new word. */
 uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueued);
@@ -128,6 +149,10 @@ int shms__owner_dead(const struct shms *h, uint32_t owner);
  * polling waiters, so a dead waiter never wedges a class, supervisor or not).
  */
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k);
+
+/* Recover class k: freeze, settle what the dead left, recompute, unfreeze (core/repair.c). */
+int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_recovery *r);
+void shms__recover_class(struct shms *h, const struct shms__cls *k);
 
 /* ---- The index (under the baton) ---- */
 

@@ -465,6 +465,40 @@ SHMS_EXTERN int shms_worker_quarantine(shms_worker_t *w, const shms_job *job, in
  */
 SHMS_EXTERN int shms_worker_close(shms_worker_t *w);
 
+/* ---- Recovery and audit ------------------------------------------------- */
+
+/* What one recovery found and did. */
+typedef struct {
+  uint32_t dead_processes;      /* process entries of dead processes, recovered and freed */
+  uint32_t requests_owner_lost; /* queued or granted requests of dead owners, ended owner-lost */
+  uint32_t grants_returned;     /* unaccepted grants whose cells came back */
+  uint32_t leases_released;     /* leases of dead holders, released (on-holder-death=release) */
+  uint32_t leases_quarantined;  /* leases of dead holders, quarantined */
+  uint32_t jobs_requeued;       /* jobs of dead workers, queued once more */
+  uint32_t jobs_lost;           /* jobs of dead workers, ended worker-lost */
+  uint32_t workers_unbound;     /* cells of dead idle workers, now offline */
+  uint32_t slots_freed;         /* slots torn mid-enqueue or holding outcomes nobody will take */
+  uint32_t batons_recovered;    /* dispatcher batons held by dead processes */
+  uint32_t counts_fixed;        /* counts found off and recomputed */
+} shms_recovery;
+
+/*
+ * Recover everything dead processes left behind, in every class: the class is
+ * briefly held still (operations wait at their start), then its state words
+ * are settled and every count and index recomputed from them. What the
+ * supervisor does at each death, and `shmsched check --repair` once.
+ */
+SHMS_EXTERN int shms_recover(shms_t *h, shms_recovery *out);
+
+/*
+ * Audit every invariant (cell conservation, each request in one state,
+ * indexes and counts consistent with the state words, no leftovers of dead
+ * processes), holding each class still while it is read. Writes one line per
+ * violation into report (cap bytes, NUL-terminated) and their number into
+ * *violations. Returns SHMS_OK whether or not it found violations.
+ */
+SHMS_EXTERN int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations);
+
 /* ---- Testing ------------------------------------------------------------ */
 
 /* A monotonic clock in nanoseconds; ctx is what was passed to shms_set_clock. */

@@ -91,6 +91,7 @@ struct shms__class_ctl {
   uint32_t quarantined;               /* cells quarantined */
   /* Line 5, read-mostly. */
   uint64_t token_limit SHMS__ALIGNED; /* a token at or past this is exhausted (tests lower it) */
+  uint32_t freezer; /* owner id of the process that froze the class (fast word's FROZEN bit) */
   uint8_t reserved3[2 * SHMS__LINE] SHMS__ALIGNED;
 };
 
@@ -170,7 +171,8 @@ struct shms__proc {
   uint32_t role;
   uint64_t start_time; /* /proc/PID/stat starttime, ticks since boot */
   uint64_t attached_unix_ns;
-  uint8_t reserved[32]; /* the crash-recovery journal (issue 5) goes here */
+  uint32_t ops[SHMS_CLASS_COUNT]; /* operations this process has under way, per class (atomic) */
+  uint8_t reserved[12];
 } SHMS__ALIGNED;
 
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };

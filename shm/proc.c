@@ -82,6 +82,8 @@ static void claim(char *base, uint32_t index, uint32_t role) {
   ck_pr_store_64(&p->start_time, shms__proc_start_time(getpid()));
   ck_pr_store_64(&p->attached_unix_ns, realtime_ns());
   ck_pr_store_32(&p->role, role);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    ck_pr_store_32(&p->ops[c], 0); /* a dead predecessor's operations are not ours */
   /* Identity fields must be visible before the entry reads as LIVE. */
   ck_pr_fence_store();
   ck_pr_store_32(&p->state, SHMS__PROC_LIVE);
@@ -115,6 +117,18 @@ void shms__proc_unregister(char *base, int fd, uint32_t index) {
   ck_pr_store_32(&p->state, SHMS__PROC_FREE);
   /* Only after the entry reads FREE may another process claim it. */
   lock_byte(fd, lock_offset(base, index), F_UNLCK);
+}
+
+int shms__proc_reap(char *base, int fd, uint32_t index) {
+  struct shms__proc *p = entry(base, index);
+  if (ck_pr_load_32(&p->state) == SHMS__PROC_FREE)
+    return 0;
+  if (lock_byte(fd, lock_offset(base, index), F_WRLCK) != 0)
+    return 0; /* alive, or being claimed right now */
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    ck_pr_store_32(&p->ops[c], 0);
+  shms__proc_unregister(base, fd, index);
+  return 1;
 }
 
 uint32_t shms__proc_count_live(const char *base, int fd, uint32_t self, pid_t *pids, uint32_t max) {

@@ -38,6 +38,12 @@ void shms__proc_unregister(char *base, int fd, uint32_t index);
  */
 int shms__proc_alive(const char *base, int fd, uint32_t index, uint32_t self);
 
+/*
+ * Free entry index if its owner is dead: take its lock (so nobody claims it
+ * meanwhile), mark it FREE, let go. 1 if freed.
+ */
+int shms__proc_reap(char *base, int fd, uint32_t index);
+
 /* Count live registered processes; if pids is not NULL, store up to max of their pids. */
 uint32_t shms__proc_count_live(const char *base, int fd, uint32_t self, pid_t *pids, uint32_t max);
 

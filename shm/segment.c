@@ -273,6 +273,7 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
         SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)h->self * sizeof(struct shms__proc),
                  struct shms__proc);
     h->owner = SHMS__OWNER(h->self, ck_pr_load_32((uint32_t *)&p->gen));
+    h->ops = (uint32_t *)p->ops;
   }
   return SHMS_OK;
 }

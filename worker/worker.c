@@ -35,7 +35,7 @@ int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out) {
   if (w == NULL)
     return shms__fail(SHMS_ENOMEM, "cannot allocate a worker");
   *w = (struct shms_worker){.h = h, .k = k};
-  if (shms__workcell_bind(h, k, h->owner, &w->cell) != SHMS_OK) {
+  if (SHMS__OP(h, k, shms__workcell_bind(h, k, h->owner, &w->cell)) != SHMS_OK) {
     free(w);
     return shms__fail(SHMS_EBUSY,
                       "class %s: all %u cells already have a worker (or are "
@@ -142,7 +142,7 @@ int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
       return rc;
     if (SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED) {
       uint32_t slot = ck_pr_load_32(&cell_of(w)->slot);
-      if (slot >= 1 && slot <= w->k->nslots && start(w, slot - 1, job))
+      if (slot >= 1 && slot <= w->k->nslots && SHMS__OP(w->h, w->k, start(w, slot - 1, job)))
         return SHMS_OK;
       continue;
     }
@@ -234,7 +234,7 @@ int shms_worker_complete(shms_worker_t *w, const shms_job *job, int status, cons
                       shms_class_name(w->k->id), len, w->k->cfg->payload);
   if (len > 0 && result == NULL)
     return shms__fail(SHMS_EINVAL, "result is NULL");
-  finish(w, (uint32_t)i, status, result, len, 0);
+  SHMS__OP_VOID(w->h, w->k, finish(w, (uint32_t)i, status, result, len, 0));
   return SHMS_OK;
 }
 
@@ -244,7 +244,7 @@ int shms_worker_quarantine(shms_worker_t *w, const shms_job *job, int reason) {
   int64_t i = running_job(w, job, &sw);
   if (i < 0)
     return (int)i;
-  finish(w, (uint32_t)i, reason, NULL, 0, 1);
+  SHMS__OP_VOID(w->h, w->k, finish(w, (uint32_t)i, reason, NULL, 0, 1));
   return SHMS_OK;
 }
 
@@ -254,7 +254,7 @@ int shms_worker_close(shms_worker_t *w) {
     return shms__fail(SHMS_EINVAL, "worker is NULL");
   int rc = shms__handle_check_member(w->h);
   if (rc == SHMS_OK)
-    shms__workcell_gone(w->h, w->k, w->cell, w->h->owner);
+    SHMS__OP_VOID(w->h, w->k, shms__workcell_gone(w->h, w->k, w->cell, w->h->owner));
   free(w);
   return rc;
 }

@@ -1,0 +1,186 @@
+/*
+ * shms_check: audit every invariant of every class, holding each class still
+ * (frozen and quiescent) while it is read, so that what is reported is a
+ * violation, never a transition caught half way.
+ */
+#include <ck_pr.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../shm/error.h"
+#include "../shm/proc.h"
+#include "hbm.h"
+#include "sched.h"
+#include "tenant.h"
+
+struct audit {
+  struct shms *h;
+  const struct shms__cls *k;
+  char *out;
+  size_t cap, len;
+  uint32_t violations;
+};
+
+static void violation(struct audit *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void violation(struct audit *a, const char *fmt, ...) {
+  a->violations++;
+  if (a->len + 1 >= a->cap)
+    return;
+  int n = snprintf(a->out + a->len, a->cap - a->len, "class %s: ", shms_class_name(a->k->id));
+  if (n > 0 && (size_t)n < a->cap - a->len) {
+    a->len += (size_t)n;
+    va_list ap;
+    va_start(ap, fmt);
+    n = vsnprintf(a->out + a->len, a->cap - a->len, fmt,
+                  ap); // NOLINT(clang-analyzer-valist.Uninitialized)
+    va_end(ap);
+    if (n > 0)
+      a->len += (size_t)n < a->cap - a->len ? (size_t)n : a->cap - a->len - 1;
+  }
+  if (a->len + 1 < a->cap) {
+    a->out[a->len++] = '\n';
+    a->out[a->len] = '\0';
+  }
+}
+
+static int alive(struct audit *a, uint32_t owner) { return !shms__owner_dead(a->h, owner); }
+
+static void audit_cells(struct audit *a, uint32_t *available, uint32_t *quarantined) {
+  const struct shms__cls *k = a->k;
+  *available = *quarantined = 0;
+  for (uint32_t c = 0; c < k->ncells; c++) {
+    const struct shms__cell *cell = &k->cells[c];
+    uint64_t w = ck_pr_load_64((uint64_t *)&cell->word);
+    uint32_t st = SHMS__CELL_STATE(w), ref = cell->slot;
+    int worker = k->cfg->mode == SHMS_MODE_WORKER;
+    *available += st == SHMS__CELL_AVAILABLE;
+    *quarantined += st == SHMS__CELL_QUARANTINED;
+    if (st < SHMS__CELL_AVAILABLE || st > SHMS__CELL_OFFLINE)
+      violation(a, "cell %u: state %u is not a cell state", c, st);
+    else if (st == SHMS__CELL_OFFLINE && !worker)
+      violation(a, "cell %u: offline in a lease class", c);
+    if (st == SHMS__CELL_GRANTED) {
+      const struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
+      if (s == NULL || SHMS__SLOT_STATE(s->word) != SHMS__SLOT_GRANTED || s->cell != c)
+        violation(a, "cell %u: granted to slot %u, which is not granted this cell", c, ref);
+    }
+    if (st == SHMS__CELL_LEASED && !alive(a, worker ? cell->worker : SHMS__CELL_OWNER(w)))
+      violation(a, "cell %u: leased to a dead process (needs recovery)", c);
+    if (worker && (st == SHMS__CELL_AVAILABLE || st == SHMS__CELL_GRANTED) &&
+        !alive(a, cell->worker))
+      violation(a, "cell %u: bound to a dead worker (needs recovery)", c);
+  }
+}
+
+static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
+  const struct shms__cls *k = a->k;
+  *queued = *used = 0;
+  for (uint32_t i = 0; i < k->nslots; i++) {
+    const struct shms__slot *s = shms__slot_at(k, i);
+    uint64_t w = ck_pr_load_64((uint64_t *)&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    int free_bit = shms__hbm_test(k->sfree, k->nslots, i);
+    if (st > SHMS__SLOT_RUNNING)
+      violation(a, "slot %u: state %u is not a slot state", i, st);
+    if (st == SHMS__SLOT_FREE) {
+      if (!free_bit)
+        violation(a, "slot %u: free but missing from the free-slot map (lost)", i);
+      continue;
+    }
+    (*used)++;
+    if (free_bit)
+      violation(a, "slot %u: in use (state %u) but marked free", i, st);
+    if (st == SHMS__SLOT_CLAIMED)
+      violation(a, "slot %u: claimed by an enqueue that never finished (needs recovery)", i);
+    if (st == SHMS__SLOT_QUEUED) {
+      (*queued)++;
+      if (!(w & SHMS__SLOT_INDEXED) && !shms__hbm_test(k->sattn, k->nslots, i))
+        violation(a, "slot %u: queued but neither indexed nor awaiting the dispatcher", i);
+    }
+    if ((w & SHMS__SLOT_INDEXED) && st != SHMS__SLOT_QUEUED && st != SHMS__SLOT_SETTLED)
+      violation(a, "slot %u: indexed in state %u", i, st);
+    if ((st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED) && !alive(a, s->owner))
+      violation(a, "slot %u: waiting for a dead owner (needs recovery)", i);
+  }
+}
+
+/* Tenant records, the ring and their counts against the indexed slots. */
+static void audit_tenants(struct audit *a) {
+  const struct shms__cls *k = a->k;
+  uint32_t in_ring = 0, with_work = 0;
+  for (uint32_t t = 0; t < k->ntenants; t++) {
+    const struct shms__tenant *r = &k->tenants[t];
+    if (!(r->flags & SHMS__TENANT_INUSE))
+      continue;
+    uint32_t n = 0, steps = 0;
+    for (uint32_t x = r->age_head; x >= 1 && x <= k->nslots && steps++ < k->nslots;
+         x = shms__slot_at(k, x - 1)->age_next)
+      n++;
+    if (n != r->queued)
+      violation(a, "tenant '%.31s': %u requests in its list, its count says %u", r->name, n,
+                r->queued);
+    with_work += r->queued > 0;
+    int belongs = r->queued > 0 && !shms__tenant_at_limit(k, t + 1);
+    if (belongs != ((r->flags & SHMS__TENANT_INRING) != 0))
+      violation(a, "tenant '%.31s': %s the ring but has %u queued", r->name,
+                belongs ? "missing from" : "in", r->queued);
+    in_ring += (r->flags & SHMS__TENANT_INRING) != 0;
+    uint32_t counted = 0;
+    for (uint32_t c = 0; c < k->ncells; c++) {
+      uint32_t st = SHMS__CELL_STATE(k->cells[c].word);
+      counted +=
+          (st == SHMS__CELL_LEASED || st == SHMS__CELL_GRANTED) && k->cells[c].tenant == t + 1;
+    }
+    if (counted != r->active)
+      violation(a, "tenant '%.31s': %u leases counted, %u held", r->name, r->active, counted);
+  }
+  if (in_ring != k->ctl->ring_len)
+    violation(a, "ring: %u tenants in it, its length says %u", in_ring, k->ctl->ring_len);
+  if (with_work != k->ctl->tenants_queued)
+    violation(a, "%u tenants have queued work, the count says %u", with_work,
+              k->ctl->tenants_queued);
+}
+
+static void audit_class(struct audit *a) {
+  const struct shms__cls *k = a->k;
+  uint32_t available, quarantined, queued, used;
+  audit_cells(a, &available, &quarantined);
+  audit_slots(a, &queued, &used);
+  audit_tenants(a);
+  uint64_t fast = ck_pr_load_64(&k->ctl->fast);
+  if (SHMS__FAST_FREE(fast) != available)
+    violation(a, "free count %u, but %u cells are available", SHMS__FAST_FREE(fast), available);
+  if (SHMS__FAST_QUEUED(fast) != queued)
+    violation(a, "queued count %u, but %u requests are queued", SHMS__FAST_QUEUED(fast), queued);
+  if (ck_pr_load_32(&k->ctl->used) != used)
+    violation(a, "used count %u, but %u slots are in use", k->ctl->used, used);
+  if (ck_pr_load_32(&k->ctl->quarantined) != quarantined)
+    violation(a, "quarantined count %u, but %u cells are quarantined", k->ctl->quarantined,
+              quarantined);
+  uint64_t baton = ck_pr_load_64(&k->ctl->baton);
+  if (baton != 0)
+    violation(a, "the dispatcher baton is held while the class stands still (holder %s)",
+              alive(a, (uint32_t)baton) ? "alive" : "dead: needs recovery");
+}
+
+int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (report == NULL || cap == 0 || violations == NULL)
+    return shms__fail(SHMS_EINVAL, "report or violations is NULL");
+  struct audit a = {.h = h, .out = report, .cap = cap};
+  report[0] = '\0';
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    if (h->cls[c].id < 0)
+      continue;
+    a.k = &h->cls[c];
+    shms__freeze(h, a.k);
+    audit_class(&a);
+    shms__unfreeze(a.k, ck_pr_load_64(&a.k->ctl->fast)); /* exactly as it was */
+  }
+  *violations = a.violations;
+  return SHMS_OK;
+}

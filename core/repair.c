@@ -1,0 +1,319 @@
+/*
+ * Recovery of a class (docs/protocol.md, "Recovery"): with the class frozen
+ * and quiescent (core/quiesce.c), settle whatever dead processes left half
+ * done in the state words, then recompute every index and count from those
+ * words. Idempotent: running it twice, or finishing a dead recoverer's run,
+ * changes nothing more.
+ */
+#include <ck_pr.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../shm/futex.h"
+#include "../shm/proc.h"
+#include "hbm.h"
+#include "sched.h"
+#include "tenant.h"
+
+#define FLAGS(w) ((uint32_t)(w)&0xff0u)
+
+/* Liveness of owner ids, asked of the kernel once per process entry. */
+struct alive_cache {
+  struct shms *h;
+  int8_t *known; /* -1 unknown, 0 dead, 1 alive; per entry */
+};
+
+static int dead(struct alive_cache *a, uint32_t owner) {
+  uint32_t i = SHMS__OWNER_INDEX(owner);
+  const struct shms__header *hdr = a->h->hdr;
+  if (i >= hdr->procs_count)
+    return 1;
+  const struct shms__proc *p =
+      SHMS__AT(a->h->base, hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc),
+               const struct shms__proc);
+  if ((ck_pr_load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+    return 1;
+  if (a->known[i] < 0)
+    a->known[i] = (int8_t)(shms__owner_dead(a->h, owner) ? 0 : 1);
+  return a->known[i] == 0;
+}
+
+/* Set slot i's state word (same occupant), waking a waiter that sleeps on it. */
+static void set_slot(const struct shms__cls *k, uint32_t i, uint32_t state, int reason,
+                     uint32_t add, uint32_t clear) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word), n;
+  do {
+    uint32_t flags = (FLAGS(w) | add) & ~(clear | SHMS__SLOT_SLEEPING);
+    n = SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), reason, flags, state);
+  } while (!shms__slot_cas(k, i, &w, n));
+}
+
+static void set_cell(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t owner,
+                     uint32_t state) {
+  ck_pr_store_64(&k->cells[c].word, SHMS__CELL_WORD(gen, owner, state));
+}
+
+static uint32_t idle_owner(const struct shms__cls *k, uint32_t c) {
+  return k->cfg->mode == SHMS_MODE_WORKER ? ck_pr_load_32(&k->cells[c].worker) : 0;
+}
+
+/* A job that was running on a worker that is gone: once more if asked, else worker-lost. */
+static void lose_job(const struct shms__cls *k, uint32_t i, shms_recovery *r) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  if ((s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
+      !(w & (SHMS__SLOT_WRITING | SHMS__SLOT_COLLECTED))) {
+    s->options |= SHMS__OPT_RETRIED;
+    set_slot(k, i, SHMS__SLOT_QUEUED, 0, 0, SHMS__SLOT_WRITING);
+    r->jobs_requeued++;
+  } else {
+    set_slot(k, i, SHMS__SLOT_SETTLED, SHMS_EWORKERLOST, 0, SHMS__SLOT_WRITING);
+    r->jobs_lost++;
+  }
+}
+
+/* A lease whose holder is gone: released or quarantined by the class's policy. */
+static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, shms_recovery *r) {
+  if (k->cfg->on_holder_death == SHMS_ON_DEATH_RELEASE) {
+    set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE);
+    r->leases_released++;
+  } else {
+    set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
+    ck_pr_store_32(&k->cells[c].reason, (uint32_t)SHMS_EOWNERLOST);
+    r->leases_quarantined++;
+  }
+}
+
+static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, struct alive_cache *a,
+                           shms_recovery *r) {
+  uint32_t ref = ck_pr_load_32(&k->cells[c].slot);
+  struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
+  uint64_t sw = s ? ck_pr_load_64(&s->word) : 0;
+  int bound = s != NULL && s->cell == c;
+  if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {
+    /* Accepted, then its acceptor died before taking the cell: the lease was exposed. */
+    dispose(k, c, SHMS__CELL_WORD(SHMS__CELL_GEN(w), s->owner, SHMS__CELL_LEASED), r);
+    return;
+  }
+  if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_GRANTED) {
+    if (k->cfg->mode == SHMS_MODE_WORKER && dead(a, ck_pr_load_32(&k->cells[c].worker))) {
+      set_slot(k, ref - 1, SHMS__SLOT_QUEUED, 0, 0, 0); /* never ran: back to the queue */
+      set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE);
+      ck_pr_store_32(&k->cells[c].worker, 0);
+      r->workers_unbound++;
+      return;
+    }
+    if (!dead(a, s->owner))
+      return; /* a grant waiting for a live waiter: nothing to do */
+    set_slot(k, ref - 1, SHMS__SLOT_SETTLED, SHMS_EOWNERLOST, SHMS__SLOT_COLLECTED, 0);
+    r->requests_owner_lost++;
+  }
+  /* Not (or no longer) bound to a live grant: never exposed, so simply free again. */
+  set_cell(k, c, SHMS__CELL_GEN(w), idle_owner(k, c), SHMS__CELL_AVAILABLE);
+  r->grants_returned++;
+}
+
+static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cache *a,
+                        shms_recovery *r) {
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t w = ck_pr_load_64(&cell->word);
+  int worker = k->cfg->mode == SHMS_MODE_WORKER;
+  switch (SHMS__CELL_STATE(w)) {
+  case SHMS__CELL_GRANTED:
+    repair_granted(k, c, w, a, r);
+    return;
+  case SHMS__CELL_LEASED: {
+    uint32_t holder = worker ? ck_pr_load_32(&cell->worker) : SHMS__CELL_OWNER(w);
+    if (!dead(a, holder))
+      return;
+    if (!worker) {
+      dispose(k, c, w, r);
+      return;
+    }
+    uint32_t ref = ck_pr_load_32(&cell->slot);
+    if (ref >= 1 && ref <= k->nslots &&
+        SHMS__SLOT_STATE(ck_pr_load_64(&shms__slot_at(k, ref - 1)->word)) == SHMS__SLOT_RUNNING)
+      lose_job(k, ref - 1, r);
+    set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
+    ck_pr_store_32(&cell->reason, (uint32_t)SHMS_EWORKERLOST);
+    return;
+  }
+  case SHMS__CELL_AVAILABLE:
+    if (worker && dead(a, ck_pr_load_32(&cell->worker))) {
+      set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE);
+      ck_pr_store_32(&cell->worker, 0);
+      r->workers_unbound++;
+    }
+    return;
+  default:
+    return;
+  }
+}
+
+/* Is running job i still on a leased cell bound to it? */
+static int running_on_cell(const struct shms__cls *k, const struct shms__slot *s, uint32_t i) {
+  if (s->cell >= k->ncells)
+    return 0;
+  const struct shms__cell *cell = &k->cells[s->cell];
+  return SHMS__CELL_STATE(ck_pr_load_64((uint64_t *)&cell->word)) == SHMS__CELL_LEASED &&
+         ck_pr_load_32((uint32_t *)&cell->slot) == i + 1;
+}
+
+static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cache *a,
+                        shms_recovery *r) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = ck_pr_load_64(&s->word);
+  int gone = dead(a, s->owner);
+  switch (SHMS__SLOT_STATE(w)) {
+  case SHMS__SLOT_CLAIMED: /* torn enqueue: after quiescence its owner must be dead */
+    set_slot(k, i, SHMS__SLOT_SETTLED, SHMS_EOWNERLOST, SHMS__SLOT_COLLECTED, 0);
+    r->slots_freed++;
+    return;
+  case SHMS__SLOT_QUEUED:
+    if (gone) {
+      set_slot(k, i, SHMS__SLOT_SETTLED, SHMS_EOWNERLOST, SHMS__SLOT_COLLECTED, 0);
+      r->requests_owner_lost++;
+    }
+    return;
+  case SHMS__SLOT_GRANTED: { /* cells came first: a grant still bound is a live one */
+    const struct shms__cell *cell = s->cell < k->ncells ? &k->cells[s->cell] : NULL;
+    if (cell == NULL ||
+        SHMS__CELL_STATE(ck_pr_load_64((uint64_t *)&cell->word)) != SHMS__CELL_GRANTED ||
+        ck_pr_load_32((uint32_t *)&cell->slot) != i + 1)
+      set_slot(k, i, SHMS__SLOT_QUEUED, 0, 0, 0);
+    return;
+  }
+  case SHMS__SLOT_RUNNING:
+    if (!running_on_cell(k, s, i))
+      lose_job(k, i, r);
+    else if (gone && !(w & SHMS__SLOT_COLLECTED))
+      set_slot(k, i, SHMS__SLOT_RUNNING, 0, SHMS__SLOT_COLLECTED, 0); /* drop its result */
+    return;
+  case SHMS__SLOT_SETTLED:
+    if (gone && !(w & SHMS__SLOT_COLLECTED)) {
+      set_slot(k, i, SHMS__SLOT_SETTLED, SHMS__SLOT_REASON(w), SHMS__SLOT_COLLECTED, 0);
+      r->slots_freed++;
+    }
+    return;
+  default:
+    return;
+  }
+}
+
+static void clear_words(uint64_t *w, uint32_t n) {
+  memset(w, 0, (size_t)shms__hbm_words(n) * sizeof(uint64_t));
+}
+
+/* Tenant records: keep those counted by live leases (same index: cells refer to it), with the
+ * count recomputed from the cells; reset every other index structure. */
+static void rebuild_tenants(const struct shms__cls *k) {
+  for (uint32_t t = 0; t < k->ntenants; t++)
+    k->tenants[t].active = 0;
+  for (uint32_t c = 0; c < k->ncells; c++) {
+    struct shms__cell *cell = &k->cells[c];
+    uint32_t st = SHMS__CELL_STATE(ck_pr_load_64(&cell->word)), ref = cell->tenant;
+    if ((st == SHMS__CELL_LEASED || st == SHMS__CELL_GRANTED) && ref >= 1 && ref <= k->ntenants &&
+        (k->tenants[ref - 1].flags & SHMS__TENANT_INUSE))
+      k->tenants[ref - 1].active++;
+    else
+      cell->tenant = 0;
+  }
+  shms__tenant_reset(k);
+  for (uint32_t b = 0; b < k->nab; b++)
+    k->abuckets[b] = 0;
+}
+
+/* Every slot's flags and bitmaps from its state; returns (queued, used). */
+static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t *used) {
+  clear_words(k->sfree, k->nslots);
+  clear_words(k->sattn, k->nslots);
+  clear_words(k->tattn, k->ntenants);
+  *queued = *used = 0;
+  for (uint32_t i = 0; i < k->nslots; i++) {
+    struct shms__slot *s = shms__slot_at(k, i);
+    uint64_t w = ck_pr_load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED))
+      st = SHMS__SLOT_FREE; /* nobody needs it any more */
+    if (st == SHMS__SLOT_FREE) {
+      ck_pr_store_64(&s->word, SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), 0, 0, SHMS__SLOT_FREE));
+      shms__hbm_set(k->sfree, k->nslots, i);
+      continue;
+    }
+    (*used)++;
+    s->tenant = 0;
+    set_slot(k, i, st, SHMS__SLOT_REASON(w), 0, SHMS__SLOT_INDEXED | SHMS__SLOT_HELP);
+    if (st == SHMS__SLOT_QUEUED) { /* to be indexed again by the next pass */
+      (*queued)++;
+      shms__hbm_set(k->sattn, k->nslots, i);
+    }
+  }
+}
+
+/* Counts from the cells: (available, quarantined). */
+static void count_cells(const struct shms__cls *k, uint32_t *available, uint32_t *quarantined) {
+  *available = *quarantined = 0;
+  for (uint32_t c = 0; c < k->ncells; c++) {
+    uint32_t st = SHMS__CELL_STATE(ck_pr_load_64(&k->cells[c].word));
+    *available += st == SHMS__CELL_AVAILABLE;
+    *quarantined += st == SHMS__CELL_QUARANTINED;
+  }
+}
+
+static void recover_frozen(struct shms *h, const struct shms__cls *k, int8_t *known,
+                           shms_recovery *r) {
+  struct alive_cache a = {.h = h, .known = known};
+  for (uint32_t c = 0; c < k->ncells; c++)
+    repair_cell(k, c, &a, r);
+  for (uint32_t i = 0; i < k->nslots; i++)
+    repair_slot(k, i, &a, r);
+  uint64_t baton = ck_pr_load_64(&k->ctl->baton);
+  if (baton != 0) { /* quiescent: only a dead holder can still hold it */
+    ck_pr_store_64(&k->ctl->baton, 0);
+    r->batons_recovered++;
+  }
+  rebuild_tenants(k);
+  uint32_t queued, used, available, quarantined;
+  rebuild_slots(k, &queued, &used);
+  count_cells(k, &available, &quarantined);
+  uint64_t old = ck_pr_load_64(&k->ctl->fast);
+  r->counts_fixed += (SHMS__FAST_FREE(old) != available) + (SHMS__FAST_QUEUED(old) != queued) +
+                     (ck_pr_load_32(&k->ctl->used) != used) +
+                     (ck_pr_load_32(&k->ctl->quarantined) != quarantined);
+  ck_pr_store_32(&k->ctl->used, used);
+  ck_pr_store_32(&k->ctl->quarantined, quarantined);
+  shms__unfreeze(k, ((uint64_t)queued << 32) | available);
+}
+
+static int8_t *new_cache(const struct shms *h) {
+  int8_t *known = malloc(h->hdr->procs_count);
+  if (known != NULL)
+    memset(known, -1, h->hdr->procs_count);
+  return known;
+}
+
+int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_recovery *r) {
+  int8_t *known = new_cache(h);
+  if (known == NULL)
+    return SHMS_ENOMEM;
+  shms__freeze(h, k);
+  recover_frozen(h, k, known, r);
+  free(known);
+  /* Queued work may be grantable now: dispatch once, as anyone would after a change. */
+  shms__op_enter(h, k);
+  shms__kick(h, k);
+  shms__op_leave(h, k);
+  if (ck_pr_load_32(&k->ctl->quarantined) >= k->ncells) {
+    shms__op_enter(h, k);
+    shms__check_all_quarantined(h, k);
+    shms__op_leave(h, k);
+  }
+  return SHMS_OK;
+}
+
+void shms__recover_class(struct shms *h, const struct shms__cls *k) {
+  shms_recovery r;
+  memset(&r, 0, sizeof r);
+  shms__recover_class_into(h, k, &r);
+}
