@@ -48,10 +48,13 @@ static int release_op(struct shms *h, const struct shms__cls *k, const shms_leas
   if (!ck_pr_cas_64(&cell->word, w, free_word))
     return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
                       shms_class_name(k->id), lease->cell);
+  SHMS__STEP();
   if (tenant != 0)
     shms__tenant_lease_ended(k, tenant);
   ck_pr_store_32(&k->ctl->cell_hint, lease->cell);
+  SHMS__STEP();
   uint64_t fast = shms__fast_add(k, 1, 0);
+  SHMS__STEP();
   /* Wake the dispatcher only when someone waits: the uncontended release makes no system call. */
   if (SHMS__FAST_QUEUED(fast) != 0 || tenant != 0)
     shms__kick(h, k);

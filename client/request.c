@@ -98,14 +98,19 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
                       k->nslots);
   }
   struct shms__slot *s = shms__slot_at(k, i);
+  SHMS__STEP();
   fill(h, s, req, len, options);
   if (len > 0)
     memcpy(shms__slot_payload(k, i), payload, len); /* the one copy in */
   /* Count it queued before it can be granted: a grant takes it off the count. */
+  SHMS__STEP();
   shms__fast_add(k, 0, 1);
   ck_pr_fence_store(); /* the request's fields are visible before its state says QUEUED */
+  SHMS__STEP();
   ck_pr_store_64(&s->word, SHMS__SLOT_WORD(seq, 0, 0, SHMS__SLOT_QUEUED));
+  SHMS__STEP();
   shms__hbm_set(k->sattn, k->nslots, i);
+  SHMS__STEP();
   recheck_after_publish(h, k, i, seq);
   shms__kick(h, k);
   *index = i;
@@ -175,12 +180,14 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   uint64_t done = SHMS__SLOT_WORD(seq, 0, SHMS__SLOT_COLLECTED, SHMS__SLOT_SETTLED);
   if (c >= k->ncells || !ck_pr_cas_64(&s->word, w, done))
     return 1;
+  SHMS__STEP();
   struct shms__cell *cell = &k->cells[c];
   uint64_t cw = ck_pr_load_64(&cell->word);
   while (
       SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED &&
       !ck_pr_cas_64_value(&cell->word, cw, SHMS__CELL_WORD(gen, h->owner, SHMS__CELL_LEASED), &cw))
     ;
+  SHMS__STEP();
   shms__cell_count_lease(k, c);
   shms__slot_free(k, i); /* a lease-mode request gives its slot back once accepted */
   make_lease(h, k, c, gen, token, lease);
@@ -253,8 +260,10 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
 static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *lease) {
   if (!shms__fast_reserve(k, 1))
     return SHMS_EWOULDBLOCK;
+  SHMS__STEP();
   uint32_t c = shms__cell_claim(k, h->owner, SHMS__CELL_LEASED), gen;
   uint64_t token;
+  SHMS__STEP();
   int rc = shms__cell_start(k, c, 0, 0, &gen, &token);
   if (rc != SHMS_OK) {
     shms__cell_exhausted(h, k, c);

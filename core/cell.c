@@ -82,8 +82,10 @@ void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c
     uint32_t owner = k->cfg->mode == SHMS_MODE_WORKER ? ck_pr_load_32(&cell->worker) : 0;
     if (ck_pr_cas_64_value(&cell->word, w,
                            SHMS__CELL_WORD(SHMS__CELL_GEN(w), owner, SHMS__CELL_AVAILABLE), &w)) {
+      SHMS__STEP();
       shms__tenant_lease_ended(k, tenant);
       shms__fast_add(k, 1, 0);
+      SHMS__STEP();
       shms__kick(h, k);
       return;
     }

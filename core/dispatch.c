@@ -81,9 +81,11 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   }
   if (!shms__fast_reserve(k, 0))
     return 0;
+  SHMS__STEP();
   uint32_t limited = k->cfg->tenant_max_active != 0;
   uint32_t c = shms__cell_claim(k, s->owner, SHMS__CELL_GRANTED), gen;
   uint64_t token;
+  SHMS__STEP();
   if (limited)
     ck_pr_inc_32(&shms__tenant_at(k, ref)->active);
   if (shms__cell_start(k, c, limited ? ref : 0, i + 1, &gen, &token) != SHMS_OK) {
@@ -94,10 +96,13 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__cell_exhausted(h, k, c);
     return 1;
   }
+  SHMS__STEP();
   s->cell = c;
   s->generation = gen;
   s->token = token;
+  SHMS__STEP();
   shms__index_unlink(k, i);
+  SHMS__STEP();
   after_turn(k, ref);
   for (;;) {
     if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
@@ -110,9 +115,11 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_GRANTED)))
       break;
   }
+  SHMS__STEP();
   shms__fast_add(k, 0, -1);
   if (k->cfg->mode == SHMS_MODE_WORKER)
     shms__workcell_wake(k, c);
+  SHMS__STEP();
   record_wait(k, ref, now > s->enqueue_ns ? now - s->enqueue_ns : 0);
   return 1;
 }
@@ -139,8 +146,10 @@ static int pass(struct shms *h, const struct shms__cls *k) {
     shms__index_rebuild(k);
   uint64_t now = shms__now_ns();
   int budget = PASS_BUDGET;
-  for (int64_t i; budget > 0 && (i = shms__hbm_take(k->sattn, k->nslots)) >= 0; budget--)
+  for (int64_t i; budget > 0 && (i = shms__hbm_take(k->sattn, k->nslots)) >= 0; budget--) {
+    SHMS__STEP();
     shms__index_attend(h, k, (uint32_t)i);
+  }
   for (int64_t t, n = 0; n < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0; n++)
     shms__index_attend_tenant(k, (uint32_t)t + 1);
   for (; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {

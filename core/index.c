@@ -73,9 +73,11 @@ static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
     shms__tenant_put_if_idle(k, ref);
     return;
   }
+  SHMS__STEP();
   s->tenant = ref;
   struct shms__tenant *t = shms__tenant_at(k, ref);
   shms__order_insert(k, t, i);
+  SHMS__STEP();
   if (t->queued++ == 0)
     k->ctl->tenants_queued++;
   if (s->activation[0] != '\0') {
@@ -83,6 +85,7 @@ static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
     s->act_next = *b;
     *b = i + 1;
   }
+  SHMS__STEP();
   shms__ring_update(k, ref);
 }
 

@@ -138,11 +138,13 @@ static void group_remove(const struct shms__cls *k, struct shms__tenant *t, uint
 
 void shms__order_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
   group_insert(k, t, i);
+  SHMS__STEP();
   age_insert(k, t, i);
 }
 
 void shms__order_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
   group_remove(k, t, i);
+  SHMS__STEP();
   age_remove(k, t, i);
 }
 

@@ -91,6 +91,11 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
   struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
   uint64_t sw = s ? ck_pr_load_64(&s->word) : 0;
   int bound = s != NULL && s->cell == c;
+  if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_RUNNING) {
+    /* Its worker started the job, then died before taking the cell: as good as leased. */
+    set_cell(k, c, SHMS__CELL_GEN(w), ck_pr_load_32(&k->cells[c].worker), SHMS__CELL_LEASED);
+    return;
+  }
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {
     /* Accepted, then its acceptor died before taking the cell: the lease was exposed. */
     dispose(k, c, SHMS__CELL_WORD(SHMS__CELL_GEN(w), s->owner, SHMS__CELL_LEASED), r);
@@ -264,8 +269,11 @@ static void count_cells(const struct shms__cls *k, uint32_t *available, uint32_t
 static void recover_frozen(struct shms *h, const struct shms__cls *k, int8_t *known,
                            shms_recovery *r) {
   struct alive_cache a = {.h = h, .known = known};
-  for (uint32_t c = 0; c < k->ncells; c++)
-    repair_cell(k, c, &a, r);
+  /* Twice: a cell settled by the first look (a grant returned, a start completed) can need a
+   * second (its worker dead too); every repair is idempotent. */
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t c = 0; c < k->ncells; c++)
+      repair_cell(k, c, &a, r);
   for (uint32_t i = 0; i < k->nslots; i++)
     repair_slot(k, i, &a, r);
   uint64_t baton = ck_pr_load_64(&k->ctl->baton);

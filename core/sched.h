@@ -12,6 +12,25 @@
 #include "../shm/handle.h"
 #include "class.h"
 
+/* ---- Crash points (tests only) ---- */
+
+/*
+ * SHMS__STEP() marks a point between two changes to shared memory in the
+ * operations crash tests kill at: enqueue, dispatch and grant, accept,
+ * release, cancel, worker take and complete. When a test armed step n with
+ * shms__test_crash_at(n), the n-th point this process reaches SIGKILLs it.
+ * Unarmed, a point costs one predictable branch.
+ */
+extern uint32_t shms__crash_at;
+void shms__crash_step(void);
+#define SHMS__STEP()                                                                               \
+  do {                                                                                             \
+    if (__builtin_expect(shms__crash_at != 0, 0))                                                  \
+      shms__crash_step();                                                                          \
+  } while (0)
+/* Test only: SIGKILL this process at its n-th crash point from now (0: never). */
+void shms__test_crash_at(uint32_t n);
+
 /* ---- The fast word: free cells (low 32) | queued requests (high 32) ---- */
 #define SHMS__FAST_FREE(w)   ((uint32_t)(w))
 #define SHMS__FAST_QUEUED(w) ((uint32_t)((w) >> 32) & 0x7fffffffu)

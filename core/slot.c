@@ -17,6 +17,7 @@ int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) 
     ck_pr_dec_32(&k->ctl->used);
     return SHMS_EQUEUEFULL;
   }
+  SHMS__STEP();
   for (;;) {
     int64_t i = shms__hbm_take(k->sfree, k->nslots);
     if (i < 0) { /* a freer is between its store and its bit: it will be there in a moment */
@@ -27,6 +28,7 @@ int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) 
     uint64_t w = ck_pr_load_64(&s->word);
     if (SHMS__SLOT_STATE(w) != SHMS__SLOT_FREE)
       continue; /* a stale bit (left by recovery): drop it */
+    SHMS__STEP();
     uint64_t n = ck_pr_faa_64(&k->ctl->request_seq, 1);
     if (!ck_pr_cas_64(&s->word, w, SHMS__SLOT_WORD(n, 0, 0, SHMS__SLOT_CLAIMED)))
       continue;
@@ -43,7 +45,9 @@ void shms__slot_free(const struct shms__cls *k, uint32_t i) {
   ck_pr_store_64(&s->word, SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), 0, 0, SHMS__SLOT_FREE));
   /* State before bit, bit before count: a reservation never finds the map short. */
   ck_pr_fence_store();
+  SHMS__STEP();
   shms__hbm_set(k->sfree, k->nslots, i);
+  SHMS__STEP();
   ck_pr_dec_32(&k->ctl->used);
 }
 
@@ -79,10 +83,12 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
     if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(seq, reason, flags, SHMS__SLOT_SETTLED)))
       break;
   }
+  SHMS__STEP();
   count_settled(k, reason);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED) {
     shms__fast_add(k, 0, -1);
     /* Still linked into the index: the dispatcher unlinks it when it attends to the bit. */
+    SHMS__STEP();
     if (w & SHMS__SLOT_INDEXED)
       shms__hbm_set(k->sattn, k->nslots, i);
   } else {
@@ -97,6 +103,7 @@ void shms__slot_collect(const struct shms__cls *k, uint32_t i) {
   uint64_t w = ck_pr_load_64(&s->word);
   while (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
     ;
+  SHMS__STEP();
   /* Whoever of waiter and index lets go second frees the slot. */
   if (!(w & SHMS__SLOT_INDEXED))
     shms__slot_free(k, i);

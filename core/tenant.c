@@ -147,6 +147,7 @@ void shms__tenant_reset(const struct shms__cls *k) {
   ck_pr_store_32(&ctl->ring_len, 0);
   ctl->tenant_free = 0;
   ctl->tenants_used = 0;
+  ctl->tenants_queued = 0;
   for (uint32_t i = k->ntenants; i-- > 0;) {
     struct shms__tenant *t = &k->tenants[i];
     if (t->flags & SHMS__TENANT_INUSE) {

@@ -92,11 +92,13 @@ static int start(struct shms_worker *w, uint32_t i, shms_job *job) {
   uint64_t running = (sw & ~(uint64_t)0xf) | SHMS__SLOT_RUNNING; /* a waiting client sleeps on */
   if (!ck_pr_cas_64(&s->word, sw, running))
     return 0;
+  SHMS__STEP();
   struct shms__cell *cell = cell_of(w);
   uint64_t cw = ck_pr_load_64(&cell->word);
   while (!ck_pr_cas_64_value(&cell->word, cw,
                              SHMS__CELL_WORD(SHMS__CELL_GEN(cw), h->owner, SHMS__CELL_LEASED), &cw))
     ;
+  SHMS__STEP();
   shms__cell_count_lease(k, w->cell);
   *job = (shms_job){
       .ticket = {.cls = (uint32_t)k->id, .slot = i, .seq = seq, .incarnation = h->incarnation},
@@ -192,8 +194,10 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
   /* Mark the payload as being overwritten: a crash from here on must not run it again. */
   while (!ck_pr_cas_64_value(&s->word, sw, sw | SHMS__SLOT_WRITING, &sw))
     ;
+  SHMS__STEP();
   if (len > 0)
     memmove(shms__slot_payload(k, i), result, len);
+  SHMS__STEP();
   s->result_len = (uint32_t)len;
   s->result_status = status;
   ck_pr_fence_store(); /* the result is visible before the state says SETTLED */
@@ -202,11 +206,13 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
   do
     flags = (uint32_t)sw & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING | SHMS__SLOT_HELP);
   while (!shms__slot_cas(k, i, &sw, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_SETTLED)));
+  SHMS__STEP();
   /* A client that left (or died) will never take the result: drop it. */
   if (sw & SHMS__SLOT_COLLECTED)
     shms__slot_free(k, i);
   else if (shms__owner_dead(h, s->owner))
     shms__slot_collect(k, i);
+  SHMS__STEP();
   struct shms__cell *cell = cell_of(w);
   uint64_t cw = ck_pr_load_64(&cell->word);
   if (quarantine) {
@@ -215,6 +221,7 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
   }
   ck_pr_cas_64(&cell->word, cw,
                SHMS__CELL_WORD(SHMS__CELL_GEN(cw) + 1, h->owner, SHMS__CELL_AVAILABLE));
+  SHMS__STEP();
   uint64_t fast = shms__fast_add(k, 1, 0);
   if (SHMS__FAST_QUEUED(fast) != 0)
     shms__kick(h, k);

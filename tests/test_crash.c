@@ -1,0 +1,339 @@
+/*
+ * Crash points, the way SQLite tests crashes: a victim process is SIGKILLed at
+ * its k-th crash point (core/crashpoint.c) inside an operation, for every k
+ * until the operation completes. After each death, recovery runs, the audit
+ * (shms_check) must find nothing, and nothing may be lost: every request ends
+ * in exactly one terminal state, and capacity is conserved.
+ */
+#include <ck_pr.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/sched.h"
+#include "sched_util.h"
+#include "shm/handle.h"
+
+#define MAX_STEPS 400
+
+/* One run: the survivor's handle, the victim's channel, and what was set up. */
+struct run {
+  const char *name;
+  shms_t *h;
+  int to_victim[2], from_victim[2];
+  shms_lease held;
+  shms_ticket ticket;
+  int has_ticket;
+};
+
+struct scenario {
+  const char *what;
+  int worker;                                 /* a worker class instead of a lease class */
+  void (*before)(struct run *);               /* survivor, before the victim starts */
+  void (*victim_pre)(struct run *, shms_t *); /* victim, unarmed */
+  void (*middle)(struct run *);               /* survivor, after victim_pre */
+  void (*victim_op)(struct run *, shms_t *);  /* victim, armed: the operation under test */
+  void (*after)(struct run *);                /* survivor, after recovery: nothing lost */
+};
+
+static void send_msg(int fd, const void *p, size_t n) {
+  if (write(fd, p, n) != (ssize_t)n)
+    _exit(90);
+}
+static void recv_msg(int fd, void *p, size_t n) {
+  if (read(fd, p, n) != (ssize_t)n)
+    _exit(91);
+}
+
+static const shms_request lease_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "t"};
+static const shms_request job_req = {.cls = SHMS_CLASS_SMALL, .tenant = "t"};
+
+static shms_t *fresh(struct run *r, int worker) {
+  shms_config cfg;
+  shms_config_init(&cfg);
+  if (worker)
+    cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
+        .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 64};
+  else
+    cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){
+        .configured = 1, .cells = 1, .queue = 4, .on_holder_death = SHMS_ON_DEATH_RELEASE};
+  return sched_open(&r->name, 0, 0, &cfg);
+}
+
+/* Recovery, then the audit: after any death, nothing may be out of place. */
+static void recover_and_audit(struct run *r, const char *what, uint32_t step) {
+  shms_recovery rec;
+  ck_assert_shms_ok(shms_recover(r->h, &rec));
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(r->h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s, killed at step %u: check found %u violations:\n%s", what,
+                step, violations, report);
+}
+
+/* Everything is back: one cell, free; no request queued; no slot used. */
+static void assert_idle(struct run *r, shms_class_t c) {
+  shms_class_stats s;
+  ck_assert_shms_ok(shms_observe(r->h, c, &s));
+  ck_assert_uint_eq(s.queue_depth, 0);
+  ck_assert_uint_eq(s.leased + s.quarantined, 0);
+  ck_assert_uint_eq(ck_pr_load_32(&r->h->cls[c].ctl->used), 0);
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(r->h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+}
+
+/* Run the scenario with the victim killed at step k; returns 1 once the victim completes. */
+static int run_once(const struct scenario *sc, uint32_t k) {
+  struct run r = {0};
+  r.h = fresh(&r, sc->worker);
+  ck_assert(pipe(r.to_victim) == 0 && pipe(r.from_victim) == 0);
+  if (sc->before)
+    sc->before(&r);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *v;
+    if (shms_attach(r.name, 0, &v) != SHMS_OK)
+      _exit(92);
+    if (sc->victim_pre)
+      sc->victim_pre(&r, v);
+    char go;
+    recv_msg(r.to_victim[0], &go, 1);
+    shms__test_crash_at(k);
+    sc->victim_op(&r, v);
+    _exit(0); /* completed before step k: no detach, it simply exits */
+  }
+  if (sc->middle)
+    sc->middle(&r);
+  send_msg(r.to_victim[1], "g", 1);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  int completed = WIFEXITED(status);
+  ck_assert_msg(completed ? WEXITSTATUS(status) == 0 : WTERMSIG(status) == SIGKILL,
+                "%s: victim ended oddly (status 0x%x)", sc->what, status);
+  recover_and_audit(&r, sc->what, k);
+  sc->after(&r);
+  sched_close(r.h, r.name);
+  close(r.to_victim[0]);
+  close(r.to_victim[1]);
+  close(r.from_victim[0]);
+  close(r.from_victim[1]);
+  return completed;
+}
+
+static void run_all_points(const struct scenario *sc) {
+  uint32_t k = 1;
+  while (k < MAX_STEPS && !run_once(sc, k))
+    k++;
+  ck_assert_msg(k > 1, "%s: no crash point was reached", sc->what);
+  fprintf(stderr, "crash: %s: %u crash points\n", sc->what, k - 1);
+  ck_assert_msg(k < MAX_STEPS, "%s: never completed", sc->what);
+}
+
+/* ---- Lease mode ---- */
+
+static void op_acquire_release(struct run *r, shms_t *v) {
+  (void)r;
+  shms_lease l;
+  if (shms_acquire(v, &lease_req, &l) != SHMS_OK || shms_release(v, &l) != SHMS_OK)
+    _exit(93);
+}
+
+static void after_idle(struct run *r) { assert_idle(r, SHMS_CLASS_STANDARD); }
+
+static void survivor_holds(struct run *r) {
+  ck_assert_shms_ok(shms_acquire(r->h, &lease_req, &r->held));
+}
+
+static void op_enqueue(struct run *r, shms_t *v) {
+  (void)r;
+  shms_ticket t;
+  if (shms_enqueue(v, &lease_req, &t) != SHMS_OK)
+    _exit(94);
+}
+
+static void after_release_held(struct run *r) {
+  ck_assert_shms_ok(shms_release(r->h, &r->held)); /* a dead owner's request never gets it */
+  assert_idle(r, SHMS_CLASS_STANDARD);
+}
+
+/* The victim holds the cell; the survivor queues behind it; the victim's release grants. */
+static void victim_holds(struct run *r, shms_t *v) {
+  if (shms_acquire(v, &lease_req, &r->held) != SHMS_OK)
+    _exit(95);
+  send_msg(r->from_victim[1], "h", 1);
+}
+
+static void survivor_queues(struct run *r) {
+  char b;
+  recv_msg(r->from_victim[0], &b, 1);
+  ck_assert_shms_ok(shms_enqueue(r->h, &lease_req, &r->ticket));
+}
+
+static void op_release(struct run *r, shms_t *v) {
+  if (shms_release(v, &r->held) != SHMS_OK)
+    _exit(96);
+}
+
+/* The survivor's queued request is granted in the end, however the victim died. */
+static void after_survivor_granted(struct run *r) {
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(r->h, &r->ticket, 5ull * 1000 * 1000 * 1000, &l));
+  ck_assert_shms_ok(shms_release(r->h, &l));
+  assert_idle(r, SHMS_CLASS_STANDARD);
+}
+
+/* The victim queues; the survivor's release grants to it; the victim accepts. */
+static void victim_queues(struct run *r, shms_t *v) {
+  if (shms_enqueue(v, &lease_req, &r->ticket) != SHMS_OK)
+    _exit(97);
+  send_msg(r->from_victim[1], &r->ticket, sizeof r->ticket);
+}
+
+static void survivor_grants(struct run *r) {
+  recv_msg(r->from_victim[0], &r->ticket, sizeof r->ticket);
+  ck_assert_shms_ok(shms_release(r->h, &r->held));
+}
+
+static void op_accept_release(struct run *r, shms_t *v) {
+  shms_lease l;
+  if (shms_wait(v, &r->ticket, UINT64_MAX, &l) != SHMS_OK || shms_release(v, &l) != SHMS_OK)
+    _exit(98);
+}
+
+/* The survivor holds the cell and queues; the victim cancels the survivor's request. */
+static void survivor_holds_and_queues(struct run *r) {
+  survivor_holds(r);
+  ck_assert_shms_ok(shms_enqueue(r->h, &lease_req, &r->ticket));
+  send_msg(r->to_victim[1], &r->ticket, sizeof r->ticket);
+}
+
+static void victim_learns_ticket(struct run *r, shms_t *v) {
+  (void)v;
+  recv_msg(r->to_victim[0], &r->ticket, sizeof r->ticket);
+}
+
+static void op_cancel(struct run *r, shms_t *v) {
+  if (shms_cancel(v, &r->ticket) < 0)
+    _exit(99);
+}
+
+/* Cancelled, or still queued (and then granted): one terminal state either way. */
+static void after_cancel(struct run *r) {
+  shms_lease l;
+  int rc = shms_wait(r->h, &r->ticket, 0, &l);
+  if (rc == SHMS_ETIMEDOUT) {
+    ck_assert_shms_ok(shms_release(r->h, &r->held));
+    ck_assert_shms_ok(shms_wait(r->h, &r->ticket, 5ull * 1000 * 1000 * 1000, &l));
+    ck_assert_shms_ok(shms_release(r->h, &l));
+  } else {
+    ck_assert_int_eq(rc, SHMS_ECANCELLED);
+    ck_assert_shms_ok(shms_release(r->h, &r->held));
+  }
+  assert_idle(r, SHMS_CLASS_STANDARD);
+}
+
+/* As above, but the survivor's request was already granted when the victim cancels it. */
+static void survivor_queues_and_is_granted(struct run *r) {
+  survivor_holds_and_queues(r);
+  ck_assert_shms_ok(shms_release(r->h, &r->held)); /* granted, not accepted */
+  r->held.token = 0;
+}
+
+static void after_cancel_granted(struct run *r) {
+  shms_lease l;
+  int rc = shms_wait(r->h, &r->ticket, 5ull * 1000 * 1000 * 1000, &l);
+  if (rc == SHMS_OK)
+    ck_assert_shms_ok(shms_release(r->h, &l));
+  else
+    ck_assert_int_eq(rc, SHMS_ECANCELLED);
+  assert_idle(r, SHMS_CLASS_STANDARD);
+}
+
+/* ---- Worker mode ---- */
+
+static void victim_opens_worker(struct run *r, shms_t *v) {
+  shms_worker_t *w;
+  if (shms_worker_open(v, SHMS_CLASS_SMALL, &w) != SHMS_OK)
+    _exit(100);
+  memcpy(&r->held, &w, sizeof w); /* carried to the op in the victim's own memory */
+  send_msg(r->from_victim[1], "w", 1);
+}
+
+static void survivor_submits(struct run *r) {
+  char b;
+  recv_msg(r->from_victim[0], &b, 1);
+  ck_assert_shms_ok(shms_submit(r->h, &job_req, "job", 3, 0, &r->ticket));
+}
+
+static void op_take_complete(struct run *r, shms_t *v) {
+  (void)v;
+  shms_worker_t *w;
+  memcpy(&w, &r->held, sizeof w);
+  shms_job job;
+  if (shms_worker_take(w, UINT64_MAX, &job) != SHMS_OK ||
+      shms_worker_complete(w, &job, 7, "JOB", 3) != SHMS_OK)
+    _exit(101);
+}
+
+/* The job completed, or was lost with its worker, or never ran: then a new worker runs it. */
+static void after_job(struct run *r) {
+  char buf[8];
+  shms_result res;
+  int rc = shms_wait_result(r->h, &r->ticket, 0, buf, sizeof buf, &res);
+  if (rc == SHMS_ETIMEDOUT) {
+    shms_worker_t *w;
+    shms_job job;
+    ck_assert_shms_ok(shms_worker_open(r->h, SHMS_CLASS_SMALL, &w));
+    ck_assert_shms_ok(shms_worker_take(w, 0, &job));
+    ck_assert_shms_ok(shms_worker_complete(w, &job, 7, "JOB", 3));
+    ck_assert_shms_ok(shms_wait_result(r->h, &r->ticket, 0, buf, sizeof buf, &res));
+    ck_assert_shms_ok(shms_worker_close(w));
+  } else if (rc != SHMS_EWORKERLOST) {
+    ck_assert_shms_ok(rc);
+  }
+  if (rc == SHMS_OK)
+    ck_assert_int_eq(res.status, 7);
+  shms_class_stats s;
+  ck_assert_shms_ok(shms_observe(r->h, SHMS_CLASS_SMALL, &s));
+  ck_assert_uint_eq(s.queue_depth, 0);
+  ck_assert_uint_eq(s.leased, 0);
+  ck_assert_uint_eq(ck_pr_load_32(&r->h->cls[SHMS_CLASS_SMALL].ctl->used), 0);
+  shms_repair(r->h, SHMS_CLASS_SMALL, -1); /* a dead worker's cell: back for the next worker */
+  ck_assert_shms_ok(shms_observe(r->h, SHMS_CLASS_SMALL, &s));
+  ck_assert_uint_eq(s.offline, 1);
+}
+
+static const struct scenario scenarios[] = {
+    {"acquire and release", 0, NULL, NULL, NULL, op_acquire_release, after_idle},
+    {"enqueue", 0, survivor_holds, NULL, NULL, op_enqueue, after_release_held},
+    {"release, dispatch and grant", 0, NULL, victim_holds, survivor_queues, op_release,
+     after_survivor_granted},
+    {"accept and release", 0, survivor_holds, victim_queues, survivor_grants, op_accept_release,
+     after_idle},
+    {"cancel a queued request", 0, survivor_holds_and_queues, victim_learns_ticket, NULL, op_cancel,
+     after_cancel},
+    {"cancel a granted request", 0, survivor_queues_and_is_granted, victim_learns_ticket, NULL,
+     op_cancel, after_cancel_granted},
+    {"worker take and complete", 1, NULL, victim_opens_worker, survivor_submits, op_take_complete,
+     after_job},
+};
+
+START_TEST(every_crash_point_recovers) { run_all_points(&scenarios[_i]); }
+END_TEST
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  Suite *s = suite_create("crash");
+  TCase *tc = harness_tcase("points");
+  tcase_set_timeout(tc, 240);
+  tcase_add_loop_test(tc, every_crash_point_recovers, 0,
+                      (int)(sizeof scenarios / sizeof scenarios[0]));
+  suite_add_tcase(s, tc);
+  return harness_run(s);
+}
