@@ -69,7 +69,8 @@ static void audit_cells(struct audit *a, uint32_t *available, uint32_t *quaranti
       violation(a, "cell %u: leased to a dead process (needs recovery)", c);
     if (worker && (st == SHMS__CELL_AVAILABLE || st == SHMS__CELL_GRANTED) &&
         !alive(a, cell->worker))
-      violation(a, "cell %u: bound to a dead worker (needs recovery)", c);
+      violation(a, "cell %u: %s, bound to a dead worker %u (needs recovery)", c,
+                st == SHMS__CELL_AVAILABLE ? "idle" : "granted", cell->worker);
   }
 }
 
@@ -159,9 +160,19 @@ static void audit_class(struct audit *a) {
     violation(a, "quarantined count %u, but %u cells are quarantined", k->ctl->quarantined,
               quarantined);
   uint64_t baton = ck_pr_load_64(&k->ctl->baton);
-  if (baton != 0)
-    violation(a, "the dispatcher baton is held while the class stands still (holder %s)",
-              alive(a, (uint32_t)baton) ? "alive" : "dead: needs recovery");
+  if (baton != 0) {
+    uint32_t idx = SHMS__OWNER_INDEX((uint32_t)baton);
+    const struct shms__proc *p =
+        idx < a->h->hdr->procs_count
+            ? SHMS__AT(a->h->base, a->h->hdr->procs_off + (uint64_t)idx * sizeof(struct shms__proc),
+                       const struct shms__proc)
+            : NULL;
+    violation(a,
+              "the dispatcher baton is held while the class stands still (holder pid %d, %s, "
+              "%u operations under way)",
+              p ? p->pid : -1, alive(a, (uint32_t)baton) ? "alive" : "dead: needs recovery",
+              p ? p->ops[k->id] : 0);
+  }
 }
 
 int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations) {

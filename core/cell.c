@@ -14,7 +14,7 @@ uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueue
   do {
     uint32_t f = SHMS__FAST_FREE(w) + (uint32_t)dfree;
     uint32_t q = SHMS__FAST_QUEUED(w) + (uint32_t)dqueued;
-    n = ((uint64_t)q << 32) | f;
+    n = ((uint64_t)q << 32) | f | (w & SHMS__FAST_FROZEN); /* an operation never unfreezes */
   } while (!ck_pr_cas_64_value(&k->ctl->fast, w, n, &w));
   return n;
 }
