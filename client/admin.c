@@ -1,4 +1,7 @@
 /* Recovery and audit for operators and the supervisor. */
+#include <ck_pr.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "../core/sched.h"
@@ -22,4 +25,84 @@ int shms_recover(shms_t *h, shms_recovery *out) {
   if (out != NULL)
     *out = r;
   return SHMS_OK;
+}
+
+int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *count) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (count == NULL || (out == NULL && max > 0))
+    return shms__fail(SHMS_EINVAL, "out or count is NULL");
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < h->hdr->procs_count; i++) {
+    const struct shms__proc *p =
+        SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc),
+                 const struct shms__proc);
+    if (ck_pr_load_32((uint32_t *)&p->state) == SHMS__PROC_FREE)
+      continue;
+    if (n < max)
+      out[n] = (shms_process_info){
+          .index = i,
+          .pid = (int32_t)ck_pr_load_32((uint32_t *)&p->pid),
+          .start_time = ck_pr_load_64((uint64_t *)&p->start_time),
+          .attached_unix_ns = ck_pr_load_64((uint64_t *)&p->attached_unix_ns),
+          .alive = shms__proc_alive(h->base, h->fd, i, shms__self_index(h)) == 1,
+      };
+    n++;
+  }
+  *count = n;
+  return SHMS_OK;
+}
+
+int shms_supervisor_claim(shms_t *h) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  struct flock fl = {
+      .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SHMS__LOCK_SUPERVISOR, .l_len = 1};
+  if (fcntl(h->fd, F_SETLK, &fl) == 0)
+    return SHMS_OK;
+  if (errno != EAGAIN && errno != EACCES)
+    return shms__fail(SHMS_ESYSTEM, "cannot take the supervisor lock: %s", strerror(errno));
+  fl.l_type = F_WRLCK;
+  fcntl(h->fd, F_GETLK, &fl);
+  return shms__fail(SHMS_EBUSY, "another supervisor (pid %d) already watches this segment",
+                    (int)fl.l_pid);
+}
+
+/* QUARANTINED with reason worker-lost and a dead worker -> OFFLINE. 1 if done. */
+static int repair_lost_worker(struct shms *h, const struct shms__cls *k, uint32_t c) {
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t w = ck_pr_load_64(&cell->word);
+  uint32_t worker = ck_pr_load_32(&cell->worker);
+  if (SHMS__CELL_STATE(w) != SHMS__CELL_QUARANTINED ||
+      ck_pr_load_32(&cell->reason) != (uint32_t)SHMS_EWORKERLOST ||
+      (worker != 0 && !shms__owner_dead(h, worker)))
+    return 0;
+  if (!ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE)))
+    return 0;
+  ck_pr_store_32(&cell->reason, 0);
+  ck_pr_store_32(&cell->worker, 0);
+  ck_pr_dec_32(&k->ctl->quarantined);
+  return 1;
+}
+
+int shms_repair_lost_workers(shms_t *h) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  int repaired = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    const struct shms__cls *k = &h->cls[c];
+    if (k->id < 0 || k->cfg->mode != SHMS_MODE_WORKER)
+      continue;
+    shms__op_enter(h, k);
+    for (uint32_t i = 0; i < k->ncells; i++)
+      repaired += repair_lost_worker(h, k, i);
+    shms__op_leave(h, k);
+  }
+  return repaired;
 }

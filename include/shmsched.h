@@ -499,6 +499,31 @@ SHMS_EXTERN int shms_recover(shms_t *h, shms_recovery *out);
  */
 SHMS_EXTERN int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations);
 
+/* One registered process, as the process table names it. */
+typedef struct {
+  uint32_t index;            /* its entry in the process table */
+  int32_t pid;               /* as the process saw itself */
+  uint64_t start_time;       /* field 22 of /proc/PID/stat: tells a reused pid apart */
+  uint64_t attached_unix_ns; /* CLOCK_REALTIME of its attach */
+  uint32_t alive;            /* 1 while it holds its entry's lock */
+} shms_process_info;
+
+/* The registered processes (up to max into out, the number into *count, which may exceed max). */
+SHMS_EXTERN int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *count);
+
+/*
+ * Become the segment's one supervisor: a lock that the kernel drops when this
+ * process dies. SHMS_EBUSY (naming its pid) if another process holds it.
+ */
+SHMS_EXTERN int shms_supervisor_claim(shms_t *h);
+
+/*
+ * Return to service the worker cells quarantined because their worker died
+ * (reason worker-lost), once that worker is gone and its job settled: they
+ * go offline, for a new worker. Returns how many.
+ */
+SHMS_EXTERN int shms_repair_lost_workers(shms_t *h);
+
 /* ---- Testing ------------------------------------------------------------ */
 
 /* A monotonic clock in nanoseconds; ctx is what was passed to shms_set_clock. */

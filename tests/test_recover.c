@@ -1,0 +1,196 @@
+/*
+ * Recovery and audit as operators and the supervisor use them: the audit
+ * finds what is wrong (and says where), recovery makes it right, the policy
+ * for dead lease holders holds, dead workers' cells come back, and only one
+ * supervisor watches a segment.
+ */
+#include <ck_pr.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/sched.h"
+#include "sched_util.h"
+#include "shm/handle.h"
+
+static uint32_t audit(shms_t *h, char *report, size_t n) {
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, n, &violations));
+  return violations;
+}
+
+/* A child that attaches, does what `act` says, reports, and then waits to be killed. */
+static pid_t doomed(const char *name, void (*act)(shms_t *), int *ready) {
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *h;
+    if (shms_attach(name, 0, &h) != SHMS_OK)
+      _exit(1);
+    act(h);
+    if (write(p[1], "r", 1) != 1)
+      _exit(2);
+    for (;;)
+      pause();
+  }
+  char b;
+  ck_assert_int_eq(read(p[0], &b, 1), 1);
+  close(p[0]);
+  close(p[1]);
+  *ready = 1;
+  return pid;
+}
+
+static void take_a_lease(shms_t *h) {
+  shms_request r = sched_req("doomed", 0);
+  shms_lease l;
+  if (shms_acquire(h, &r, &l) != SHMS_OK)
+    _exit(3);
+}
+
+static void kill_and_reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+}
+
+START_TEST(the_audit_finds_corruption_and_recovery_fixes_it) {
+  const char *name;
+  shms_t *h = sched_open(&name, 2, 4, NULL);
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms__fast_add(k, -1, 1); /* a free count one short, a queued count one over */
+  ck_pr_store_32(&k->ctl->used, 3);
+  ck_assert_uint_eq(audit(h, report, sizeof report), 3);
+  ck_assert_ptr_nonnull(strstr(report, "free count 1, but 2 cells are available"));
+  ck_assert_ptr_nonnull(strstr(report, "queued count 1, but 0 requests are queued"));
+  ck_assert_ptr_nonnull(strstr(report, "used count 3, but 0 slots are in use"));
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r));
+  ck_assert_uint_eq(r.counts_fixed, 3);
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+END_TEST
+
+static void dead_holder_case(unsigned policy) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = policy;
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  int ready = 0;
+  pid_t pid = doomed(name, take_a_lease, &ready);
+  shms_ticket t = sched_enqueue(h, "waiting", 0, 0);
+  kill_and_reap(pid);
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 1);
+  ck_assert_ptr_nonnull(strstr(report, "leased to a dead process"));
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r));
+  ck_assert_uint_eq(r.dead_processes, 1);
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  shms_lease l;
+  shms_class_stats s = sched_stats(h);
+  if (policy == SHMS_ON_DEATH_RELEASE) {
+    ck_assert_uint_eq(r.leases_released, 1);
+    ck_assert_shms_ok(shms_wait(h, &t, 0, &l)); /* the released cell went to the waiter */
+    ck_assert_shms_ok(shms_release(h, &l));
+  } else {
+    ck_assert_uint_eq(r.leases_quarantined, 1);
+    ck_assert_uint_eq(s.quarantined, 1);
+    ck_assert_int_eq(shms_wait(h, &t, 0, &l), SHMS_EQUARANTINED); /* the only cell is out */
+  }
+  sched_close(h, name);
+}
+
+START_TEST(a_dead_holders_lease_is_quarantined_by_default) {
+  dead_holder_case(SHMS_ON_DEATH_QUARANTINE);
+}
+END_TEST
+
+START_TEST(a_dead_holders_lease_is_released_when_the_class_says_so) {
+  dead_holder_case(SHMS_ON_DEATH_RELEASE);
+}
+END_TEST
+
+static void open_a_worker(shms_t *h) {
+  shms_worker_t *w;
+  if (shms_worker_open(h, SHMS_CLASS_SMALL, &w) != SHMS_OK)
+    _exit(4);
+}
+
+START_TEST(processes_are_listed_and_dead_workers_cells_come_back) {
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
+      .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 16};
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  int ready = 0;
+  pid_t pid = doomed(name, open_a_worker, &ready);
+  shms_process_info procs[4];
+  uint32_t n;
+  ck_assert_shms_ok(shms_processes(h, procs, 4, &n));
+  ck_assert_uint_eq(n, 2);
+  int found = 0;
+  for (uint32_t i = 0; i < n; i++)
+    found |= procs[i].pid == pid && procs[i].alive && procs[i].start_time != 0;
+  ck_assert(found);
+  /* The worker dies holding a job: lost, its cell quarantined, then repaired for a successor. */
+  shms_request r = {.cls = SHMS_CLASS_SMALL, .tenant = "t"};
+  shms_ticket t;
+  ck_assert_shms_ok(shms_submit(h, &r, "x", 1, 0, &t));
+  kill_and_reap(pid);
+  shms_recovery rec;
+  ck_assert_shms_ok(shms_recover(h, &rec));
+  ck_assert_uint_eq(rec.workers_unbound, 1); /* granted, never taken: the job goes back */
+  ck_assert_shms_ok(shms_processes(h, procs, 4, &n));
+  ck_assert_uint_eq(n, 1); /* the dead one's entry was freed */
+  shms_class_stats s;
+  ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_SMALL, &s));
+  ck_assert_uint_eq(s.offline, 1);
+  ck_assert_uint_eq(s.queue_depth, 1);
+  ck_assert_int_eq(shms_repair_lost_workers(h), 0); /* nothing was quarantined */
+  sched_close(h, name);
+}
+END_TEST
+
+START_TEST(one_supervisor_per_segment) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 1, NULL);
+  ck_assert_shms_ok(shms_supervisor_claim(h));
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *c;
+    char me[32];
+    snprintf(me, sizeof me, "pid %d", (int)getppid());
+    if (shms_attach(name, 0, &c) != SHMS_OK)
+      _exit(1);
+    int rc = shms_supervisor_claim(c);
+    _exit(rc == SHMS_EBUSY && strstr(shms_last_error_detail(), me) ? 0 : 2);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  sched_close(h, name);
+}
+END_TEST
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  Suite *s = suite_create("recover");
+  TCase *tc = harness_tcase("recovery");
+  tcase_add_test(tc, the_audit_finds_corruption_and_recovery_fixes_it);
+  tcase_add_test(tc, a_dead_holders_lease_is_quarantined_by_default);
+  tcase_add_test(tc, a_dead_holders_lease_is_released_when_the_class_says_so);
+  tcase_add_test(tc, processes_are_listed_and_dead_workers_cells_come_back);
+  tcase_add_test(tc, one_supervisor_per_segment);
+  suite_add_tcase(s, tc);
+  return harness_run(s);
+}
