@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../core/sched.h"
+#include "../shm/atomic.h"
 #include "../shm/error.h"
 #include "../shm/proc.h"
 
@@ -39,14 +40,14 @@ int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *co
     const struct shms__proc *p =
         SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc),
                  const struct shms__proc);
-    if (ck_pr_load_32((uint32_t *)&p->state) == SHMS__PROC_FREE)
+    if (shms__load_32((uint32_t *)&p->state) == SHMS__PROC_FREE)
       continue;
     if (n < max)
       out[n] = (shms_process_info){
           .index = i,
-          .pid = (int32_t)ck_pr_load_32((uint32_t *)&p->pid),
-          .start_time = ck_pr_load_64((uint64_t *)&p->start_time),
-          .attached_unix_ns = ck_pr_load_64((uint64_t *)&p->attached_unix_ns),
+          .pid = (int32_t)shms__load_32((uint32_t *)&p->pid),
+          .start_time = shms__load_64((uint64_t *)&p->start_time),
+          .attached_unix_ns = shms__load_64((uint64_t *)&p->attached_unix_ns),
           .alive = shms__proc_alive(h->base, h->fd, i, shms__self_index(h)) == 1,
       };
     n++;
@@ -75,16 +76,16 @@ int shms_supervisor_claim(shms_t *h) {
 /* QUARANTINED with reason worker-lost and a dead worker -> OFFLINE. 1 if done. */
 static int repair_lost_worker(struct shms *h, const struct shms__cls *k, uint32_t c) {
   struct shms__cell *cell = &k->cells[c];
-  uint64_t w = ck_pr_load_64(&cell->word);
-  uint32_t worker = ck_pr_load_32(&cell->worker);
+  uint64_t w = shms__load_64(&cell->word);
+  uint32_t worker = shms__load_32(&cell->worker);
   if (SHMS__CELL_STATE(w) != SHMS__CELL_QUARANTINED ||
-      ck_pr_load_32(&cell->reason) != (uint32_t)SHMS_EWORKERLOST ||
+      shms__load_32(&cell->reason) != (uint32_t)SHMS_EWORKERLOST ||
       (worker != 0 && !shms__owner_dead(h, worker)))
     return 0;
   if (!ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE)))
     return 0;
-  ck_pr_store_32(&cell->reason, 0);
-  ck_pr_store_32(&cell->worker, 0);
+  shms__store_32(&cell->reason, 0);
+  shms__store_32(&cell->worker, 0);
   ck_pr_dec_32(&k->ctl->quarantined);
   return 1;
 }

@@ -1,15 +1,16 @@
 /* Cancellation by ticket, from any attached process. */
 #include <ck_pr.h>
 
+#include "../shm/atomic.h"
 #include "../shm/error.h"
 #include "client.h"
 
 static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms_ticket *ticket) {
   struct shms__slot *s = shms__slot_at(k, i);
   for (;;) {
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || ck_pr_load_64(&s->seq) != ticket->seq ||
+    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
         st < SHMS__SLOT_QUEUED)
       return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
     if (st == SHMS__SLOT_SETTLED) {

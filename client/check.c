@@ -2,11 +2,12 @@
 #include <ck_pr.h>
 #include <string.h>
 
+#include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "client.h"
 
-uint32_t shms__segment_state(const struct shms *h) { return ck_pr_load_32(&h->hdr->state); }
+uint32_t shms__segment_state(const struct shms *h) { return shms__load_32(&h->hdr->state); }
 
 static int tenant_allowed(const struct shms__cls *k, const char *tenant) {
   if (k->cfg->allow_count == 0)
@@ -58,7 +59,7 @@ int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, 
     return shms__fail(SHMS_EDEADLINE, "the deadline has already passed");
   if (shms__segment_state(h) != SHMS_SEG_ACTIVE)
     return shms__fail(SHMS_ESHUTDOWN, "the segment is draining");
-  if (ck_pr_load_32(&k->ctl->quarantined) >= k->ncells)
+  if (shms__load_32(&k->ctl->quarantined) >= k->ncells)
     return shms__fail(SHMS_EQUARANTINED, "every cell of class %s is quarantined", cn);
   *out = k;
   return SHMS_OK;

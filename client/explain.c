@@ -8,6 +8,7 @@
 
 #include "../core/order.h"
 #include "../core/tenant.h"
+#include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "client.h"
@@ -39,7 +40,7 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
   out->tenant_queued = t->queued;
   out->ahead_in_tenant = shms__order_ahead(k, t, i, now);
   out->aged = now >= s->enqueue_ns && now - s->enqueue_ns >= k->starvation_ns;
-  if (SHMS__FAST_FREE(ck_pr_load_64(&k->ctl->fast)) == 0)
+  if (SHMS__FAST_FREE(shms__load_64(&k->ctl->fast)) == 0)
     out->blocked_by |= k->cfg->mode == SHMS_MODE_WORKER ? SHMS_BLOCK_NO_WORKER : SHMS_BLOCK_NO_CELL;
   if (shms__tenant_at_limit(k, s->tenant))
     out->blocked_by |= SHMS_BLOCK_TENANT_LIMIT;
@@ -61,7 +62,7 @@ int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
     return shms__fail(rc, "the dispatcher stayed busy for a second");
   }
   const struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64((uint64_t *)&s->word);
+  uint64_t w = shms__load_64((uint64_t *)&s->word);
   uint32_t st = SHMS__SLOT_STATE(w);
   memset(out, 0, sizeof *out);
   if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || s->seq != ticket->seq ||
@@ -108,7 +109,7 @@ int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max
       memcpy(o->name, t->name, sizeof o->name);
       o->name[SHMS_TENANT_MAX] = '\0';
       o->queued = t->queued;
-      o->active = ck_pr_load_32((uint32_t *)&t->active);
+      o->active = shms__load_32((uint32_t *)&t->active);
       o->in_ring = (t->flags & SHMS__TENANT_INRING) != 0;
       o->granted = t->granted;
       o->total_wait_ns = t->total_wait_ns;

@@ -1,6 +1,7 @@
 /* Lease disposition: release and quarantine present the lease exactly; repair undoes quarantine. */
 #include <ck_pr.h>
 
+#include "../shm/atomic.h"
 #include "../shm/error.h"
 #include "client.h"
 
@@ -26,9 +27,9 @@ static int lease_class(struct shms *h, const shms_lease *lease, struct shms__cls
 static int check_lease(const struct shms__cls **kp, const shms_lease *lease, uint64_t *w) {
   const struct shms__cls *k = *kp;
   struct shms__cell *cell = &k->cells[lease->cell];
-  *w = ck_pr_load_64(&cell->word);
+  *w = shms__load_64(&cell->word);
   if (SHMS__CELL_STATE(*w) != SHMS__CELL_LEASED || SHMS__CELL_GEN(*w) != lease->generation ||
-      ck_pr_load_64(&cell->token) != lease->token)
+      shms__load_64(&cell->token) != lease->token)
     return shms__fail(SHMS_ELEASE,
                       "class %s cell %u: the lease is not current (stale, forged, "
                       "or already returned)",
@@ -51,7 +52,7 @@ static int release_op(struct shms *h, const struct shms__cls *k, const shms_leas
   SHMS__STEP();
   if (tenant != 0)
     shms__tenant_lease_ended(k, tenant);
-  ck_pr_store_32(&k->ctl->cell_hint, lease->cell);
+  shms__store_32(&k->ctl->cell_hint, lease->cell);
   SHMS__STEP();
   uint64_t fast = shms__fast_add(k, 1, 0);
   SHMS__STEP();
@@ -91,19 +92,19 @@ int shms_quarantine(shms_t *h, const shms_lease *lease, int reason) {
  */
 static int repair_cell(struct shms *h, const struct shms__cls *k, uint32_t c) {
   struct shms__cell *cell = &k->cells[c];
-  uint64_t w = ck_pr_load_64(&cell->word);
+  uint64_t w = shms__load_64(&cell->word);
   int worker = k->cfg->mode == SHMS_MODE_WORKER;
   if (SHMS__CELL_STATE(w) != SHMS__CELL_QUARANTINED)
     return 0;
   uint32_t state = worker ? SHMS__CELL_OFFLINE : SHMS__CELL_AVAILABLE;
   if (!ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, state)))
     return 0;
-  ck_pr_store_32(&cell->reason, 0);
-  ck_pr_store_32(&cell->worker, 0);
+  shms__store_32(&cell->reason, 0);
+  shms__store_32(&cell->worker, 0);
   ck_pr_dec_32(&k->ctl->quarantined);
   if (worker)
     return 1;
-  ck_pr_store_32(&k->ctl->cell_hint, c);
+  shms__store_32(&k->ctl->cell_hint, c);
   shms__fast_add(k, 1, 0);
   shms__kick(h, k);
   return 1;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../core/hbm.h"
+#include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "../shm/futex.h"
@@ -38,14 +39,14 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
       return 0; /* it changed: look again */
     w |= SHMS__SLOT_SLEEPING;
   }
-  uint64_t now = shms__real_now_ns(), *due = &h->poll_due[k->id];
-  if (*due == 0 || *due > now + SHMS__POLL_NS)
-    *due = now + SHMS__POLL_NS;
-  uint64_t limit = until_real != 0 && until_real < *due ? until_real : *due;
+  /* Shared by the process's threads: racy by design (any of them may do the check), so atomic. */
+  uint64_t now = shms__real_now_ns(), *due_p = &h->poll_due[k->id], due = shms__load_64(due_p);
+  if (due == 0 || due > now + SHMS__POLL_NS)
+    shms__store_64(due_p, due = now + SHMS__POLL_NS);
+  uint64_t limit = until_real != 0 && until_real < due ? until_real : due;
   shms__futex_wait(shms__slot_futex(s), (uint32_t)w, limit);
-  if ((now = shms__real_now_ns()) < *due)
+  if ((now = shms__real_now_ns()) < due || !ck_pr_cas_64(due_p, due, now + SHMS__POLL_NS))
     return 0;
-  *due = now + SHMS__POLL_NS;
   return 1;
 }
 
@@ -58,7 +59,7 @@ void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t 
 static void recheck_after_publish(struct shms *h, const struct shms__cls *k, uint32_t i,
                                   uint64_t seq) {
   int reason = shms__segment_state(h) != SHMS_SEG_ACTIVE          ? SHMS_ESHUTDOWN
-               : ck_pr_load_32(&k->ctl->quarantined) >= k->ncells ? SHMS_EQUARANTINED
+               : shms__load_32(&k->ctl->quarantined) >= k->ncells ? SHMS_EQUARANTINED
                                                                   : 0;
   if (reason != 0)
     shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
@@ -107,7 +108,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   shms__fast_add(k, 0, 1);
   ck_pr_fence_store(); /* the request's fields are visible before its state says QUEUED */
   SHMS__STEP();
-  ck_pr_store_64(&s->word, SHMS__SLOT_WORD(seq, 0, 0, SHMS__SLOT_QUEUED));
+  shms__store_64(&s->word, SHMS__SLOT_WORD(seq, 0, 0, SHMS__SLOT_QUEUED));
   SHMS__STEP();
   shms__hbm_set(k->sattn, k->nslots, i);
   SHMS__STEP();
@@ -128,7 +129,7 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
   struct shms__slot *s = shms__slot_at(k, i);
   /* Return once the dispatcher has indexed the request or refused it. */
   for (;;) {
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
     /* Indexed, or already past the queue (granted, taken by a worker, even completed): the
      * ticket's holder collects what follows. Any other end this early is a refusal. */
@@ -182,7 +183,7 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
     return 1;
   SHMS__STEP();
   struct shms__cell *cell = &k->cells[c];
-  uint64_t cw = ck_pr_load_64(&cell->word);
+  uint64_t cw = shms__load_64(&cell->word);
   while (
       SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED &&
       !ck_pr_cas_64_value(&cell->word, cw, SHMS__CELL_WORD(gen, h->owner, SHMS__CELL_LEASED), &cw))
@@ -235,9 +236,9 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
   for (;;) {
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || ck_pr_load_64(&s->seq) != ticket->seq ||
+    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
         st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
       return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
     if (st == SHMS__SLOT_SETTLED) {

@@ -5,6 +5,7 @@
 #include <ck_pr.h>
 #include <string.h>
 
+#include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "client.h"
@@ -65,7 +66,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
   if (shms__sleep_on(h, k, i, w, limit)) {
     /* A poll interval passed: nobody dead may hold the job up, dispatcher or worker. */
     shms__baton_check_holder(h, k);
-    uint32_t c = ck_pr_load_32(&s->cell);
+    uint32_t c = shms__load_32(&s->cell);
     if (st != SHMS__SLOT_QUEUED && c < k->ncells)
       SHMS__OP_VOID(h, k, shms__workcell_check(h, k, c));
   }
@@ -88,9 +89,9 @@ int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, 
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
   for (;;) {
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || ck_pr_load_64(&s->seq) != ticket->seq ||
+    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
         st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
       return shms__fail(SHMS_ENOTFOUND, "no live job for this ticket (stale or retired)");
     if (st == SHMS__SLOT_SETTLED) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../shm/atomic.h"
 #include "../shm/error.h"
 #include "../shm/proc.h"
 #include "hbm.h"
@@ -51,7 +52,7 @@ static void audit_cells(struct audit *a, uint32_t *available, uint32_t *quaranti
   *available = *quarantined = 0;
   for (uint32_t c = 0; c < k->ncells; c++) {
     const struct shms__cell *cell = &k->cells[c];
-    uint64_t w = ck_pr_load_64((uint64_t *)&cell->word);
+    uint64_t w = shms__load_64((uint64_t *)&cell->word);
     uint32_t st = SHMS__CELL_STATE(w), ref = cell->slot;
     int worker = k->cfg->mode == SHMS_MODE_WORKER;
     *available += st == SHMS__CELL_AVAILABLE;
@@ -79,7 +80,7 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
   *queued = *used = 0;
   for (uint32_t i = 0; i < k->nslots; i++) {
     const struct shms__slot *s = shms__slot_at(k, i);
-    uint64_t w = ck_pr_load_64((uint64_t *)&s->word);
+    uint64_t w = shms__load_64((uint64_t *)&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
     int free_bit = shms__hbm_test(k->sfree, k->nslots, i);
     if (st > SHMS__SLOT_RUNNING)
@@ -149,17 +150,17 @@ static void audit_class(struct audit *a) {
   audit_cells(a, &available, &quarantined);
   audit_slots(a, &queued, &used);
   audit_tenants(a);
-  uint64_t fast = ck_pr_load_64(&k->ctl->fast);
+  uint64_t fast = shms__load_64(&k->ctl->fast);
   if (SHMS__FAST_FREE(fast) != available)
     violation(a, "free count %u, but %u cells are available", SHMS__FAST_FREE(fast), available);
   if (SHMS__FAST_QUEUED(fast) != queued)
     violation(a, "queued count %u, but %u requests are queued", SHMS__FAST_QUEUED(fast), queued);
-  if (ck_pr_load_32(&k->ctl->used) != used)
+  if (shms__load_32(&k->ctl->used) != used)
     violation(a, "used count %u, but %u slots are in use", k->ctl->used, used);
-  if (ck_pr_load_32(&k->ctl->quarantined) != quarantined)
+  if (shms__load_32(&k->ctl->quarantined) != quarantined)
     violation(a, "quarantined count %u, but %u cells are quarantined", k->ctl->quarantined,
               quarantined);
-  uint64_t baton = ck_pr_load_64(&k->ctl->baton);
+  uint64_t baton = shms__load_64(&k->ctl->baton);
   if (baton != 0) {
     uint32_t idx = SHMS__OWNER_INDEX((uint32_t)baton);
     const struct shms__proc *p =
@@ -190,7 +191,7 @@ int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations) {
     a.k = &h->cls[c];
     shms__freeze(h, a.k);
     audit_class(&a);
-    shms__unfreeze(a.k, ck_pr_load_64(&a.k->ctl->fast)); /* exactly as it was */
+    shms__unfreeze(a.k, shms__load_64(&a.k->ctl->fast)); /* exactly as it was */
   }
   *violations = a.violations;
   return SHMS_OK;

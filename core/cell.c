@@ -4,13 +4,14 @@
  */
 #include <ck_pr.h>
 
+#include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "hbm.h"
 #include "sched.h"
 #include "tenant.h"
 
 uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueued) {
-  uint64_t w = ck_pr_load_64(&k->ctl->fast), n;
+  uint64_t w = shms__load_64(&k->ctl->fast), n;
   do {
     uint32_t f = SHMS__FAST_FREE(w) + (uint32_t)dfree;
     uint32_t q = SHMS__FAST_QUEUED(w) + (uint32_t)dqueued;
@@ -20,7 +21,7 @@ uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueue
 }
 
 int shms__fast_reserve(const struct shms__cls *k, int unqueued_only) {
-  uint64_t w = ck_pr_load_64(&k->ctl->fast);
+  uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
     if (SHMS__FAST_FREE(w) == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
       return 0;
@@ -31,14 +32,14 @@ int shms__fast_reserve(const struct shms__cls *k, int unqueued_only) {
 }
 
 uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state) {
-  uint32_t start = ck_pr_load_32(&k->ctl->cell_hint);
+  uint32_t start = shms__load_32(&k->ctl->cell_hint);
   if (start >= k->ncells)
     start = 0;
   /* The reservation guarantees an AVAILABLE cell without a claimant: the scan ends. */
   for (uint32_t n = 0;; n++) {
     uint32_t c = (start + n) % k->ncells;
     struct shms__cell *cell = &k->cells[c];
-    uint64_t w = ck_pr_load_64(&cell->word);
+    uint64_t w = shms__load_64(&cell->word);
     if (SHMS__CELL_STATE(w) != SHMS__CELL_AVAILABLE)
       continue;
     if (ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w), owner, state)))
@@ -51,15 +52,16 @@ uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t st
 int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uint32_t slot,
                      uint32_t *gen, uint64_t *token) {
   struct shms__cell *cell = &k->cells[c];
-  uint64_t w = ck_pr_load_64(&cell->word);
+  uint64_t w = shms__load_64(&cell->word);
   uint64_t next = cell->token + 1;
   /* Tokens never wrap: past the last one the cell fails closed (the caller quarantines it). */
-  if (next >= ck_pr_load_64(&k->ctl->token_limit) || next == 0)
+  if (next >= shms__load_64(&k->ctl->token_limit) || next == 0)
     return SHMS_ESEQEXHAUSTED;
-  cell->token = next;
-  cell->tenant = tenant;
-  cell->slot = slot;
-  ck_pr_store_64(&cell->lease_start_ns, shms__coarse_now_ns());
+  /* Read by others without our ownership (lease checks, recovery, observers): atomic stores. */
+  shms__store_64(&cell->token, next);
+  shms__store_32(&cell->tenant, tenant);
+  shms__store_32(&cell->slot, slot);
+  shms__store_64(&cell->lease_start_ns, shms__coarse_now_ns());
   *gen = SHMS__CELL_GEN(w);
   *token = next;
   return SHMS_OK;
@@ -74,12 +76,12 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
 
 void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c) {
   struct shms__cell *cell = &k->cells[c];
-  uint64_t w = ck_pr_load_64(&cell->word);
+  uint64_t w = shms__load_64(&cell->word);
   uint32_t tenant = cell->tenant;
   while (SHMS__CELL_STATE(w) == SHMS__CELL_GRANTED) {
     /* Never exposed to anyone, so no generation bump is needed; it simply becomes free (a
      * worker cell, its worker's again). */
-    uint32_t owner = k->cfg->mode == SHMS_MODE_WORKER ? ck_pr_load_32(&cell->worker) : 0;
+    uint32_t owner = k->cfg->mode == SHMS_MODE_WORKER ? shms__load_32(&cell->worker) : 0;
     if (ck_pr_cas_64_value(&cell->word, w,
                            SHMS__CELL_WORD(SHMS__CELL_GEN(w), owner, SHMS__CELL_AVAILABLE), &w)) {
       SHMS__STEP();
@@ -100,7 +102,7 @@ int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c,
       SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, SHMS__CELL_OWNER(expect), SHMS__CELL_QUARANTINED);
   if (!ck_pr_cas_64(&cell->word, expect, q))
     return 0;
-  ck_pr_store_32(&cell->reason, (uint32_t)reason);
+  shms__store_32(&cell->reason, (uint32_t)reason);
   ck_pr_inc_32(&k->ctl->quarantined);
   shms__tenant_lease_ended(k, tenant);
   shms__check_all_quarantined(h, k);
@@ -109,14 +111,14 @@ int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c,
 
 void shms__test_set_tokens(const struct shms__cls *k, uint64_t next) {
   for (uint32_t c = 0; c < k->ncells; c++)
-    ck_pr_store_64(&k->cells[c].token, next - 1);
+    shms__store_64(&k->cells[c].token, next - 1);
 }
 
 void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c) {
-  shms__cell_quarantine(h, k, c, ck_pr_load_64(&k->cells[c].word), SHMS_ESEQEXHAUSTED);
+  shms__cell_quarantine(h, k, c, shms__load_64(&k->cells[c].word), SHMS_ESEQEXHAUSTED);
 }
 
 void shms__cell_count_lease(const struct shms__cls *k, uint32_t c) {
   struct shms__cell *cell = &k->cells[c];
-  ck_pr_store_64(&cell->leases, cell->leases + 1); /* only the cell's holder writes it */
+  shms__store_64(&cell->leases, cell->leases + 1); /* only the cell's holder writes it */
 }

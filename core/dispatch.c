@@ -9,6 +9,7 @@
 #include <ck_sequence.h>
 #include <sched.h>
 
+#include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "hbm.h"
 #include "sched.h"
@@ -22,24 +23,24 @@
 static uint64_t baton_value(const struct shms *h) { return (1ull << 32) | h->owner; }
 
 static int baton_try(const struct shms *h, const struct shms__cls *k) {
-  return ck_pr_load_64(&k->ctl->baton) == 0 && ck_pr_cas_64(&k->ctl->baton, 0, baton_value(h));
+  return shms__load_64(&k->ctl->baton) == 0 && ck_pr_cas_64(&k->ctl->baton, 0, baton_value(h));
 }
 
 static int work_pending(const struct shms__cls *k) {
   if (shms__hbm_any(k->sattn, k->nslots) || shms__hbm_any(k->tattn, k->ntenants))
     return 1;
-  uint64_t f = ck_pr_load_64(&k->ctl->fast);
-  return SHMS__FAST_FREE(f) > 0 && ck_pr_load_32(&k->ctl->ring_len) > 0;
+  uint64_t f = shms__load_64(&k->ctl->fast);
+  return SHMS__FAST_FREE(f) > 0 && shms__load_32(&k->ctl->ring_len) > 0;
 }
 
 static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited) {
   ck_sequence_t *seq = (ck_sequence_t *)&k->ctl->obs_seq;
   struct shms__class_ctl *ctl = k->ctl;
   ck_sequence_write_begin(seq);
-  ck_pr_store_64(&ctl->queue_granted, ctl->queue_granted + 1);
-  ck_pr_store_64(&ctl->total_wait_ns, ctl->total_wait_ns + waited);
+  shms__store_64(&ctl->queue_granted, ctl->queue_granted + 1);
+  shms__store_64(&ctl->total_wait_ns, ctl->total_wait_ns + waited);
   if (waited > ctl->max_wait_ns)
-    ck_pr_store_64(&ctl->max_wait_ns, waited);
+    shms__store_64(&ctl->max_wait_ns, waited);
   ck_sequence_write_end(seq);
   struct shms__tenant *t = shms__tenant_at(k, ref);
   t->granted++;
@@ -68,7 +69,7 @@ static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, ui
 static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32_t i,
                  uint64_t now) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
+  uint64_t w = shms__load_64(&s->word);
   if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
     shms__index_attend(h, k, i); /* settled meanwhile: unlink it */
     return 1;
@@ -100,6 +101,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   s->cell = c;
   s->generation = gen;
   s->token = token;
+  /* Read now: once the CAS below hands the slot over, it may be freed and reused at once. */
+  uint64_t waited = now > s->enqueue_ns ? now - s->enqueue_ns : 0;
   SHMS__STEP();
   shms__index_unlink(k, i);
   SHMS__STEP();
@@ -120,7 +123,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   if (k->cfg->mode == SHMS_MODE_WORKER)
     shms__workcell_wake(k, c);
   SHMS__STEP();
-  record_wait(k, ref, now > s->enqueue_ns ? now - s->enqueue_ns : 0);
+  record_wait(k, ref, waited);
   return 1;
 }
 
@@ -133,7 +136,7 @@ static void hand_off(const struct shms__cls *k, uint64_t now) {
   }
   if (i < 0)
     return;
-  uint64_t w = ck_pr_load_64(&shms__slot_at(k, (uint32_t)i)->word);
+  uint64_t w = shms__load_64(&shms__slot_at(k, (uint32_t)i)->word);
   while (
       SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_HELP) &&
       !shms__slot_cas(k, (uint32_t)i, &w, (w | SHMS__SLOT_HELP) & ~(uint64_t)SHMS__SLOT_SLEEPING))
@@ -171,12 +174,10 @@ static void run(struct shms *h, const struct shms__cls *k) {
     int exhausted = pass(h, k);
     if (exhausted && passes >= MAX_PASSES)
       hand_off(k, shms__now_ns());
-    /* Everything the pass wrote is visible before the baton reads free. */
-    ck_pr_fence_release();
-    ck_pr_store_64(&k->ctl->baton, 0);
-    /* The re-check must not be ordered before the release: a process that failed to take the
-     * baton published its work first, so one of us sees the other. */
-    ck_pr_fence_memory();
+    /* An atomic exchange: everything the pass wrote is visible before the baton reads free,
+     * and (a full barrier) the re-check below is not ordered before it. A process that failed to
+     * take the baton published its work first, so one of us sees the other. */
+    ck_pr_fas_64(&k->ctl->baton, 0);
     if (passes >= MAX_PASSES || !work_pending(k) || !baton_try(h, k))
       return;
   }
@@ -184,7 +185,7 @@ static void run(struct shms *h, const struct shms__cls *k) {
 
 void shms__kick(struct shms *h, const struct shms__cls *k) {
   ck_pr_fence_memory(); /* our published change is visible before we look at the baton */
-  if (ck_pr_load_64(&k->ctl->baton) != 0)
+  if (shms__load_64(&k->ctl->baton) != 0)
     return; /* its holder re-checks before letting go */
   shms__op_enter(h, k);
   if (baton_try(h, k))
@@ -197,7 +198,7 @@ static int holder_dead(const struct shms *h, uint64_t baton) {
 }
 
 void shms__baton_check_holder(struct shms *h, const struct shms__cls *k) {
-  uint64_t b = ck_pr_load_64(&k->ctl->baton);
+  uint64_t b = shms__load_64(&k->ctl->baton);
   if (b == 0) {
     shms__kick(h, k);
     return;
@@ -218,7 +219,7 @@ int shms__baton_acquire(struct shms *h, const struct shms__cls *k, uint64_t time
   for (;;) {
     if (baton_try(h, k))
       return SHMS_OK;
-    uint64_t b = ck_pr_load_64(&k->ctl->baton);
+    uint64_t b = shms__load_64(&k->ctl->baton);
     if (b != 0 && holder_dead(h, b) && ck_pr_cas_64(&k->ctl->baton, b, baton_value(h))) {
       shms__index_rebuild(k);
       return SHMS_OK;
@@ -234,16 +235,16 @@ void shms__baton_done(struct shms *h, const struct shms__cls *k) { run(h, k); }
 void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason) {
   for (uint32_t i = 0; i < k->nslots; i++) {
     struct shms__slot *s = shms__slot_at(k, i);
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
     if (st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED)
-      shms__slot_settle(h, k, i, ck_pr_load_64(&s->seq),
+      shms__slot_settle(h, k, i, shms__load_64(&s->seq),
                         1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED, reason);
   }
   shms__kick(h, k);
 }
 
 void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k) {
-  if (ck_pr_load_32(&k->ctl->quarantined) >= k->ncells)
+  if (shms__load_32(&k->ctl->quarantined) >= k->ncells)
     shms__fail_all(h, k, SHMS_EQUARANTINED);
 }

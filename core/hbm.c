@@ -1,6 +1,7 @@
 /* The hierarchical bitmap (hbm.h). */
 #include "hbm.h"
 
+#include "../shm/atomic.h"
 #include <ck_pr.h>
 #include <string.h>
 
@@ -46,7 +47,7 @@ static uint64_t *word(uint64_t *w, const struct levels *l, uint32_t k, uint32_t 
 
 /* Atomically OR bits into *p and return the previous value. */
 static uint64_t fetch_or(uint64_t *p, uint64_t bits) {
-  uint64_t prev = ck_pr_load_64(p);
+  uint64_t prev = shms__load_64(p);
   while ((prev & bits) != bits && !ck_pr_cas_64_value(p, prev, prev | bits, &prev))
     ;
   return prev;
@@ -81,12 +82,12 @@ static void clear_up(uint64_t *w, const struct levels *l, uint32_t k, uint32_t i
     uint64_t bit = 1ull << (idx % 64);
     ck_pr_and_64(parent, ~bit);
     ck_pr_fence_memory(); /* the clear must be visible before we look at the child again */
-    if (ck_pr_load_64(word(w, l, k, idx)) != 0) {
+    if (shms__load_64(word(w, l, k, idx)) != 0) {
       if (fetch_or(parent, bit) == 0)
         propagate(w, l, k + 1, idx / 64);
       return;
     }
-    if (ck_pr_load_64(parent) != 0)
+    if (shms__load_64(parent) != 0)
       return;
   }
 }
@@ -98,14 +99,14 @@ int64_t shms__hbm_take(uint64_t *w, uint32_t n) {
     return -1;
   for (;;) {
     uint32_t idx = 0, k = l.count - 1;
-    uint64_t v = ck_pr_load_64(word(w, &l, k, 0));
+    uint64_t v = shms__load_64(word(w, &l, k, 0));
     if (v == 0)
       return -1;
     /* Descend along the lowest set summary bits. */
     while (k > 0 && v != 0) {
       idx = idx * 64 + (uint32_t)__builtin_ctzll(v);
       k--;
-      v = ck_pr_load_64(word(w, &l, k, idx));
+      v = shms__load_64(word(w, &l, k, idx));
     }
     if (v == 0) { /* a stale summary bit: repair it and start over */
       clear_up(w, &l, k, idx);
@@ -126,13 +127,13 @@ int64_t shms__hbm_take(uint64_t *w, uint32_t n) {
 
 int shms__hbm_test(const uint64_t *w, uint32_t n, uint32_t i) {
   (void)n;
-  return (ck_pr_load_64((uint64_t *)&w[i / 64]) >> (i % 64)) & 1;
+  return (shms__load_64((uint64_t *)&w[i / 64]) >> (i % 64)) & 1;
 }
 
 int shms__hbm_any(const uint64_t *w, uint32_t n) {
   struct levels l;
   levels_of(n, &l);
-  return l.count != 0 && ck_pr_load_64((uint64_t *)&w[l.off[l.count - 1]]) != 0;
+  return l.count != 0 && shms__load_64((uint64_t *)&w[l.off[l.count - 1]]) != 0;
 }
 
 int64_t shms__hbm_peek(const uint64_t *w, uint32_t n) {
@@ -142,7 +143,7 @@ int64_t shms__hbm_peek(const uint64_t *w, uint32_t n) {
     return -1;
   uint32_t idx = 0;
   for (int k = (int)l.count - 1; k >= 0; k--) {
-    uint64_t v = ck_pr_load_64((uint64_t *)&w[l.off[k] + idx]);
+    uint64_t v = shms__load_64((uint64_t *)&w[l.off[k] + idx]);
     if (v == 0)
       return -1;
     idx = idx * 64 + (uint32_t)__builtin_ctzll(v);

@@ -7,6 +7,7 @@
 #include <ck_pr.h>
 #include <string.h>
 
+#include "../shm/atomic.h"
 #include "hbm.h"
 #include "order.h"
 #include "sched.h"
@@ -106,7 +107,7 @@ void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
 }
 
 void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i) {
-  uint64_t w = ck_pr_load_64(&shms__slot_at(k, i)->word);
+  uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   uint32_t st = SHMS__SLOT_STATE(w);
   if (st == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_INDEXED))
     insert(h, k, i, w);
@@ -142,7 +143,7 @@ void shms__index_rebuild(const struct shms__cls *k) {
   /* Every queued request becomes an arrival again; settled ones are simply let go. */
   for (uint32_t i = 0; i < k->nslots; i++) {
     struct shms__slot *s = shms__slot_at(k, i);
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
     if (!(w & SHMS__SLOT_INDEXED))
       continue;

@@ -8,6 +8,7 @@
 #include <ck_sequence.h>
 #include <string.h>
 
+#include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "../shm/handle.h"
@@ -17,15 +18,15 @@ static void count_cells(const struct shms *h, const struct shms__class_desc *d, 
   for (uint32_t i = 0; i < d->cells_count; i++) {
     const struct shms__cell *cell = SHMS__AT(
         h->base, d->cells_off + (uint64_t)i * sizeof(struct shms__cell), const struct shms__cell);
-    out->granted += ck_pr_load_64((uint64_t *)&cell->leases);
-    switch (SHMS__CELL_STATE(ck_pr_load_64((uint64_t *)&cell->word))) {
+    out->granted += shms__load_64((uint64_t *)&cell->leases);
+    switch (SHMS__CELL_STATE(shms__load_64((uint64_t *)&cell->word))) {
     case SHMS__CELL_AVAILABLE:
       out->available++;
       break;
     case SHMS__CELL_GRANTED:
     case SHMS__CELL_LEASED: {
       out->leased++;
-      uint64_t start = ck_pr_load_64((uint64_t *)&cell->lease_start_ns);
+      uint64_t start = shms__load_64((uint64_t *)&cell->lease_start_ns);
       if (start != 0 && now_ns > start && now_ns - start > out->oldest_lease_age_ns)
         out->oldest_lease_age_ns = now_ns - start;
       break;
@@ -45,12 +46,12 @@ static void read_counters(const struct shms__class_ctl *ctl, shms_class_stats *o
   unsigned version;
   do {
     version = ck_sequence_read_begin(seq);
-    out->rejected = ck_pr_load_64((uint64_t *)&ctl->rejected);
-    out->cancelled = ck_pr_load_64((uint64_t *)&ctl->cancelled);
-    out->expired = ck_pr_load_64((uint64_t *)&ctl->expired);
-    out->total_wait_ns = ck_pr_load_64((uint64_t *)&ctl->total_wait_ns);
-    out->max_wait_ns = ck_pr_load_64((uint64_t *)&ctl->max_wait_ns);
-    out->queued_tenants = ck_pr_load_32((uint32_t *)&ctl->tenants_queued);
+    out->rejected = shms__load_64((uint64_t *)&ctl->rejected);
+    out->cancelled = shms__load_64((uint64_t *)&ctl->cancelled);
+    out->expired = shms__load_64((uint64_t *)&ctl->expired);
+    out->total_wait_ns = shms__load_64((uint64_t *)&ctl->total_wait_ns);
+    out->max_wait_ns = shms__load_64((uint64_t *)&ctl->max_wait_ns);
+    out->queued_tenants = shms__load_32((uint32_t *)&ctl->tenants_queued);
   } while (ck_sequence_read_retry(seq, version));
 }
 
@@ -68,7 +69,7 @@ int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out) {
   memset(out, 0, sizeof *out);
   out->cells = d->cells_count;
   out->queue_capacity = d->slots_count;
-  out->queue_depth = (uint32_t)(ck_pr_load_64((uint64_t *)&ctl->fast) >> 32);
+  out->queue_depth = (uint32_t)(shms__load_64((uint64_t *)&ctl->fast) >> 32);
   read_counters(ctl, out);
   count_cells(h, d, shms__now_ns(), out);
   return SHMS_OK;

@@ -13,6 +13,7 @@
 #include <ck_pr.h>
 #include <sched.h>
 
+#include "../shm/atomic.h"
 #include "../shm/proc.h"
 #include "sched.h"
 
@@ -21,9 +22,9 @@ static _Thread_local uint32_t depth[SHMS_CLASS_COUNT];
 
 /* Wait while k is frozen; if its freezer died, finish its job (recovery is idempotent). */
 static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
-  for (uint32_t spins = 0; ck_pr_load_64(&k->ctl->fast) & SHMS__FAST_FROZEN; spins++) {
+  for (uint32_t spins = 0; shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN; spins++) {
     if (spins % 1024 == 1023) {
-      uint32_t freezer = ck_pr_load_32(&k->ctl->freezer);
+      uint32_t freezer = shms__load_32(&k->ctl->freezer);
       if (freezer != 0 && shms__owner_dead(h, freezer)) {
         shms__recover_class(h, k);
         continue;
@@ -38,7 +39,7 @@ void shms__op_enter(struct shms *h, const struct shms__cls *k) {
     return;
   for (;;) {
     ck_pr_inc_32(&h->ops[k->id]); /* locked: ordered before the load below */
-    if (!(ck_pr_load_64(&k->ctl->fast) & SHMS__FAST_FROZEN))
+    if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN))
       return;
     ck_pr_dec_32(&h->ops[k->id]);
     wait_unfrozen(h, k);
@@ -56,7 +57,7 @@ static int others_busy(struct shms *h, const struct shms__cls *k) {
   for (uint32_t i = 0; i < hdr->procs_count; i++) {
     const struct shms__proc *p = SHMS__AT(
         h->base, hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc), const struct shms__proc);
-    if (i == h->self || ck_pr_load_32((uint32_t *)&p->ops[k->id]) == 0)
+    if (i == h->self || shms__load_32((uint32_t *)&p->ops[k->id]) == 0)
       continue;
     /* Only the lock says whether a count belongs to a live process. */
     if (shms__proc_alive(h->base, h->fd, i, shms__self_index(h)) == 1)
@@ -70,7 +71,7 @@ void shms__freeze(struct shms *h, const struct shms__cls *k) {
   /* First the right to freeze, recorded before anything stops: a freezer that dies at any point
    * is then known, and the next one finishes its work. */
   for (;;) {
-    uint32_t f = ck_pr_load_32(&k->ctl->freezer);
+    uint32_t f = shms__load_32(&k->ctl->freezer);
     if (f == me)
       break;
     if (f != 0 && !shms__owner_dead(h, f)) {
@@ -80,7 +81,7 @@ void shms__freeze(struct shms *h, const struct shms__cls *k) {
     if (ck_pr_cas_32(&k->ctl->freezer, f, me))
       break;
   }
-  uint64_t w = ck_pr_load_64(&k->ctl->fast);
+  uint64_t w = shms__load_64(&k->ctl->fast);
   while (!(w & SHMS__FAST_FROZEN) &&
          !ck_pr_cas_64_value(&k->ctl->fast, w, w | SHMS__FAST_FROZEN, &w))
     ;
@@ -90,6 +91,6 @@ void shms__freeze(struct shms *h, const struct shms__cls *k) {
 
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast) {
   ck_pr_fence_store(); /* everything recomputed is visible before operations resume */
-  ck_pr_store_64(&k->ctl->fast, fast & ~SHMS__FAST_FROZEN);
-  ck_pr_store_32(&k->ctl->freezer, 0);
+  shms__store_64(&k->ctl->fast, fast & ~SHMS__FAST_FROZEN);
+  shms__store_32(&k->ctl->freezer, 0);
 }

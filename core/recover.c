@@ -6,6 +6,7 @@
  */
 #include <ck_pr.h>
 
+#include "../shm/atomic.h"
 #include "../shm/proc.h"
 #include "sched.h"
 
@@ -15,7 +16,7 @@ int shms__owner_dead(const struct shms *h, uint32_t owner) {
     return 1;
   const struct shms__proc *p = SHMS__AT(
       h->base, h->hdr->procs_off + (uint64_t)index * sizeof(struct shms__proc), struct shms__proc);
-  if ((ck_pr_load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
     return 1; /* the entry has been claimed again since */
   return shms__proc_alive(h->base, h->fd, index, shms__self_index(h)) == 0;
 }
@@ -23,13 +24,13 @@ int shms__owner_dead(const struct shms *h, uint32_t owner) {
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
-    uint64_t w = ck_pr_load_64(&cell->word);
-    uint32_t ref = ck_pr_load_32(&cell->slot);
+    uint64_t w = shms__load_64(&cell->word);
+    uint32_t ref = shms__load_32(&cell->slot);
     if (SHMS__CELL_STATE(w) != SHMS__CELL_GRANTED || ref == 0 || ref > k->nslots)
       continue;
     struct shms__slot *s = shms__slot_at(k, ref - 1);
-    uint32_t owner = ck_pr_load_32(&s->owner);
-    uint64_t seq = ck_pr_load_64(&s->seq);
+    uint32_t owner = shms__load_32(&s->owner);
+    uint64_t seq = shms__load_64(&s->seq);
     if (!shms__owner_dead(h, owner))
       continue;
     /* Its waiter is gone: the grant returns its cell, and the outcome is taken on its behalf. */
@@ -41,11 +42,11 @@ void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
 static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t owner) {
   for (uint32_t i = 0; i < k->nslots; i++) {
     struct shms__slot *s = shms__slot_at(k, i);
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    if (st < SHMS__SLOT_QUEUED || ck_pr_load_32(&s->owner) != owner)
+    if (st < SHMS__SLOT_QUEUED || shms__load_32(&s->owner) != owner)
       continue;
-    uint64_t seq = ck_pr_load_64(&s->seq);
+    uint64_t seq = shms__load_64(&s->seq);
     shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
                       SHMS_EOWNERLOST);
     /* A running job goes on; when its worker completes it, the result is dropped. */
@@ -54,7 +55,7 @@ static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t 
            !ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
       ;
     /* Nobody will wait for these outcomes any more: take them so the slots come free. */
-    w = ck_pr_load_64(&s->word);
+    w = shms__load_64(&s->word);
     if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && !(w & SHMS__SLOT_COLLECTED) &&
         SHMS__SLOT_SEQ(w) == (uint32_t)seq)
       shms__slot_collect(k, i);
@@ -64,7 +65,7 @@ static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t 
 static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t owner) {
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
-    uint64_t w = ck_pr_load_64(&cell->word);
+    uint64_t w = shms__load_64(&cell->word);
     if (SHMS__CELL_STATE(w) != SHMS__CELL_LEASED || SHMS__CELL_OWNER(w) != (owner & 0xfffffffu))
       continue;
     if (k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE) {
@@ -91,7 +92,7 @@ void shms__recover_owner(struct shms *h, uint32_t owner) {
     if (k->cfg->mode == SHMS_MODE_WORKER) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
       for (uint32_t c = 0; c < k->ncells; c++)
-        if (ck_pr_load_32(&k->cells[c].worker) == owner)
+        if (shms__load_32(&k->cells[c].worker) == owner)
           shms__workcell_gone(h, k, c, owner);
     } else {
       dispose_leases(h, k, owner);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../shm/atomic.h"
 #include "../shm/futex.h"
 #include "../shm/proc.h"
 #include "hbm.h"
@@ -31,7 +32,7 @@ static int dead(struct alive_cache *a, uint32_t owner) {
   const struct shms__proc *p =
       SHMS__AT(a->h->base, hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc),
                const struct shms__proc);
-  if ((ck_pr_load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
     return 1;
   if (a->known[i] < 0)
     a->known[i] = (int8_t)(shms__owner_dead(a->h, owner) ? 0 : 1);
@@ -42,7 +43,7 @@ static int dead(struct alive_cache *a, uint32_t owner) {
 static void set_slot(const struct shms__cls *k, uint32_t i, uint32_t state, int reason,
                      uint32_t add, uint32_t clear) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word), n;
+  uint64_t w = shms__load_64(&s->word), n;
   do {
     uint32_t flags = (FLAGS(w) | add) & ~(clear | SHMS__SLOT_SLEEPING);
     n = SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), reason, flags, state);
@@ -51,17 +52,17 @@ static void set_slot(const struct shms__cls *k, uint32_t i, uint32_t state, int 
 
 static void set_cell(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t owner,
                      uint32_t state) {
-  ck_pr_store_64(&k->cells[c].word, SHMS__CELL_WORD(gen, owner, state));
+  shms__store_64(&k->cells[c].word, SHMS__CELL_WORD(gen, owner, state));
 }
 
 static uint32_t idle_owner(const struct shms__cls *k, uint32_t c) {
-  return k->cfg->mode == SHMS_MODE_WORKER ? ck_pr_load_32(&k->cells[c].worker) : 0;
+  return k->cfg->mode == SHMS_MODE_WORKER ? shms__load_32(&k->cells[c].worker) : 0;
 }
 
 /* A job that was running on a worker that is gone: once more if asked, else worker-lost. */
 static void lose_job(const struct shms__cls *k, uint32_t i, shms_recovery *r) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
+  uint64_t w = shms__load_64(&s->word);
   if ((s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
       !(w & (SHMS__SLOT_WRITING | SHMS__SLOT_COLLECTED))) {
     s->options |= SHMS__OPT_RETRIED;
@@ -80,20 +81,20 @@ static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, shms_reco
     r->leases_released++;
   } else {
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
-    ck_pr_store_32(&k->cells[c].reason, (uint32_t)SHMS_EOWNERLOST);
+    shms__store_32(&k->cells[c].reason, (uint32_t)SHMS_EOWNERLOST);
     r->leases_quarantined++;
   }
 }
 
 static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, struct alive_cache *a,
                            shms_recovery *r) {
-  uint32_t ref = ck_pr_load_32(&k->cells[c].slot);
+  uint32_t ref = shms__load_32(&k->cells[c].slot);
   struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
-  uint64_t sw = s ? ck_pr_load_64(&s->word) : 0;
+  uint64_t sw = s ? shms__load_64(&s->word) : 0;
   int bound = s != NULL && s->cell == c;
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_RUNNING) {
     /* Its worker started the job, then died before taking the cell: as good as leased. */
-    set_cell(k, c, SHMS__CELL_GEN(w), ck_pr_load_32(&k->cells[c].worker), SHMS__CELL_LEASED);
+    set_cell(k, c, SHMS__CELL_GEN(w), shms__load_32(&k->cells[c].worker), SHMS__CELL_LEASED);
     return;
   }
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {
@@ -102,10 +103,10 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
     return;
   }
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_GRANTED) {
-    if (k->cfg->mode == SHMS_MODE_WORKER && dead(a, ck_pr_load_32(&k->cells[c].worker))) {
+    if (k->cfg->mode == SHMS_MODE_WORKER && dead(a, shms__load_32(&k->cells[c].worker))) {
       set_slot(k, ref - 1, SHMS__SLOT_QUEUED, 0, 0, 0); /* never ran: back to the queue */
       set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE);
-      ck_pr_store_32(&k->cells[c].worker, 0);
+      shms__store_32(&k->cells[c].worker, 0);
       r->workers_unbound++;
       return;
     }
@@ -122,32 +123,32 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
 static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cache *a,
                         shms_recovery *r) {
   struct shms__cell *cell = &k->cells[c];
-  uint64_t w = ck_pr_load_64(&cell->word);
+  uint64_t w = shms__load_64(&cell->word);
   int worker = k->cfg->mode == SHMS_MODE_WORKER;
   switch (SHMS__CELL_STATE(w)) {
   case SHMS__CELL_GRANTED:
     repair_granted(k, c, w, a, r);
     return;
   case SHMS__CELL_LEASED: {
-    uint32_t holder = worker ? ck_pr_load_32(&cell->worker) : SHMS__CELL_OWNER(w);
+    uint32_t holder = worker ? shms__load_32(&cell->worker) : SHMS__CELL_OWNER(w);
     if (!dead(a, holder))
       return;
     if (!worker) {
       dispose(k, c, w, r);
       return;
     }
-    uint32_t ref = ck_pr_load_32(&cell->slot);
+    uint32_t ref = shms__load_32(&cell->slot);
     if (ref >= 1 && ref <= k->nslots &&
-        SHMS__SLOT_STATE(ck_pr_load_64(&shms__slot_at(k, ref - 1)->word)) == SHMS__SLOT_RUNNING)
+        SHMS__SLOT_STATE(shms__load_64(&shms__slot_at(k, ref - 1)->word)) == SHMS__SLOT_RUNNING)
       lose_job(k, ref - 1, r);
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
-    ck_pr_store_32(&cell->reason, (uint32_t)SHMS_EWORKERLOST);
+    shms__store_32(&cell->reason, (uint32_t)SHMS_EWORKERLOST);
     return;
   }
   case SHMS__CELL_AVAILABLE:
-    if (worker && dead(a, ck_pr_load_32(&cell->worker))) {
+    if (worker && dead(a, shms__load_32(&cell->worker))) {
       set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE);
-      ck_pr_store_32(&cell->worker, 0);
+      shms__store_32(&cell->worker, 0);
       r->workers_unbound++;
     }
     return;
@@ -161,14 +162,14 @@ static int running_on_cell(const struct shms__cls *k, const struct shms__slot *s
   if (s->cell >= k->ncells)
     return 0;
   const struct shms__cell *cell = &k->cells[s->cell];
-  return SHMS__CELL_STATE(ck_pr_load_64((uint64_t *)&cell->word)) == SHMS__CELL_LEASED &&
-         ck_pr_load_32((uint32_t *)&cell->slot) == i + 1;
+  return SHMS__CELL_STATE(shms__load_64((uint64_t *)&cell->word)) == SHMS__CELL_LEASED &&
+         shms__load_32((uint32_t *)&cell->slot) == i + 1;
 }
 
 static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cache *a,
                         shms_recovery *r) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
+  uint64_t w = shms__load_64(&s->word);
   int gone = dead(a, s->owner);
   switch (SHMS__SLOT_STATE(w)) {
   case SHMS__SLOT_CLAIMED: /* torn enqueue: after quiescence its owner must be dead */
@@ -184,8 +185,8 @@ static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cach
   case SHMS__SLOT_GRANTED: { /* cells came first: a grant still bound is a live one */
     const struct shms__cell *cell = s->cell < k->ncells ? &k->cells[s->cell] : NULL;
     if (cell == NULL ||
-        SHMS__CELL_STATE(ck_pr_load_64((uint64_t *)&cell->word)) != SHMS__CELL_GRANTED ||
-        ck_pr_load_32((uint32_t *)&cell->slot) != i + 1)
+        SHMS__CELL_STATE(shms__load_64((uint64_t *)&cell->word)) != SHMS__CELL_GRANTED ||
+        shms__load_32((uint32_t *)&cell->slot) != i + 1)
       set_slot(k, i, SHMS__SLOT_QUEUED, 0, 0, 0);
     return;
   }
@@ -217,7 +218,7 @@ static void rebuild_tenants(const struct shms__cls *k) {
     k->tenants[t].active = 0;
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
-    uint32_t st = SHMS__CELL_STATE(ck_pr_load_64(&cell->word)), ref = cell->tenant;
+    uint32_t st = SHMS__CELL_STATE(shms__load_64(&cell->word)), ref = cell->tenant;
     if ((st == SHMS__CELL_LEASED || st == SHMS__CELL_GRANTED) && ref >= 1 && ref <= k->ntenants &&
         (k->tenants[ref - 1].flags & SHMS__TENANT_INUSE))
       k->tenants[ref - 1].active++;
@@ -237,12 +238,12 @@ static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t 
   *queued = *used = 0;
   for (uint32_t i = 0; i < k->nslots; i++) {
     struct shms__slot *s = shms__slot_at(k, i);
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
     if (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED))
       st = SHMS__SLOT_FREE; /* nobody needs it any more */
     if (st == SHMS__SLOT_FREE) {
-      ck_pr_store_64(&s->word, SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), 0, 0, SHMS__SLOT_FREE));
+      shms__store_64(&s->word, SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), 0, 0, SHMS__SLOT_FREE));
       shms__hbm_set(k->sfree, k->nslots, i);
       continue;
     }
@@ -260,7 +261,7 @@ static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t 
 static void count_cells(const struct shms__cls *k, uint32_t *available, uint32_t *quarantined) {
   *available = *quarantined = 0;
   for (uint32_t c = 0; c < k->ncells; c++) {
-    uint32_t st = SHMS__CELL_STATE(ck_pr_load_64(&k->cells[c].word));
+    uint32_t st = SHMS__CELL_STATE(shms__load_64(&k->cells[c].word));
     *available += st == SHMS__CELL_AVAILABLE;
     *quarantined += st == SHMS__CELL_QUARANTINED;
   }
@@ -276,21 +277,21 @@ static void recover_frozen(struct shms *h, const struct shms__cls *k, int8_t *kn
       repair_cell(k, c, &a, r);
   for (uint32_t i = 0; i < k->nslots; i++)
     repair_slot(k, i, &a, r);
-  uint64_t baton = ck_pr_load_64(&k->ctl->baton);
+  uint64_t baton = shms__load_64(&k->ctl->baton);
   if (baton != 0) { /* quiescent: only a dead holder can still hold it */
-    ck_pr_store_64(&k->ctl->baton, 0);
+    shms__store_64(&k->ctl->baton, 0);
     r->batons_recovered++;
   }
   rebuild_tenants(k);
   uint32_t queued, used, available, quarantined;
   rebuild_slots(k, &queued, &used);
   count_cells(k, &available, &quarantined);
-  uint64_t old = ck_pr_load_64(&k->ctl->fast);
+  uint64_t old = shms__load_64(&k->ctl->fast);
   r->counts_fixed += (SHMS__FAST_FREE(old) != available) + (SHMS__FAST_QUEUED(old) != queued) +
-                     (ck_pr_load_32(&k->ctl->used) != used) +
-                     (ck_pr_load_32(&k->ctl->quarantined) != quarantined);
-  ck_pr_store_32(&k->ctl->used, used);
-  ck_pr_store_32(&k->ctl->quarantined, quarantined);
+                     (shms__load_32(&k->ctl->used) != used) +
+                     (shms__load_32(&k->ctl->quarantined) != quarantined);
+  shms__store_32(&k->ctl->used, used);
+  shms__store_32(&k->ctl->quarantined, quarantined);
   shms__unfreeze(k, ((uint64_t)queued << 32) | available);
 }
 
@@ -312,7 +313,7 @@ int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_rec
   shms__op_enter(h, k);
   shms__kick(h, k);
   shms__op_leave(h, k);
-  if (ck_pr_load_32(&k->ctl->quarantined) >= k->ncells) {
+  if (shms__load_32(&k->ctl->quarantined) >= k->ncells) {
     shms__op_enter(h, k);
     shms__check_all_quarantined(h, k);
     shms__op_leave(h, k);

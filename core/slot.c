@@ -5,6 +5,7 @@
  */
 #include <ck_pr.h>
 
+#include "../shm/atomic.h"
 #include "../shm/futex.h"
 #include "hbm.h"
 #include "sched.h"
@@ -25,14 +26,14 @@ int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) 
       continue;
     }
     struct shms__slot *s = shms__slot_at(k, (uint32_t)i);
-    uint64_t w = ck_pr_load_64(&s->word);
+    uint64_t w = shms__load_64(&s->word);
     if (SHMS__SLOT_STATE(w) != SHMS__SLOT_FREE)
       continue; /* a stale bit (left by recovery): drop it */
     SHMS__STEP();
     uint64_t n = ck_pr_faa_64(&k->ctl->request_seq, 1);
     if (!ck_pr_cas_64(&s->word, w, SHMS__SLOT_WORD(n, 0, 0, SHMS__SLOT_CLAIMED)))
       continue;
-    ck_pr_store_64(&s->seq, n);
+    shms__store_64(&s->seq, n);
     *index = (uint32_t)i;
     *seq = n;
     return SHMS_OK;
@@ -41,8 +42,8 @@ int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) 
 
 void shms__slot_free(const struct shms__cls *k, uint32_t i) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
-  ck_pr_store_64(&s->word, SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), 0, 0, SHMS__SLOT_FREE));
+  uint64_t w = shms__load_64(&s->word);
+  shms__store_64(&s->word, SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), 0, 0, SHMS__SLOT_FREE));
   /* State before bit, bit before count: a reservation never finds the map short. */
   ck_pr_fence_store();
   SHMS__STEP();
@@ -74,7 +75,7 @@ static void count_settled(const struct shms__cls *k, int reason) {
 int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
                       unsigned from_mask, int reason) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
+  uint64_t w = shms__load_64(&s->word);
   for (;;) {
     uint32_t st = SHMS__SLOT_STATE(w);
     if (SHMS__SLOT_SEQ(w) != (uint32_t)seq || !(from_mask & (1u << st)))
@@ -100,7 +101,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
 
 void shms__slot_collect(const struct shms__cls *k, uint32_t i) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
+  uint64_t w = shms__load_64(&s->word);
   while (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
     ;
   SHMS__STEP();
@@ -111,7 +112,7 @@ void shms__slot_collect(const struct shms__cls *k, uint32_t i) {
 
 void shms__slot_unindexed(const struct shms__cls *k, uint32_t i) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
+  uint64_t w = shms__load_64(&s->word);
   while (!ck_pr_cas_64_value(&s->word, w, w & ~(uint64_t)SHMS__SLOT_INDEXED, &w))
     ;
   if (w & SHMS__SLOT_COLLECTED)

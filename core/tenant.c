@@ -1,6 +1,7 @@
 /* Tenant records, name index and ring (tenant.h). */
 #include "tenant.h"
 
+#include "../shm/atomic.h"
 #include <ck_pr.h>
 #include <string.h>
 
@@ -60,7 +61,7 @@ static void unhash(const struct shms__cls *k, uint32_t ref) {
 
 void shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  if (!(t->flags & SHMS__TENANT_INUSE) || t->queued != 0 || ck_pr_load_32(&t->active) != 0)
+  if (!(t->flags & SHMS__TENANT_INUSE) || t->queued != 0 || shms__load_32(&t->active) != 0)
     return;
   shms__ring_remove(k, ref);
   unhash(k, ref);
@@ -73,7 +74,7 @@ void shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
 
 int shms__tenant_at_limit(const struct shms__cls *k, uint32_t ref) {
   uint32_t limit = k->cfg->tenant_max_active;
-  return limit != 0 && ck_pr_load_32(&shms__tenant_at(k, ref)->active) >= limit;
+  return limit != 0 && shms__load_32(&shms__tenant_at(k, ref)->active) >= limit;
 }
 
 static void ring_append(const struct shms__cls *k, uint32_t ref) {
@@ -87,7 +88,7 @@ static void ring_append(const struct shms__cls *k, uint32_t ref) {
     ctl->ring_head = ref;
   ctl->ring_tail = ref;
   t->flags |= SHMS__TENANT_INRING;
-  ck_pr_store_32(&ctl->ring_len, ctl->ring_len + 1);
+  shms__store_32(&ctl->ring_len, ctl->ring_len + 1);
 }
 
 void shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
@@ -105,7 +106,7 @@ void shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
     ctl->ring_tail = t->ring_prev;
   t->ring_prev = t->ring_next = 0;
   t->flags &= ~SHMS__TENANT_INRING;
-  ck_pr_store_32(&ctl->ring_len, ctl->ring_len - 1);
+  shms__store_32(&ctl->ring_len, ctl->ring_len - 1);
 }
 
 void shms__ring_update(const struct shms__cls *k, uint32_t ref) {
@@ -132,7 +133,7 @@ void shms__tenant_reset(const struct shms__cls *k) {
     k->tbuckets[i] = 0;
   for (uint32_t i = 0; i < k->ntenants; i++) {
     struct shms__tenant *t = &k->tenants[i];
-    uint32_t active = ck_pr_load_32(&t->active);
+    uint32_t active = shms__load_32(&t->active);
     char name[SHMS_TENANT_MAX + 1];
     memcpy(name, t->name, sizeof name);
     memset(t, 0, sizeof *t);
@@ -144,7 +145,7 @@ void shms__tenant_reset(const struct shms__cls *k) {
     }
   }
   ctl->ring_head = ctl->ring_tail = 0;
-  ck_pr_store_32(&ctl->ring_len, 0);
+  shms__store_32(&ctl->ring_len, 0);
   ctl->tenant_free = 0;
   ctl->tenants_used = 0;
   ctl->tenants_queued = 0;

@@ -6,6 +6,7 @@
 #include <ck_pr.h>
 #include <sched.h>
 
+#include "../shm/atomic.h"
 #include "../shm/futex.h"
 #include "hbm.h"
 #include "sched.h"
@@ -13,7 +14,7 @@
 int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owner, uint32_t *out) {
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
-    uint64_t w = ck_pr_load_64(&cell->word);
+    uint64_t w = shms__load_64(&cell->word);
     if (SHMS__CELL_STATE(w) != SHMS__CELL_OFFLINE)
       continue;
     /* While AVAILABLE, a worker cell's word names its worker. The CAS decides between binders;
@@ -21,8 +22,8 @@ int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owne
     uint64_t idle = SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, owner, SHMS__CELL_AVAILABLE);
     if (!ck_pr_cas_64(&cell->word, w, idle))
       continue;
-    ck_pr_store_32(&cell->worker_futex, 0);
-    ck_pr_store_32(&cell->worker, owner);
+    shms__store_32(&cell->worker_futex, 0);
+    shms__store_32(&cell->worker, owner);
     ck_pr_fence_store(); /* named before the free count lets the dispatcher grant to it */
     shms__fast_add(k, 1, 0);
     shms__kick(h, k);
@@ -33,7 +34,7 @@ int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owne
 }
 
 void shms__workcell_wake(const struct shms__cls *k, uint32_t c) {
-  uint32_t *f = &k->cells[c].worker_futex, v = ck_pr_load_32(f);
+  uint32_t *f = &k->cells[c].worker_futex, v = shms__load_32(f);
   /* Count the event and clear "sleeping" in one step; wake only a worker that said it sleeps. */
   while (!ck_pr_cas_32_value(f, v, (v + 2) & ~1u, &v))
     ;
@@ -44,7 +45,7 @@ void shms__workcell_wake(const struct shms__cls *k, uint32_t c) {
 /* The job on slot i ran on a worker that is gone: queue it again once if asked, else end it. */
 static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
+  uint64_t w = shms__load_64(&s->word);
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING) {
     /* A payload half overwritten by the result cannot run again. */
     int again = (s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
@@ -73,7 +74,7 @@ static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i) {
 /* A job granted to a gone worker never ran: it goes back to the queue, whatever its options. */
 static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = ck_pr_load_64(&s->word);
+  uint64_t w = shms__load_64(&s->word);
   shms__fast_add(k, 0, 1);
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_GRANTED && s->cell == c) {
     uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING);
@@ -94,8 +95,8 @@ static int cell_to(const struct shms__cls *k, uint32_t c, uint64_t w, uint32_t s
 void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker) {
   struct shms__cell *cell = &k->cells[c];
   for (;;) {
-    uint64_t w = ck_pr_load_64(&cell->word);
-    if (ck_pr_load_32(&cell->worker) != worker)
+    uint64_t w = shms__load_64(&cell->word);
+    if (shms__load_32(&cell->worker) != worker)
       return;
     switch (SHMS__CELL_STATE(w)) {
     case SHMS__CELL_AVAILABLE: /* idle: take its free count with it */
@@ -104,25 +105,25 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
         continue;
       }
       if (cell_to(k, c, w, SHMS__CELL_OFFLINE)) {
-        ck_pr_store_32(&cell->worker, 0);
+        shms__store_32(&cell->worker, 0);
         return;
       }
       shms__fast_add(k, 1, 0);
       continue;
     case SHMS__CELL_GRANTED: { /* granted, never taken */
-      uint32_t slot = ck_pr_load_32(&cell->slot);
+      uint32_t slot = shms__load_32(&cell->slot);
       if (slot == 0 || slot > k->nslots || !job_requeue(k, slot - 1, c)) {
         sched_yield(); /* a cancel is returning the cell right now */
         continue;
       }
-      while (!cell_to(k, c, ck_pr_load_64(&cell->word), SHMS__CELL_OFFLINE))
+      while (!cell_to(k, c, shms__load_64(&cell->word), SHMS__CELL_OFFLINE))
         ;
-      ck_pr_store_32(&cell->worker, 0);
+      shms__store_32(&cell->worker, 0);
       shms__kick(h, k);
       return;
     }
     case SHMS__CELL_LEASED: { /* mid-job: the job is lost, the cell's state unknown */
-      uint32_t slot = ck_pr_load_32(&cell->slot);
+      uint32_t slot = shms__load_32(&cell->slot);
       if (slot >= 1 && slot <= k->nslots)
         job_lost(h, k, slot - 1);
       shms__cell_quarantine(h, k, c, w, SHMS_EWORKERLOST);
@@ -135,7 +136,7 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
 }
 
 void shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c) {
-  uint32_t worker = ck_pr_load_32(&k->cells[c].worker);
+  uint32_t worker = shms__load_32(&k->cells[c].worker);
   if (worker != 0 && shms__owner_dead(h, worker))
     shms__workcell_gone(h, k, c, worker);
 }

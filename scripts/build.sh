@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Configure and build into build/ (or build-san/ with --sanitize: ASan + UBSan).
-# Usage: scripts/build.sh [--sanitize] [extra cmake -D options...]
+# Configure and build into build/, or with --sanitize into build-san/ (ASan + UBSan), or with
+# --tsan into build-tsan/ (ThreadSanitizer).
+# Usage: scripts/build.sh [--sanitize | --tsan] [extra cmake -D options...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dir=build
 opts=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
-if [ "${1:-}" = "--sanitize" ]; then
+case "${1:-}" in
+--sanitize)
   shift
   dir=build-san
   opts=(-DCMAKE_BUILD_TYPE=Debug -DSHMS_ASAN=ON -DSHMS_UBSAN=ON)
-fi
+  ;;
+--tsan)
+  shift
+  dir=build-tsan
+  opts=(-DCMAKE_BUILD_TYPE=Debug -DSHMS_TSAN=ON)
+  ;;
+esac
 cmake -S . -B "$dir" "${opts[@]}" "$@" >/dev/null
 cmake --build "$dir" -j "$(nproc)"

@@ -10,6 +10,7 @@ packages=(
   check libsubunit-dev         # the test framework (static only; needs subunit)
   libinih-dev                  # the INI parser behind `create --config`
   clang-format                 # one style, checked in CI
+  valgrind                     # the single-process suites under valgrind
 )
 
 missing=()

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../core/hbm.h"
+#include "atomic.h"
 #include "error.h"
 
 static void format_class(char *base, const shms_class_config *k, const struct shms__class_desc *d) {
@@ -49,7 +50,7 @@ void shms__format(char *base, const shms_config *cfg, const struct shms__layout 
       format_class(base, &cfg->classes[c], &l->classes[c]);
   /* Everything above must be visible before any process can see the magic. */
   ck_pr_fence_store();
-  ck_pr_store_64(&h->magic, SHMS__MAGIC);
+  shms__store_64(&h->magic, SHMS__MAGIC);
 }
 
 #define CHECK_FIELD(cls, field, got, want)                                                         \

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "atomic.h"
 #include "error.h"
 
 uint64_t shms__proc_start_time(pid_t pid) {
@@ -76,24 +77,24 @@ static uint64_t realtime_ns(void) {
  */
 static void claim(char *base, uint32_t index, uint32_t role) {
   struct shms__proc *p = entry(base, index);
-  ck_pr_store_32(&p->state, SHMS__PROC_CLAIMING);
-  ck_pr_store_32(&p->gen, p->gen + 1);
-  ck_pr_store_32((uint32_t *)&p->pid, (uint32_t)getpid());
-  ck_pr_store_64(&p->start_time, shms__proc_start_time(getpid()));
-  ck_pr_store_64(&p->attached_unix_ns, realtime_ns());
-  ck_pr_store_32(&p->role, role);
+  shms__store_32(&p->state, SHMS__PROC_CLAIMING);
+  shms__store_32(&p->gen, p->gen + 1);
+  shms__store_32((uint32_t *)&p->pid, (uint32_t)getpid());
+  shms__store_64(&p->start_time, shms__proc_start_time(getpid()));
+  shms__store_64(&p->attached_unix_ns, realtime_ns());
+  shms__store_32(&p->role, role);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-    ck_pr_store_32(&p->ops[c], 0); /* a dead predecessor's operations are not ours */
+    shms__store_32(&p->ops[c], 0); /* a dead predecessor's operations are not ours */
   /* Identity fields must be visible before the entry reads as LIVE. */
   ck_pr_fence_store();
-  ck_pr_store_32(&p->state, SHMS__PROC_LIVE);
+  shms__store_32(&p->state, SHMS__PROC_LIVE);
 }
 
 int shms__proc_register(char *base, int fd, uint32_t role, uint32_t *index_out) {
   const struct shms__header *h = (const struct shms__header *)base;
   for (uint32_t i = 0; i < h->procs_count; i++) {
     /* Skip entries that look taken cheaply; the lock below is what decides. */
-    if (ck_pr_load_32(&entry(base, i)->state) != SHMS__PROC_FREE &&
+    if (shms__load_32(&entry(base, i)->state) != SHMS__PROC_FREE &&
         shms__proc_alive(base, fd, i, UINT32_MAX) != 0)
       continue;
     if (lock_byte(fd, lock_offset(base, i), F_WRLCK) != 0) {
@@ -112,21 +113,21 @@ int shms__proc_register(char *base, int fd, uint32_t role, uint32_t *index_out) 
 
 void shms__proc_unregister(char *base, int fd, uint32_t index) {
   struct shms__proc *p = entry(base, index);
-  ck_pr_store_32((uint32_t *)&p->pid, 0);
+  shms__store_32((uint32_t *)&p->pid, 0);
   ck_pr_fence_store();
-  ck_pr_store_32(&p->state, SHMS__PROC_FREE);
+  shms__store_32(&p->state, SHMS__PROC_FREE);
   /* Only after the entry reads FREE may another process claim it. */
   lock_byte(fd, lock_offset(base, index), F_UNLCK);
 }
 
 int shms__proc_reap(char *base, int fd, uint32_t index) {
   struct shms__proc *p = entry(base, index);
-  if (ck_pr_load_32(&p->state) == SHMS__PROC_FREE)
+  if (shms__load_32(&p->state) == SHMS__PROC_FREE)
     return 0;
   if (lock_byte(fd, lock_offset(base, index), F_WRLCK) != 0)
     return 0; /* alive, or being claimed right now */
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-    ck_pr_store_32(&p->ops[c], 0);
+    shms__store_32(&p->ops[c], 0);
   shms__proc_unregister(base, fd, index);
   return 1;
 }
@@ -138,7 +139,7 @@ uint32_t shms__proc_count_live(const char *base, int fd, uint32_t self, pid_t *p
     if (shms__proc_alive(base, fd, i, self) != 1)
       continue;
     if (pids != NULL && live < max)
-      pids[live] = (pid_t)ck_pr_load_32((uint32_t *)&entry(base, i)->pid);
+      pids[live] = (pid_t)shms__load_32((uint32_t *)&entry(base, i)->pid);
     live++;
   }
   return live;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../core/sched.h"
+#include "atomic.h"
 #include "error.h"
 #include "format.h"
 #include "handle.h"
@@ -254,7 +255,7 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
     file_put(f);
     return rc;
   }
-  if (registers && ck_pr_load_32(&h->hdr->state) == SHMS_SEG_DESTROYING)
+  if (registers && shms__load_32(&h->hdr->state) == SHMS_SEG_DESTROYING)
     rc = shms__fail(SHMS_ESHUTDOWN, "segment '%s' is being destroyed", name);
   else if (registers && f->registered_refs == 0)
     rc = shms__proc_register(h->base, fd, 0, &f->proc_index);
@@ -272,7 +273,7 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
     const struct shms__proc *p =
         SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)h->self * sizeof(struct shms__proc),
                  struct shms__proc);
-    h->owner = SHMS__OWNER(h->self, ck_pr_load_32((uint32_t *)&p->gen));
+    h->owner = SHMS__OWNER(h->self, shms__load_32((uint32_t *)&p->gen));
     h->ops = (uint32_t *)p->ops;
   }
   return SHMS_OK;
@@ -352,13 +353,13 @@ int shms_detach(shms_t *h) {
 static int refuse_if_busy(struct shms *h, const char *name, unsigned flags, uint32_t *old) {
   uint32_t *state = &h->hdr->state;
   do {
-    *old = ck_pr_load_32(state);
+    *old = shms__load_32(state);
   } while (!ck_pr_cas_32(state, *old, SHMS_SEG_DESTROYING));
   pid_t pids[8];
   uint32_t live = shms__proc_count_live(h->base, h->fd, shms__self_index(h), pids, 8);
   if (live == 0 || (flags & SHMS_DESTROY_FORCE))
     return SHMS_OK;
-  ck_pr_store_32(state, *old);
+  shms__store_32(state, *old);
   char list[128] = "";
   for (uint32_t i = 0; i < live && i < 8; i++) {
     size_t n = strlen(list);
@@ -395,7 +396,7 @@ int shms_destroy(const char *name, unsigned flags) {
   rc = refuse_if_busy(h, name, flags, &old);
   if (rc == SHMS_OK && shm_unlink(shm_name) != 0) {
     rc = open_fail(errno, name, "remove");
-    ck_pr_store_32(&h->hdr->state, old);
+    shms__store_32(&h->hdr->state, old);
   }
   char why[256];
   snprintf(why, sizeof why, "%s", shms_last_error_detail());
@@ -423,7 +424,7 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
       .created_unix_ns = hdr->created_unix_ns,
       .size = hdr->total_size,
       .layout_version = hdr->layout_version,
-      .state = ck_pr_load_32((uint32_t *)&hdr->state),
+      .state = shms__load_32((uint32_t *)&hdr->state),
       .live_processes = shms__proc_count_live(h->base, h->fd, shms__self_index(h), NULL, 0),
       .max_processes = hdr->procs_count,
   };
@@ -432,7 +433,7 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
 
 uint32_t shms__self_index(const struct shms *h) {
   /* Our own lock never conflicts with us, so the kernel cannot vouch for our own entry. */
-  return ck_pr_load_32(&h->file->proc_index);
+  return shms__load_32(&h->file->proc_index);
 }
 
 struct shms__cls *shms__class(struct shms *h, int c) {

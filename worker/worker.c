@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../client/client.h"
+#include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "../shm/futex.h"
@@ -53,12 +54,12 @@ static struct shms__cell *cell_of(const struct shms_worker *w) { return &w->k->c
 /* SHMS_OK while the cell is still this worker's to use; else why not. */
 static int still_bound(const struct shms_worker *w, uint64_t cw) {
   uint32_t st = SHMS__CELL_STATE(cw);
-  if (st == SHMS__CELL_QUARANTINED && ck_pr_load_32(&cell_of(w)->worker) == w->h->owner)
+  if (st == SHMS__CELL_QUARANTINED && shms__load_32(&cell_of(w)->worker) == w->h->owner)
     return shms__fail(SHMS_EQUARANTINED,
                       "class %s cell %u is quarantined: repair it, then open a "
                       "worker again",
                       shms_class_name(w->k->id), w->cell);
-  if (ck_pr_load_32(&cell_of(w)->worker) != w->h->owner || st == SHMS__CELL_OFFLINE ||
+  if (shms__load_32(&cell_of(w)->worker) != w->h->owner || st == SHMS__CELL_OFFLINE ||
       st == SHMS__CELL_QUARANTINED)
     return shms__fail(SHMS_ENOTFOUND, "class %s cell %u is no longer bound to this worker",
                       shms_class_name(w->k->id), w->cell);
@@ -74,7 +75,7 @@ static int start(struct shms_worker *w, uint32_t i, shms_job *job) {
   struct shms *h = w->h;
   const struct shms__cls *k = w->k;
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t sw = ck_pr_load_64(&s->word), seq = s->seq;
+  uint64_t sw = shms__load_64(&s->word), seq = s->seq;
   if (SHMS__SLOT_STATE(sw) != SHMS__SLOT_GRANTED || s->cell != w->cell) {
     shms__cell_unaccepted(h, k, w->cell); /* settled meanwhile: its settler returns the cell */
     return 0;
@@ -94,7 +95,7 @@ static int start(struct shms_worker *w, uint32_t i, shms_job *job) {
     return 0;
   SHMS__STEP();
   struct shms__cell *cell = cell_of(w);
-  uint64_t cw = ck_pr_load_64(&cell->word);
+  uint64_t cw = shms__load_64(&cell->word);
   while (!ck_pr_cas_64_value(&cell->word, cw,
                              SHMS__CELL_WORD(SHMS__CELL_GEN(cw), h->owner, SHMS__CELL_LEASED), &cw))
     ;
@@ -119,11 +120,11 @@ static int start(struct shms_worker *w, uint32_t i, shms_job *job) {
 /* Sleep on the cell's worker futex until a grant, until_real, or the next poll. */
 static void idle(struct shms_worker *w, uint64_t until_real) {
   struct shms__cell *cell = cell_of(w);
-  uint32_t v = ck_pr_load_32(&cell->worker_futex);
+  uint32_t v = shms__load_32(&cell->worker_futex);
   /* Say we sleep, then look once more: a grant between the two has cleared the bit. */
   if (!(v & 1u) && !ck_pr_cas_32_value(&cell->worker_futex, v, v | 1u, &v))
     return;
-  if (SHMS__CELL_STATE(ck_pr_load_64(&cell->word)) == SHMS__CELL_GRANTED)
+  if (SHMS__CELL_STATE(shms__load_64(&cell->word)) == SHMS__CELL_GRANTED)
     return;
   uint64_t poll = shms__real_now_ns() + SHMS__POLL_NS;
   shms__futex_wait(&cell->worker_futex, v | 1u,
@@ -139,11 +140,11 @@ int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
     return rc;
   uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
   for (;;) {
-    uint64_t cw = ck_pr_load_64(&cell_of(w)->word);
+    uint64_t cw = shms__load_64(&cell_of(w)->word);
     if ((rc = still_bound(w, cw)) != SHMS_OK)
       return rc;
     if (SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED) {
-      uint32_t slot = ck_pr_load_32(&cell_of(w)->slot);
+      uint32_t slot = shms__load_32(&cell_of(w)->slot);
       if (slot >= 1 && slot <= w->k->nslots && SHMS__OP(w->h, w->k, start(w, slot - 1, job)))
         return SHMS_OK;
       continue;
@@ -163,13 +164,13 @@ static int64_t running_job(const struct shms_worker *w, const shms_job *job, uin
     return shms__fail(SHMS_EINVAL, "worker or job is NULL");
   const struct shms__cls *k = w->k;
   struct shms__cell *cell = cell_of(w);
-  uint64_t cw = ck_pr_load_64(&cell->word);
+  uint64_t cw = shms__load_64(&cell->word);
   if (job->lease.cell != w->cell || job->lease.incarnation != w->h->incarnation ||
       SHMS__CELL_STATE(cw) != SHMS__CELL_LEASED || SHMS__CELL_GEN(cw) != job->lease.generation ||
-      ck_pr_load_64(&cell->token) != job->lease.token || job->ticket.slot >= k->nslots)
+      shms__load_64(&cell->token) != job->lease.token || job->ticket.slot >= k->nslots)
     return shms__fail(SHMS_ELEASE, "the job is not the one this worker runs");
   struct shms__slot *s = shms__slot_at(k, job->ticket.slot);
-  *sw = ck_pr_load_64(&s->word);
+  *sw = shms__load_64(&s->word);
   if (SHMS__SLOT_STATE(*sw) != SHMS__SLOT_RUNNING || s->seq != job->ticket.seq)
     return shms__fail(SHMS_ELEASE, "the job is no longer running");
   return job->ticket.slot;
@@ -190,7 +191,7 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
   struct shms *h = w->h;
   const struct shms__cls *k = w->k;
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t sw = ck_pr_load_64(&s->word);
+  uint64_t sw = shms__load_64(&s->word);
   /* Mark the payload as being overwritten: a crash from here on must not run it again. */
   while (!ck_pr_cas_64_value(&s->word, sw, sw | SHMS__SLOT_WRITING, &sw))
     ;
@@ -214,7 +215,7 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
     shms__slot_collect(k, i);
   SHMS__STEP();
   struct shms__cell *cell = cell_of(w);
-  uint64_t cw = ck_pr_load_64(&cell->word);
+  uint64_t cw = shms__load_64(&cell->word);
   if (quarantine) {
     shms__cell_quarantine(h, k, w->cell, cw, status);
     return;
