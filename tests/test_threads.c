@@ -11,7 +11,7 @@
 #include "sched_util.h"
 
 #define THREADS 4
-#define STEPS 3000
+#define STEPS   3000
 
 static shms_t *shared;
 
