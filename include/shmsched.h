@@ -59,7 +59,8 @@ extern "C" {
   XX(NOSPACE, "no-space", "no space left for the segment")                                         \
   XX(TIMEDOUT, "timed-out", "wait timed out")                                                      \
   XX(SYSTEM, "system-error", "unexpected operating system error")                                  \
-  XX(WOULDBLOCK, "would-block", "no cell is free right now")
+  XX(WOULDBLOCK, "would-block", "no cell is free right now")                                       \
+  XX(VIOLATION, "invariant-violated", "an invariant of the segment does not hold")
 
 enum shms__err_index {
   SHMS__ERR_NONE = 0,
