@@ -50,6 +50,8 @@ int cmd_explain(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_submit(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 
 #endif

@@ -22,6 +22,7 @@ int cli_sched_outcome(int rc) {
   case SHMS_ESHUTDOWN:
   case SHMS_ESEQEXHAUSTED:
   case SHMS_EOWNERLOST:
+  case SHMS_EWORKERLOST:
     return 1;
   default:
     return 0;

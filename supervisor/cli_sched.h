@@ -14,8 +14,8 @@
 /*
  * 1 if rc is a scheduling outcome (the scheduler said no: queue-full,
  * class-denied, duplicate-activation, cancelled, deadline-exceeded,
- * all-cells-quarantined, shutdown, sequence-exhausted, owner-lost), else 0.
- * `run` exits CLI_EXIT_SCHED (75) for these.
+ * all-cells-quarantined, shutdown, sequence-exhausted, owner-lost,
+ * worker-lost), else 0. `run` and `submit` exit CLI_EXIT_SCHED (75) for these.
  */
 int cli_sched_outcome(int rc);
 

@@ -11,7 +11,9 @@ static const char help[] =
     "Cancel the request TICKET names (as printed by 'shmsched run --print-ticket').\n"
     "A request still queued, or granted but not yet accepted, is cancelled: its\n"
     "waiter fails with 'cancelled' (a 'shmsched run' exits 75). A request that\n"
-    "already holds its lease cannot be cancelled: stop its command instead.\n"
+    "already holds its lease cannot be cancelled: stop its command instead. A job\n"
+    "a worker runs (worker classes) is flagged, and its worker decides: 'shmsched\n"
+    "worker' sends its command SIGTERM.\n"
     "\n"
     "Options:\n"
     "  -h, --help   show this help\n"
@@ -59,7 +61,10 @@ int cmd_cancel(int argc, char **argv) {
     return rc;
   int code = CLI_EXIT_OK;
   rc = shms_cancel(h, &t);
-  if (rc == 1)
+  shms_explanation x;
+  if (rc == 1 && shms_explain(h, &t, &x) == SHMS_OK && x.state == SHMS_REQ_RUNNING)
+    printf("asked the worker running job %s to stop it (its worker decides)\n", text);
+  else if (rc == 1)
     printf("cancelled request %s\n", text);
   else if (rc == 0)
     code = not_cancelled(h, &t);

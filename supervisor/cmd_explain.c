@@ -22,7 +22,9 @@ static const char help[] =
     "own tenant that go before it, and what blocks it: no-cell (every cell busy or\n"
     "quarantined), tenant-limit (its tenant is at tenant-max-active), no-worker,\n"
     "draining, turn (other tenants' turns or its own tenant's earlier work).\n"
-    "A request that has ended shows its outcome instead.\n"
+    "A job of a worker class that a worker runs shows state running; a request\n"
+    "that has ended shows its outcome instead (accepted, or for a job completed,\n"
+    "or the reason it ended).\n"
     "\n"
     "Options:\n"
     "  -j, --json   print one JSON object instead of 'key: value' lines\n"
@@ -55,6 +57,7 @@ static const char *state_name(uint32_t s) {
   return s == SHMS_REQ_QUEUED    ? "queued"
          : s == SHMS_REQ_GRANTED ? "granted"
          : s == SHMS_REQ_ENDED   ? "ended"
+         : s == SHMS_REQ_RUNNING ? "running"
                                  : "unknown";
 }
 
@@ -125,14 +128,18 @@ static void emit_queued(const shms_explanation *x, const struct sink *s) {
   s->str(s->ctx, "why", buf);
 }
 
-static void emit(const char *ticket, const shms_ticket *t, const shms_explanation *x,
+/* worker: the ticket names a job of a worker class, which ends "completed", not "accepted". */
+static void emit(const char *ticket, const shms_ticket *t, const shms_explanation *x, int worker,
                  const struct sink *s) {
   char buf[64];
   s->str(s->ctx, "ticket", ticket);
   s->str(s->ctx, "class", shms_class_name((shms_class_t)t->cls));
   s->str(s->ctx, "state", state_name(x->state));
   if (x->state == SHMS_REQ_ENDED)
-    s->str(s->ctx, "outcome", x->outcome == 0 ? "accepted" : shms_err_name(x->outcome));
+    s->str(s->ctx, "outcome",
+           x->outcome != 0 ? shms_err_name(x->outcome)
+           : worker        ? "completed"
+                           : "accepted");
   s->str(s->ctx, "tenant", x->tenant);
   s->i64(s->ctx, "priority", x->priority);
   if (x->state != SHMS_REQ_QUEUED)
@@ -209,7 +216,10 @@ int cmd_explain(int argc, char **argv) {
   if ((rc = cli_attach(name, 0, &h)) != 0)
     return rc;
   shms_explanation x;
+  shms_config cfg;
   rc = shms_explain(h, &t, &x);
+  int worker = rc == SHMS_OK && shms_get_config(h, &cfg) == SHMS_OK && t.cls < SHMS_CLASS_COUNT &&
+               cfg.classes[t.cls].mode == SHMS_MODE_WORKER;
   int code = rc == SHMS_OK ? CLI_EXIT_OK : cli_sched_fail(rc);
   shms_detach(h);
   if (code != CLI_EXIT_OK)
@@ -218,11 +228,11 @@ int cmd_explain(int argc, char **argv) {
     struct json_out j;
     const struct sink s = {js_u64, js_i64, js_str, js_flag, js_none, js_list, &j};
     json_open(&j, stdout);
-    emit(text, &t, &x, &s);
+    emit(text, &t, &x, worker, &s);
     json_close(&j);
   } else {
     const struct sink s = {text_u64, text_i64, text_str, text_flag, text_none, text_list, stdout};
-    emit(text, &t, &x, &s);
+    emit(text, &t, &x, worker, &s);
   }
   return CLI_EXIT_OK;
 }

@@ -20,6 +20,8 @@ static const char top_help[] =
     "  destroy NAME           remove a segment\n"
     "  status NAME            show the segment's configuration and live figures\n"
     "  run NAME ... -- CMD    acquire a lease fairly, run CMD on it, release it\n"
+    "  submit NAME ...        queue a job for a worker class; --wait for its result\n"
+    "  worker NAME ... -- CMD serve a worker class: each job's payload through CMD\n"
     "  cancel NAME TICKET     cancel a queued request\n"
     "  explain NAME TICKET    say why a request waits\n"
     "  drain NAME             stop taking work; leases held run to their end\n"
@@ -32,7 +34,8 @@ static const char top_help[] =
     "  -V, --version          print the version\n"
     "\n"
     "Exit status: 0 success, 1 the operation failed, 2 usage or configuration error;\n"
-    "run: CMD's status, or 75 when the scheduler did not grant a lease.\n"
+    "run: CMD's status, or 75 when the scheduler did not grant a lease;\n"
+    "submit --wait: the job's status, or 75 when the job did not complete.\n"
     "Errors are one line on stderr: 'shmsched: <reason>: <what, and where>'.\n"
     "\n"
     "Examples:\n"
@@ -50,6 +53,7 @@ static const struct command commands[] = {
     {"create", cmd_create}, {"destroy", cmd_destroy}, {"status", cmd_status},
     {"run", cmd_run},       {"cancel", cmd_cancel},   {"explain", cmd_explain},
     {"drain", cmd_drain},   {"repair", cmd_repair},   {"version", cmd_version},
+    {"submit", cmd_submit}, {"worker", cmd_worker},
 };
 
 static const struct command *find_command(const char *name) {
