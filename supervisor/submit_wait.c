@@ -31,12 +31,13 @@ static int read_bounded(int fd, char *buf, size_t limit, size_t *len) {
 
 /* --payload-file F ("-": stdin) into p. */
 static int read_file(const struct submit_args *a, size_t limit, struct payload *p) {
-  char q[96];
-  const char *path = a->payload_file, *shown = strcmp(path, "-") == 0 ? "- (stdin)" : path;
-  int fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+  char q[96], shown[128];
+  const char *path = a->payload_file;
+  int std = strcmp(path, "-") == 0;
+  snprintf(shown, sizeof shown, std ? "%s (stdin)" : "'%s'", cli_quote(q, sizeof q, path));
+  int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return cli_usage("submit: --payload-file '%s': cannot open: %s", cli_quote(q, sizeof q, path),
-                     strerror(errno));
+    return cli_usage("submit: --payload-file %s: cannot open: %s", shown, strerror(errno));
   char *buf = malloc(limit + 1);
   size_t len = 0;
   int e = buf == NULL ? ENOMEM : read_bounded(fd, buf, limit, &len);
@@ -45,11 +46,10 @@ static int read_file(const struct submit_args *a, size_t limit, struct payload *
   if (e != 0 || len > limit) {
     free(buf);
     if (e != 0)
-      return cli_usage("submit: --payload-file '%s': cannot read: %s",
-                       cli_quote(q, sizeof q, shown), strerror(e));
-    return cli_usage("submit: --payload-file '%s': more than class %s's payload size of %zu "
-                     "bytes (its payload= setting)",
-                     cli_quote(q, sizeof q, shown), a->cls, limit);
+      return cli_usage("submit: --payload-file %s: cannot read: %s", shown, strerror(e));
+    return cli_usage("submit: --payload-file %s: more than class %s's payload size of %zu bytes "
+                     "(its payload= setting)",
+                     shown, a->cls, limit);
   }
   p->bytes = p->owned = buf;
   p->len = len;
