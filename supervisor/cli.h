@@ -43,6 +43,8 @@ int cli_take_name(const char *cmd, int argc, char *const argv[], const char **na
 int cli_help(const char *text);
 
 int cmd_cancel(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_supervise(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_destroy(int argc, char **argv);
 int cmd_drain(int argc, char **argv);

@@ -26,6 +26,8 @@ static const char top_help[] =
     "  explain NAME TICKET    say why a request waits\n"
     "  drain NAME             stop taking work; leases held run to their end\n"
     "  repair NAME ...        return quarantined cells to service\n"
+    "  supervise NAME         watch attached processes, recover what the dead leave\n"
+    "  check NAME             audit every invariant; --repair recovers first\n"
     "  version                print the version\n"
     "  help [COMMAND]         show this help, or COMMAND's\n"
     "\n"
@@ -53,7 +55,8 @@ static const struct command commands[] = {
     {"create", cmd_create}, {"destroy", cmd_destroy}, {"status", cmd_status},
     {"run", cmd_run},       {"cancel", cmd_cancel},   {"explain", cmd_explain},
     {"drain", cmd_drain},   {"repair", cmd_repair},   {"version", cmd_version},
-    {"submit", cmd_submit}, {"worker", cmd_worker},
+    {"submit", cmd_submit}, {"worker", cmd_worker},   {"supervise", cmd_supervise},
+    {"check", cmd_check},
 };
 
 static const struct command *find_command(const char *name) {
