@@ -11,6 +11,7 @@ packages=(
   libinih-dev                  # the INI parser behind `create --config`
   clang-format                 # one style, checked in CI
   valgrind                     # the single-process suites under valgrind
+  gnuplot-nox strace           # perf/run.sh: plots; system calls counted per operation
 )
 
 missing=()

@@ -1,0 +1,88 @@
+/*
+ * contended: throughput of acquire + release from P processes hammering one
+ * class of C cells (default 2) with no work in between, for a fixed time.
+ * Process i is pinned to CPU i % ncpus, so with P > ncpus several share a
+ * CPU and a waiter must sleep and be woken: the figure then measures the cost
+ * of blocking, not of the fast path.
+ *
+ * Output: `contended,SYSTEM,ops_per_s_pP,V,ops/s` (total over all processes).
+ * Usage: bench_contended --system NAME [--procs P] [--cells C] [--ms MS]
+ */
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench_locks.h"
+#include "bench_util.h"
+
+#define MAX_PROCS 64
+
+struct shared {
+  uint32_t ready __attribute__((aligned(64))); /* processes attached */
+  uint32_t go __attribute__((aligned(64)));    /* 1: start; 2: stop */
+  uint64_t ops[MAX_PROCS];
+};
+
+static void worker(bl_shared *sh, struct shared *s, int i) {
+  bu_pin(i);
+  char tenant[16];
+  snprintf(tenant, sizeof tenant, "p%d", i);
+  bl_proc p;
+  bl_open(&p, sh, tenant);
+  __atomic_add_fetch(&s->ready, 1, __ATOMIC_SEQ_CST);
+  bu_spin_until(&s->go, 1);
+  uint64_t n = 0;
+  while (bu_load32(&s->go) == 1) {
+    bl_acquire(&p);
+    bl_release(&p);
+    n++;
+  }
+  s->ops[i] = n;
+  bl_close(&p);
+  _exit(0);
+}
+
+int main(int argc, char **argv) {
+  bu_args_init(argc, argv, "--system NAME [--procs P] [--cells C] [--ms MS]");
+  const char *name = bu_arg_str("system", "shmsched");
+  long procs = bu_arg_long("procs", 2), cells = bu_arg_long("cells", 2);
+  long ms = bu_arg_long("ms", 500);
+  bu_args_done();
+  const struct bl_system *sys = bl_find(name);
+  if (!sys || procs < 1 || procs > MAX_PROCS || cells < 1)
+    bu_die("unknown system '%s' (one of: %s), or --procs not 1..%d, or --cells < 1", name,
+           bl_names(), MAX_PROCS);
+
+  struct shared *s = bu_shared(sizeof *s);
+  bl_shared *sh = bl_create(sys, (unsigned)cells);
+  pid_t pids[MAX_PROCS];
+  for (int i = 0; i < procs; i++) {
+    if ((pids[i] = fork()) < 0)
+      bu_die("fork failed");
+    if (pids[i] == 0)
+      worker(sh, s, i);
+  }
+  while (bu_load32(&s->ready) < (uint32_t)procs)
+    usleep(1000);
+  uint64_t t0 = bu_now_ns();
+  bu_store32(&s->go, 1);
+  usleep((useconds_t)ms * 1000);
+  bu_store32(&s->go, 2);
+  uint64_t dt = bu_now_ns() - t0;
+  int failed = 0;
+  for (int i = 0; i < procs; i++) {
+    int status;
+    waitpid(pids[i], &status, 0);
+    failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  bl_destroy(sh);
+  if (failed)
+    bu_die("a worker process failed");
+  uint64_t total = 0;
+  for (int i = 0; i < procs; i++)
+    total += s->ops[i];
+  char metric[32];
+  snprintf(metric, sizeof metric, "ops_per_s_p%ld", procs);
+  bu_row("contended", name, metric, (double)(uint64_t)((double)total * 1e9 / (double)dt), "ops/s");
+  return 0;
+}

@@ -1,0 +1,289 @@
+#include "bench_locks.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <mqueue.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/sem.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+
+/* Lives in memory shared by the parent and its children; each system uses its part. */
+struct bl_shared {
+  const struct bl_system *sys; /* the same binary in every process: the pointer holds */
+  char segment[64];            /* shmsched */
+  int semid;                   /* sysv-sem-undo */
+  int pipefd[2];               /* jobserver-pipe (inherited across fork) */
+  mqd_t mq;                    /* posix-mq (a descriptor, inherited across fork) */
+  sem_t sem __attribute__((aligned(64)));
+  uint32_t fcount __attribute__((aligned(64))); /* futex: free units */
+  uint32_t fwaiters;                            /* futex: processes about to sleep */
+  pthread_mutex_t mtx __attribute__((aligned(64)));
+  pthread_cond_t cond;
+  uint32_t count, waiters;
+};
+
+/* ---- shmsched ----------------------------------------------------------- */
+
+static void shmsched_create(bl_shared *sh, unsigned cells) {
+  static unsigned serial;
+  snprintf(sh->segment, sizeof sh->segment, "shms-bench-%d-%u", (int)getpid(), serial++);
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_STANDARD] =
+      (shms_class_config){.configured = 1, .cells = cells, .queue = 1024};
+  int rc = shms_create(sh->segment, &cfg);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_create", rc);
+}
+
+static void shmsched_open(bl_proc *p) {
+  int rc = shms_attach(p->sh->segment, 0, &p->h);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_attach", rc);
+}
+
+static void shmsched_acquire(bl_proc *p) {
+  shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = p->tenant};
+  int rc = shms_acquire(p->h, &req, &p->lease);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_acquire", rc);
+}
+
+static void shmsched_try_acquire(bl_proc *p) {
+  shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = p->tenant};
+  int rc;
+  while ((rc = shms_try_acquire(p->h, &req, &p->lease)) == SHMS_EWOULDBLOCK)
+    sched_yield();
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_try_acquire", rc);
+}
+
+static void shmsched_release(bl_proc *p) {
+  int rc = shms_release(p->h, &p->lease);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_release", rc);
+}
+
+static void shmsched_close(bl_proc *p) { shms_detach(p->h); }
+static void shmsched_destroy(bl_shared *sh) { shms_destroy(sh->segment, SHMS_DESTROY_FORCE); }
+
+/* ---- posix-sem ---------------------------------------------------------- */
+
+static void psem_create(bl_shared *sh, unsigned cells) {
+  if (sem_init(&sh->sem, 1, cells) != 0)
+    bu_die("sem_init: %s", strerror(errno));
+}
+static void psem_acquire(bl_proc *p) {
+  while (sem_wait(&p->sh->sem) != 0)
+    if (errno != EINTR)
+      bu_die("sem_wait: %s", strerror(errno));
+}
+static void psem_release(bl_proc *p) { sem_post(&p->sh->sem); }
+static void psem_destroy(bl_shared *sh) { sem_destroy(&sh->sem); }
+
+/* ---- sysv-sem-undo ------------------------------------------------------ */
+
+static void sysv_create(bl_shared *sh, unsigned cells) {
+  sh->semid = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
+  if (sh->semid < 0 || semctl(sh->semid, 0, SETVAL, (int)cells) != 0)
+    bu_die("semget/semctl: %s", strerror(errno));
+}
+static void sysv_op(bl_proc *p, short delta) {
+  struct sembuf op = {.sem_num = 0, .sem_op = delta, .sem_flg = SEM_UNDO};
+  while (semop(p->sh->semid, &op, 1) != 0)
+    if (errno != EINTR)
+      bu_die("semop: %s", strerror(errno));
+}
+static void sysv_acquire(bl_proc *p) { sysv_op(p, -1); }
+static void sysv_release(bl_proc *p) { sysv_op(p, 1); }
+static void sysv_destroy(bl_shared *sh) { semctl(sh->semid, 0, IPC_RMID); }
+
+/* ---- jobserver-pipe ----------------------------------------------------- */
+
+static void pipe_create(bl_shared *sh, unsigned cells) {
+  if (pipe(sh->pipefd) != 0)
+    bu_die("pipe: %s", strerror(errno));
+  for (unsigned i = 0; i < cells; i++)
+    if (write(sh->pipefd[1], "+", 1) != 1)
+      bu_die("pipe write: %s", strerror(errno));
+}
+static void pipe_acquire(bl_proc *p) {
+  char c;
+  while (read(p->sh->pipefd[0], &c, 1) != 1)
+    if (errno != EINTR)
+      bu_die("pipe read: %s", strerror(errno));
+}
+static void pipe_release(bl_proc *p) {
+  if (write(p->sh->pipefd[1], "+", 1) != 1)
+    bu_die("pipe write: %s", strerror(errno));
+}
+static void pipe_destroy(bl_shared *sh) {
+  close(sh->pipefd[0]);
+  close(sh->pipefd[1]);
+}
+
+/* ---- futex -------------------------------------------------------------- */
+
+static long futex(uint32_t *w, int op, uint32_t val) {
+  return syscall(SYS_futex, w, op, val, NULL, NULL, 0); /* shared: no FUTEX_PRIVATE_FLAG */
+}
+static void futex_create(bl_shared *sh, unsigned cells) { sh->fcount = cells; }
+
+/*
+ * Take a unit with one CAS; when none is free, announce ourselves in fwaiters
+ * (a full barrier), then sleep while the count is still 0. The releaser adds
+ * to the count (full barrier) and then reads fwaiters: of the two, whichever
+ * goes second sees the other's write, so no wake-up is lost.
+ */
+static void futex_acquire(bl_proc *p) {
+  uint32_t *c = &p->sh->fcount;
+  for (;;) {
+    uint32_t v = __atomic_load_n(c, __ATOMIC_RELAXED);
+    if (v > 0) {
+      if (__atomic_compare_exchange_n(c, &v, v - 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+      continue;
+    }
+    __atomic_add_fetch(&p->sh->fwaiters, 1, __ATOMIC_SEQ_CST);
+    futex(c, FUTEX_WAIT, 0);
+    __atomic_sub_fetch(&p->sh->fwaiters, 1, __ATOMIC_SEQ_CST);
+  }
+}
+static void futex_release(bl_proc *p) {
+  __atomic_add_fetch(&p->sh->fcount, 1, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&p->sh->fwaiters, __ATOMIC_SEQ_CST) > 0)
+    futex(&p->sh->fcount, FUTEX_WAKE, 1);
+}
+
+/* ---- posix-mq ----------------------------------------------------------- */
+
+static void mq_create(bl_shared *sh, unsigned cells) {
+  char name[64];
+  snprintf(name, sizeof name, "/shms-bench-%d", (int)getpid());
+  struct mq_attr attr = {.mq_maxmsg = 10, .mq_msgsize = 1}; /* 10: fs.mqueue.msg_max */
+  if (cells > 10)
+    bu_die("posix-mq holds at most 10 messages, asked for %u cells", cells);
+  sh->mq = mq_open(name, O_CREAT | O_EXCL | O_RDWR, 0600, &attr);
+  if (sh->mq == (mqd_t)-1)
+    bu_die("mq_open: %s", strerror(errno));
+  mq_unlink(name); /* the descriptor lives on; nothing is left behind if we die */
+  for (unsigned i = 0; i < cells; i++)
+    if (mq_send(sh->mq, "+", 1, 0) != 0)
+      bu_die("mq_send: %s", strerror(errno));
+}
+static void mq_acquire(bl_proc *p) {
+  char c;
+  while (mq_receive(p->sh->mq, &c, 1, NULL) != 1)
+    if (errno != EINTR)
+      bu_die("mq_receive: %s", strerror(errno));
+}
+static void mq_release(bl_proc *p) {
+  while (mq_send(p->sh->mq, "+", 1, 0) != 0)
+    if (errno != EINTR)
+      bu_die("mq_send: %s", strerror(errno));
+}
+static void mq_destroy(bl_shared *sh) { mq_close(sh->mq); }
+
+/* ---- robust-mutex ------------------------------------------------------- */
+
+static void rm_create(bl_shared *sh, unsigned cells) {
+  pthread_mutexattr_t ma;
+  pthread_condattr_t ca;
+  pthread_mutexattr_init(&ma);
+  pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+  pthread_condattr_init(&ca);
+  pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+  if (pthread_mutex_init(&sh->mtx, &ma) != 0 || pthread_cond_init(&sh->cond, &ca) != 0)
+    bu_die("pthread_mutex_init/pthread_cond_init failed");
+  sh->count = cells;
+}
+/* A holder that died leaves the mutex EOWNERDEAD: the count is still sound, mark it so. */
+static void rm_lock(bl_shared *sh) {
+  if (pthread_mutex_lock(&sh->mtx) == EOWNERDEAD)
+    pthread_mutex_consistent(&sh->mtx);
+}
+static void rm_acquire(bl_proc *p) {
+  bl_shared *sh = p->sh;
+  rm_lock(sh);
+  while (sh->count == 0) {
+    sh->waiters++;
+    if (pthread_cond_wait(&sh->cond, &sh->mtx) == EOWNERDEAD)
+      pthread_mutex_consistent(&sh->mtx);
+    sh->waiters--;
+  }
+  sh->count--;
+  pthread_mutex_unlock(&sh->mtx);
+}
+static void rm_release(bl_proc *p) {
+  bl_shared *sh = p->sh;
+  rm_lock(sh);
+  sh->count++;
+  if (sh->waiters > 0)
+    pthread_cond_signal(&sh->cond);
+  pthread_mutex_unlock(&sh->mtx);
+}
+static void rm_destroy(bl_shared *sh) {
+  pthread_cond_destroy(&sh->cond);
+  pthread_mutex_destroy(&sh->mtx);
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+static void nothing(bl_proc *p) { (void)p; }
+
+static const struct bl_system systems[] = {
+    {"shmsched", shmsched_create, shmsched_open, shmsched_acquire, shmsched_release, shmsched_close,
+     shmsched_destroy},
+    {"shmsched-try", shmsched_create, shmsched_open, shmsched_try_acquire, shmsched_release,
+     shmsched_close, shmsched_destroy},
+    {"posix-sem", psem_create, nothing, psem_acquire, psem_release, nothing, psem_destroy},
+    {"sysv-sem-undo", sysv_create, nothing, sysv_acquire, sysv_release, nothing, sysv_destroy},
+    {"jobserver-pipe", pipe_create, nothing, pipe_acquire, pipe_release, nothing, pipe_destroy},
+    {"futex", futex_create, nothing, futex_acquire, futex_release, nothing, NULL},
+    {"posix-mq", mq_create, nothing, mq_acquire, mq_release, nothing, mq_destroy},
+    {"robust-mutex", rm_create, nothing, rm_acquire, rm_release, nothing, rm_destroy},
+};
+
+const struct bl_system *bl_find(const char *name) {
+  for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++)
+    if (strcmp(systems[i].name, name) == 0)
+      return &systems[i];
+  return NULL;
+}
+
+const char *bl_names(void) {
+  return "shmsched shmsched-try posix-sem sysv-sem-undo jobserver-pipe futex posix-mq "
+         "robust-mutex";
+}
+
+bl_shared *bl_create(const struct bl_system *sys, unsigned cells) {
+  bl_shared *sh = bu_shared(sizeof *sh);
+  sh->sys = sys;
+  sys->create(sh, cells);
+  return sh;
+}
+
+void bl_open(bl_proc *p, bl_shared *sh, const char *tenant) {
+  memset(p, 0, sizeof *p);
+  p->sys = sh->sys;
+  p->sh = sh;
+  snprintf(p->tenant, sizeof p->tenant, "%s", tenant);
+  p->sys->open(p);
+}
+
+void bl_close(bl_proc *p) { p->sys->close(p); }
+
+void bl_destroy(bl_shared *sh) {
+  if (sh->sys->destroy)
+    sh->sys->destroy(sh);
+}

@@ -1,0 +1,61 @@
+/*
+ * The systems compared, behind one interface: a counting lock of `cells`
+ * units shared by processes. acquire takes one unit (blocking), release gives
+ * it back. The benchmarks (acquire-release, handoff, contended, fairness) are
+ * written once against it, so every system runs the same loop.
+ *
+ *   shmsched        shms_acquire / shms_release on class standard
+ *   shmsched-try    shms_try_acquire (spinning on would-block) / shms_release
+ *   posix-sem       process-shared sem_t: sem_wait / sem_post
+ *   sysv-sem-undo   semop(-1, SEM_UNDO) / semop(+1, SEM_UNDO)
+ *   jobserver-pipe  read one byte from a pipe / write it back
+ *   futex           a counting semaphore on a raw shared futex word (CAS; FUTEX_WAIT
+ *                   when empty; FUTEX_WAKE only when a waiter announced itself)
+ *   posix-mq        mq_receive a token message / mq_send it back (at most 10 fit)
+ *   robust-mutex    process-shared robust mutex + condvar guarding a count
+ *
+ * Lifecycle: bl_create in the parent (before fork), bl_open in every process
+ * that takes part (after fork: a shmsched handle does not survive fork),
+ * bl_close, then bl_destroy in the parent.
+ */
+#ifndef SHMS_BENCH_LOCKS_H
+#define SHMS_BENCH_LOCKS_H
+
+#include "shmsched.h"
+
+typedef struct bl_shared bl_shared;
+
+typedef struct {
+  const struct bl_system *sys;
+  bl_shared *sh;
+  shms_t *h;
+  shms_lease lease;
+  char tenant[SHMS_TENANT_MAX + 1];
+} bl_proc;
+
+struct bl_system {
+  const char *name;
+  void (*create)(bl_shared *sh, unsigned cells);
+  void (*open)(bl_proc *p);
+  void (*acquire)(bl_proc *p);
+  void (*release)(bl_proc *p);
+  void (*close)(bl_proc *p);
+  void (*destroy)(bl_shared *sh);
+};
+
+/* The system named name, or NULL. */
+const struct bl_system *bl_find(const char *name);
+/* The names of every system, space-separated (for usage lines). */
+const char *bl_names(void);
+
+/* Set up the shared state of sys with cells units, in memory shared with later children. */
+bl_shared *bl_create(const struct bl_system *sys, unsigned cells);
+/* Join from this process, as tenant (used by shmsched only; others ignore it). */
+void bl_open(bl_proc *p, bl_shared *sh, const char *tenant);
+void bl_close(bl_proc *p);
+void bl_destroy(bl_shared *sh);
+
+static inline void bl_acquire(bl_proc *p) { p->sys->acquire(p); }
+static inline void bl_release(bl_proc *p) { p->sys->release(p); }
+
+#endif

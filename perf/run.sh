@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Build the benchmarks in Release mode (build-perf/) and run every benchmark with its
+# baselines in one run, several repeats each, interleaved (repeat 1 of everything, then
+# repeat 2, ...) so that a burst of noise hits every system alike. Prints one table of
+# medians and of shmsched's ratio to each baseline, then the issue's targets (for
+# information: nothing here fails on a figure).
+#
+# Writes perf/results/ (git-ignored):
+#   latest.csv    medians, header bench,system,metric,value,unit
+#   raw.csv       every run's rows, with its repeat number
+#   table.txt     the table printed
+#   *.png         plots (gnuplot): latency distributions, scaling curves, throughput
+#   samples/      the last repeat's latency samples behind the distributions
+#
+# Usage: perf/run.sh [--quick] [--repeats N]
+#   --quick   a few seconds: tiny iteration counts, one repeat. CI runs it only to
+#             prove the suite still works; its figures mean little.
+# Needs: cmake and a C compiler; strace (for syscalls_per_op) and gnuplot (plots) are
+# used when present and skipped with a message when not (scripts/setup.sh installs both).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0
+repeats=5
+while (($# > 0)); do
+  case $1 in
+  --quick) quick=1 repeats=1 ;;
+  --repeats)
+    repeats=${2:?--repeats wants a number}
+    shift
+    ;;
+  *)
+    echo "usage: perf/run.sh [--quick] [--repeats N]" >&2
+    exit 2
+    ;;
+  esac
+  shift
+done
+
+build=build-perf
+out=perf/results
+bin=$build/bin
+benches=(bench_acquire bench_handoff bench_contended bench_worker bench_scaling bench_fairness
+  bench_memory)
+
+echo "perf: building Release into $build/ ..." >&2
+# -g only adds debug information (for perf/record.sh); the code is the Release code.
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSHMS_BUILD_TESTS=OFF -DCMAKE_C_FLAGS=-g \
+  >/dev/null
+cmake --build "$build" -j 2 --target "${benches[@]}" >/dev/null
+
+mkdir -p "$out/samples"
+rm -f "$out"/*.png "$out"/samples/*
+raw=$out/raw.csv
+echo "bench,system,metric,value,unit,repeat" >"$raw"
+
+# Remove segments a crashed benchmark of this run left behind (their owner pid is gone).
+cleanup() {
+  local f pid
+  for f in /dev/shm/shms-bench-*; do
+    [ -e "$f" ] || continue
+    pid=$(basename "$f" | grep -o '[0-9]\+' | head -n 1)
+    [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null && rm -f "$f"
+  done
+  return 0
+}
+trap cleanup EXIT
+
+if ((quick)); then
+  acq_iters=100000 handoff_rounds=100 cont_ms=50 worker_rounds=100 worker_ms=50
+  scaling_ops=500 fair_ms=100 fair_warmup=50
+else
+  acq_iters=2000000 handoff_rounds=2000 cont_ms=500 worker_rounds=2000 worker_ms=500
+  scaling_ops=20000 fair_ms=1000 fair_warmup=200
+fi
+lock_systems=(shmsched posix-sem sysv-sem-undo jobserver-pipe futex posix-mq robust-mutex)
+
+# Run one benchmark, appending its rows (tagged with the repeat) to raw.csv. A benchmark
+# that fails or outlives its time limit (a hang is a finding too) is reported, the run
+# goes on without its rows, and perf/run.sh exits 1 at the end.
+failures=()
+limit=${PERF_TIMEOUT:-120}
+run() {
+  local rep=$1
+  shift
+  local rows rc=0
+  rows=$(timeout --kill-after=5 "$limit" "$bin/$1" "${@:2}") || rc=$?
+  if ((rc != 0)); then
+    local why="exit status $rc"
+    ((rc == 124 || rc == 137)) && why="no result within ${limit}s (hung?)"
+    echo "perf: FAILED: $* ($why)" >&2
+    failures+=("$* ($why)")
+    return 0
+  fi
+  [ -n "$rows" ] && printf '%s\n' "$rows" | sed "s/\$/,$rep/" >>"$raw"
+  return 0
+}
+
+for ((rep = 1; rep <= repeats; rep++)); do
+  echo "perf: repeat $rep of $repeats ..." >&2
+  for s in "${lock_systems[@]}" shmsched-try; do
+    run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
+  done
+  for s in "${lock_systems[@]}"; do
+    run "$rep" bench_handoff --system "$s" --rounds "$handoff_rounds" \
+      --samples "$out/samples/handoff-$s.txt"
+  done
+  for s in "${lock_systems[@]}"; do
+    for p in 1 2 4 8; do
+      run "$rep" bench_contended --system "$s" --procs "$p" --cells 2 --ms "$cont_ms"
+    done
+  done
+  for s in shmsched posix-mq; do
+    run "$rep" bench_worker --system "$s" --rounds "$worker_rounds" --ms "$worker_ms" \
+      --samples "$out/samples/worker-roundtrip-$s.txt"
+  done
+  run "$rep" bench_scaling --ops "$scaling_ops"
+  for s in shmsched posix-sem; do
+    run "$rep" bench_fairness --system "$s" --ms "$fair_ms" --warmup-ms "$fair_warmup"
+  done
+done
+run 1 bench_memory
+
+# System calls per acquire+release: bench_acquire under strace -f -c at two iteration
+# counts; the difference in calls over the difference in pairs (bench_acquire runs
+# --iters pairs twice: warm-up and timed) cancels start-up and teardown.
+syscalls_total() {
+  local tmp
+  tmp=$(mktemp)
+  strace -f -c -o "$tmp" "$bin/bench_acquire" --system "$1" --iters "$2" --quiet 1 >/dev/null
+  awk '$NF == "total" { print $4 }' "$tmp"
+  rm -f "$tmp"
+}
+if command -v strace >/dev/null && strace -f -c -o /dev/null true 2>/dev/null; then
+  n1=1000 n2=11000
+  for s in "${lock_systems[@]}" shmsched-try; do
+    c1=$(syscalls_total "$s" "$n1")
+    c2=$(syscalls_total "$s" "$n2")
+    metric=syscalls_per_op system=$s
+    [ "$s" = shmsched-try ] && metric=syscalls_per_op_try system=shmsched
+    awk -v s="$system" -v m="$metric" -v c1="$c1" -v c2="$c2" -v d=$((2 * (n2 - n1))) \
+      'BEGIN { v = (c2 - c1) / d; if (v < 0) v = 0; printf "acquire-release,%s,%s,%.2f,calls,1\n", s, m, v }' \
+      >>"$raw"
+  done
+else
+  echo "perf: strace is missing or cannot trace here: no syscalls_per_op (scripts/setup.sh installs it)" >&2
+fi
+
+awk -F, -v csv="$out/latest.csv" -f perf/summarize.awk "$raw" | tee "$out/table.txt"
+
+if command -v gnuplot >/dev/null; then
+  perf/plot.sh "$out"
+else
+  echo "perf: gnuplot is missing: no plots (scripts/setup.sh installs gnuplot-nox)" >&2
+fi
+echo "perf: wrote $out/latest.csv, $out/table.txt and the plots beside them" >&2
+if ((${#failures[@]} > 0)); then
+  printf 'perf: %d benchmark run(s) failed:\n' "${#failures[@]}" >&2
+  printf '  %s\n' "${failures[@]}" >&2
+  exit 1
+fi

@@ -1,0 +1,141 @@
+# Summarize perf/run.sh's raw rows (bench,system,metric,value,unit,repeat; one per
+# benchmark run) into medians.
+#
+#   awk -F, -v csv=LATEST.csv -f perf/summarize.awk RAW.csv > TABLE.txt
+#
+# Writes LATEST.csv (header bench,system,metric,value,unit; the median over repeats)
+# and prints the table: one line per bench, metric and system, with shmsched's
+# median divided by that system's (same bench and metric, same run), then the
+# issue's targets, each "met" or "NOT met". Informational only: it never fails.
+# POSIX awk (mawk has no asort): sorting is by hand.
+
+function median(key,    n, i, j, v, t) {
+  n = count[key]
+  for (i = 1; i <= n; i++)
+    v[i] = vals[key, i] + 0
+  for (i = 2; i <= n; i++) {
+    t = v[i]
+    for (j = i - 1; j >= 1 && v[j] > t; j--)
+      v[j + 1] = v[j]
+    v[j + 1] = t
+  }
+  return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+}
+
+function num(x) {
+  if (x == int(x))
+    return sprintf("%d", x)
+  return sprintf(x >= 100 ? "%.1f" : "%.4g", x)
+}
+
+function target(label, ok, detail) {
+  if (ok == "")
+    printf "  %-58s %-8s %s\n", label, "n/a", "(no figure in this run)"
+  else
+    printf "  %-58s %-8s %s\n", label, ok ? "met" : "NOT met", detail
+}
+
+# Median of one figure, or "" when the run did not produce it.
+function fig(bench, sys, metric,    k) {
+  k = bench SUBSEP sys SUBSEP metric
+  return (k in med) ? med[k] : ""
+}
+
+$1 == "bench" { next }
+NF >= 5 {
+  key = $1 SUBSEP $2 SUBSEP $3
+  if (!(key in count)) {
+    order[++nkeys] = key
+    unit[key] = $5
+  }
+  vals[key, ++count[key]] = $4
+  if (!(($1 SUBSEP $3) in seen_metric)) {
+    seen_metric[$1 SUBSEP $3] = 1
+    metrics[++nmetrics] = $1 SUBSEP $3
+  }
+}
+
+END {
+  print "bench,system,metric,value,unit" > csv
+  for (i = 1; i <= nkeys; i++) {
+    k = order[i]
+    med[k] = median(k)
+    split(k, p, SUBSEP)
+    print p[1] "," p[2] "," p[3] "," num(med[k]) "," unit[k] > csv
+  }
+  close(csv)
+
+  printf "%-17s %-24s %-15s %14s %-9s %9s %4s\n", "bench", "metric", "system", "median", "unit",
+         "shms/this", "n"
+  nb = split("acquire-release handoff contended worker-roundtrip scaling fairness memory", bo, " ")
+  for (m = 1; m <= nmetrics; m++) {
+    split(metrics[m], bm, SUBSEP)
+    rank[m] = nb + 1
+    for (b = 1; b <= nb; b++)
+      if (bo[b] == bm[1])
+        rank[m] = b
+  }
+  for (r = 1; r <= nb + 1; r++)
+  for (m = 1; m <= nmetrics; m++) {
+    if (rank[m] != r)
+      continue
+    split(metrics[m], bm, SUBSEP)
+    base = bm[1] SUBSEP "shmsched" SUBSEP bm[2]
+    for (i = 1; i <= nkeys; i++) {
+      k = order[i]
+      split(k, p, SUBSEP)
+      if (p[1] != bm[1] || p[3] != bm[2])
+        continue
+      ratio = ""
+      if (p[2] != "shmsched" && (base in med) && med[k] > 0)
+        ratio = sprintf("%.2f", med[base] / med[k])
+      printf "%-17s %-24s %-15s %14s %-9s %9s %4d\n", p[1], p[3], p[2], num(med[k]), unit[k], ratio,
+             count[k]
+    }
+  }
+
+  print ""
+  print "shms/this: shmsched's median over that system's, same bench and metric, same run."
+  print "Lower is better for ns and calls; higher for ops/s and jain_index."
+  print ""
+  print "Targets of issue 6 (for information: nothing fails on a figure):"
+  a = fig("acquire-release", "shmsched", "ns_per_op")
+  s = fig("acquire-release", "posix-sem", "ns_per_op")
+  if (a != "" && s != "") {
+    target("acquire-release: at most 3x posix-sem", a <= 3 * s, sprintf("%.2fx", a / s))
+    target("acquire-release: goal 2x posix-sem", a <= 2 * s, sprintf("%.2fx", a / s))
+  }
+  n = split("sysv-sem-undo jobserver-pipe", others, " ")
+  for (i = 1; i <= n; i++) {
+    o = fig("acquire-release", others[i], "ns_per_op")
+    if (a != "" && o != "")
+      target("acquire-release: faster than " others[i], a < o, sprintf("%.2fx", a / o))
+  }
+  c = fig("acquire-release", "shmsched", "syscalls_per_op")
+  target("acquire-release: 0 system calls per op", c == "" ? "" : c == 0, c " per op")
+  h = fig("handoff", "shmsched", "p50_ns")
+  f = fig("handoff", "futex", "p50_ns")
+  if (h != "" && f != "")
+    target("handoff: p50 at most 1.3x futex", h <= 1.3 * f, sprintf("%.2fx", h / f))
+  for (what = 1; what <= 2; what++) {
+    prefix = what == 1 ? "grant_ns_" : "cancel_ns_"
+    lo = ""
+    hi = ""
+    for (i = 1; i <= nkeys; i++) {
+      split(order[i], p, SUBSEP)
+      if (p[1] != "scaling" || index(p[3], prefix) != 1)
+        continue
+      v = med[order[i]]
+      if (lo == "" || v < lo) { lo = v; lom = p[3] }
+      if (hi == "" || v > hi) { hi = v; him = p[3] }
+    }
+    if (lo != "" && lo > 0)
+      target("scaling: " prefix "* flat within 25%", hi <= 1.25 * lo,
+             sprintf("max/min %.2f (%s %s .. %s %s)", hi / lo, lom, num(lo), him, num(hi)))
+  }
+  j = fig("fairness", "shmsched", "jain_index")
+  js = fig("fairness", "posix-sem", "jain_index")
+  if (j != "")
+    target("fairness: Jain index at least 0.99", j >= 0.99,
+           sprintf("%.4f (posix-sem %s)", j, js == "" ? "-" : sprintf("%.4f", js)))
+}
