@@ -418,6 +418,42 @@ END_TEST
 START_TEST(a_client_that_detaches_while_its_job_runs_leaks_nothing) { client_gone_case(1); }
 END_TEST
 
+/* A client that takes its result and exits at once, again and again: its slot is freed once. */
+START_TEST(clients_that_exit_right_after_their_result_free_their_slot_once) {
+  const char *name;
+  shms_t *h = open_worker_class(&name, 1, 4);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  for (int n = 0; n < 200; n++) {
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+      shms_t *ch;
+      shms_ticket t;
+      shms_result res;
+      shms_request r = job_req("quick");
+      if (shms_attach(name, 0, &ch) != SHMS_OK || shms_submit(ch, &r, "x", 1, 0, &t) != SHMS_OK ||
+          shms_wait_result(ch, &t, UINT64_MAX, NULL, 0, &res) != SHMS_EINVAL)
+        _exit(1);
+      char b;
+      _exit(shms_wait_result(ch, &t, 0, &b, 1, &res) == SHMS_OK ? 0 : 2); /* no detach */
+    }
+    shms_job job;
+    ck_assert_shms_ok(shms_worker_take(w, UINT64_MAX, &job));
+    ck_assert_shms_ok(shms_worker_complete(w, &job, 0, "X", 1));
+    ck_assert_int_eq(child_status(c), 0);
+  }
+  ck_assert_uint_eq(ck_pr_load_32(&h->cls[SHMS_CLASS_SMALL].ctl->used), 0);
+  char report[2048];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_recover(h, NULL));
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("worker");
@@ -434,6 +470,7 @@ int main(void) {
   tcase_add_test(tc, two_workers_racing_take_one_job_each);
   tcase_add_test(tc, a_client_killed_while_its_job_runs_leaks_nothing);
   tcase_add_test(tc, a_client_that_detaches_while_its_job_runs_leaks_nothing);
+  tcase_add_test(tc, clients_that_exit_right_after_their_result_free_their_slot_once);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

@@ -203,16 +203,20 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
   s->result_status = status;
   ck_pr_fence_store(); /* the result is visible before the state says SETTLED */
   sw |= SHMS__SLOT_WRITING;
+  /* A client that left (COLLECTED, set at its detach) or died will never take the result: drop
+   * it. Decided before the CAS that hands the slot over, never after: once SETTLED, a live
+   * client may collect it and free it at once. */
+  uint64_t seq = s->seq;
+  int gone = shms__owner_dead(h, s->owner);
   uint32_t flags;
   do
-    flags = (uint32_t)sw & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING | SHMS__SLOT_HELP);
-  while (!shms__slot_cas(k, i, &sw, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_SETTLED)));
+    flags =
+        ((uint32_t)sw & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING | SHMS__SLOT_HELP)) |
+        (gone ? SHMS__SLOT_COLLECTED : 0);
+  while (!shms__slot_cas(k, i, &sw, SHMS__SLOT_WORD(seq, 0, flags, SHMS__SLOT_SETTLED)));
   SHMS__STEP();
-  /* A client that left (or died) will never take the result: drop it. */
-  if (sw & SHMS__SLOT_COLLECTED)
+  if (flags & SHMS__SLOT_COLLECTED)
     shms__slot_free(k, i);
-  else if (shms__owner_dead(h, s->owner))
-    shms__slot_collect(k, i);
   SHMS__STEP();
   struct shms__cell *cell = cell_of(w);
   uint64_t cw = shms__load_64(&cell->word);
