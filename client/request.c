@@ -257,9 +257,11 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
 }
 
 /* The fast path: a free cell and nobody queued; one CAS on the fast word, one on the cell. */
-#define take_now(h, k, lease) SHMS__OP((h), (k), take_now_op((h), (k), (lease)))
-static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *lease) {
-  if (!shms__fast_reserve(k, 1))
+static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *lease, int entering) {
+  int r = shms__fast_reserve(k, entering ? SHMS__RESERVE_ENTERING : 1);
+  if (r < 0)
+    return 1; /* frozen: enter the ordinary way, which waits */
+  if (r == 0)
     return SHMS_EWOULDBLOCK;
   SHMS__STEP();
   uint32_t c = shms__cell_claim(k, h->owner, SHMS__CELL_LEASED), gen;
@@ -274,6 +276,16 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *le
   shms__cell_count_lease(k, c);
   make_lease(h, k, c, gen, token, lease);
   return SHMS_OK;
+}
+
+/*
+ * The fast path as one operation: marked without a fence of its own, since its
+ * first step is the locked CAS that both reserves and checks FROZEN.
+ */
+static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease) {
+  int rc = take_now_op(h, k, lease, shms__op_enter_fast(h, k));
+  shms__op_leave(h, k);
+  return rc == 1 ? SHMS__OP(h, k, take_now_op(h, k, lease, 0)) : rc;
 }
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {

@@ -23,6 +23,8 @@ uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueue
 int shms__fast_reserve(const struct shms__cls *k, int unqueued_only) {
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
+    if (unqueued_only == SHMS__RESERVE_ENTERING && (w & SHMS__FAST_FROZEN))
+      return -1;
     if (SHMS__FAST_FREE(w) == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
       return 0;
     /* One CAS both checks that nobody is queued and takes the cell count. */
@@ -36,8 +38,7 @@ uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t st
   if (start >= k->ncells)
     start = 0;
   /* The reservation guarantees an AVAILABLE cell without a claimant: the scan ends. */
-  for (uint32_t n = 0;; n++) {
-    uint32_t c = (start + n) % k->ncells;
+  for (uint32_t n = 0, c = start;; n++, c = c + 1 < k->ncells ? c + 1 : 0) {
     struct shms__cell *cell = &k->cells[c];
     uint64_t w = shms__load_64(&cell->word);
     if (SHMS__CELL_STATE(w) != SHMS__CELL_AVAILABLE)

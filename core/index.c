@@ -13,7 +13,7 @@
 #include "sched.h"
 #include "tenant.h"
 
-_Thread_local int shms__index_corrupt;
+SHMS__TLS int shms__index_corrupt;
 
 static uint32_t act_hash(const char *id) {
   uint32_t h = 2166136261u;

@@ -17,8 +17,43 @@
 #include "../shm/proc.h"
 #include "sched.h"
 
-/* Brackets nest on one thread: only the outermost one counts. */
-static _Thread_local uint32_t depth[SHMS_CLASS_COUNT];
+/*
+ * Each thread marks its operations with plain stores in a word of its own in
+ * the process entry (a mark): cheap, and a freezer reads every mark. The
+ * first SHMS__MARKS threads of a process (per segment) get one; others count
+ * in the entry's shared per-class counters, with locked instructions.
+ * Brackets nest on one thread: only the outermost one marks.
+ */
+struct thread_op {
+  uint32_t depth;
+  struct shms__proc *proc; /* the entry word belongs to */
+  uint32_t *word;          /* our mark, or NULL: we count in ops[] instead */
+};
+static SHMS__TLS struct thread_op cur[SHMS_CLASS_COUNT];
+
+/* This thread's mark in h's process entry, claimed on first use; NULL if none is left. */
+static uint32_t *thread_mark(struct shms *h) {
+  static SHMS__TLS struct {
+    struct shms__proc *proc;
+    uint32_t *word;
+  } cache[4];
+  for (int i = 0; i < 4; i++)
+    if (cache[i].proc == h->proc)
+      return cache[i].word;
+  uint32_t used = shms__load_32(&h->proc->marks_used), bit;
+  do {
+    if (used == (1u << SHMS__MARKS) - 1)
+      return NULL;
+    bit = (uint32_t)__builtin_ctz(~used);
+  } while (!ck_pr_cas_32_value(&h->proc->marks_used, used, used | (1u << bit), &used));
+  for (int i = 0; i < 4; i++)
+    if (cache[i].proc == NULL) {
+      cache[i].proc = h->proc;
+      cache[i].word = &h->proc->marks[bit];
+      return cache[i].word;
+    }
+  return NULL; /* more segments than the cache holds: counting will do (the mark stays unused) */
+}
 
 /* Wait while k is frozen; if its freezer died, finish its job (recovery is idempotent). */
 static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
@@ -34,21 +69,70 @@ static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
   }
 }
 
-void shms__op_enter(struct shms *h, const struct shms__cls *k) {
-  if (depth[k->id]++ > 0)
+/* Mark (or count) an operation on k as under way; fence: whether the caller fences after. */
+static void mark(struct shms *h, const struct shms__cls *k, struct thread_op *t, int fence) {
+  if (t->word == NULL) {
+    ck_pr_inc_32(&h->proc->ops[k->id]); /* locked: a fence too */
     return;
+  }
+  uint32_t v = *t->word | (1u << k->id);
+  if (fence)
+    ck_pr_fas_32(t->word, v); /* a locked exchange: the mark is visible before we look for FROZEN
+                                 (cheaper here than a store and an mfence) */
+  else
+    shms__store_32(t->word, v);
+}
+
+static void unmark(struct shms *h, const struct shms__cls *k, struct thread_op *t) {
+  if (t->word == NULL)
+    ck_pr_dec_32(&h->proc->ops[k->id]);
+  else
+    shms__store_32(t->word, *t->word & ~(1u << k->id));
+}
+
+void shms__op_enter(struct shms *h, const struct shms__cls *k) {
+  struct thread_op *t = &cur[k->id];
+  if (t->depth++ > 0)
+    return;
+  if (t->proc != h->proc) {
+    t->proc = h->proc;
+    t->word = thread_mark(h);
+  }
   for (;;) {
-    ck_pr_inc_32(&h->ops[k->id]); /* locked: ordered before the load below */
+    mark(h, k, t, 1);
     if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN))
       return;
-    ck_pr_dec_32(&h->ops[k->id]);
+    unmark(h, k, t);
     wait_unfrozen(h, k);
   }
 }
 
+int shms__op_enter_fast(struct shms *h, const struct shms__cls *k) {
+  struct thread_op *t = &cur[k->id];
+  if (t->depth++ > 0)
+    return 0;
+  if (t->proc != h->proc) {
+    t->proc = h->proc;
+    t->word = thread_mark(h);
+  }
+  mark(h, k, t, 0); /* the caller's first step is a locked CAS that checks FROZEN */
+  return 1;
+}
+
 void shms__op_leave(struct shms *h, const struct shms__cls *k) {
-  if (--depth[k->id] == 0)
-    ck_pr_dec_32(&h->ops[k->id]);
+  struct thread_op *t = &cur[k->id];
+  if (--t->depth == 0)
+    unmark(h, k, t);
+}
+
+/* Whether entry p counts or marks an operation under way on class c. */
+static int busy_entry(const struct shms__proc *p, int c) {
+  if (shms__load_32((uint32_t *)&p->ops[c]) != 0)
+    return 1;
+  for (int t = 0; t < SHMS__MARKS; t++)
+    if (shms__load_32((uint32_t *)&p->marks[t]) & (1u << c))
+      return 1;
+  return 0;
 }
 
 /* Whether some live process other than us has an operation under way on k. */
@@ -57,7 +141,7 @@ static int others_busy(struct shms *h, const struct shms__cls *k) {
   for (uint32_t i = 0; i < hdr->procs_count; i++) {
     const struct shms__proc *p = SHMS__AT(
         h->base, hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc), const struct shms__proc);
-    if (i == h->self || shms__load_32((uint32_t *)&p->ops[k->id]) == 0)
+    if (i == h->self || !busy_entry(p, k->id))
       continue;
     /* Only the lock says whether a count belongs to a live process. */
     if (shms__proc_alive(h->base, h->fd, i, shms__self_index(h)) == 1)

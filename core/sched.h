@@ -23,6 +23,13 @@
  */
 extern uint32_t shms__crash_at;
 void shms__crash_step(void);
+/*
+ * Thread-local state of the library: initial-exec, so that reaching it is one
+ * instruction, not a call into the dynamic linker (the library is built
+ * position-independent). A few dozen bytes of static TLS.
+ */
+#define SHMS__TLS _Thread_local __attribute__((tls_model("initial-exec")))
+
 #define SHMS__STEP()                                                                               \
   do {                                                                                             \
     if (__builtin_expect(shms__crash_at != 0, 0))                                                  \
@@ -46,6 +53,13 @@ void shms__test_crash_at(uint32_t n);
  * Nested brackets on one thread are free. Never sleep inside a bracket.
  */
 void shms__op_enter(struct shms *h, const struct shms__cls *k);
+/*
+ * For an operation whose first step is a locked CAS on the fast word that
+ * fails when FROZEN is set (the fast path): mark it without a fence, the CAS
+ * is one. Returns 1 if this is the outermost bracket (the CAS must then check
+ * FROZEN; on finding it, leave and enter again the ordinary way).
+ */
+int shms__op_enter_fast(struct shms *h, const struct shms__cls *k);
 void shms__op_leave(struct shms *h, const struct shms__cls *k);
 /*
  * Freeze class k (waiting out a live freezer, taking over a dead one) and
@@ -60,9 +74,13 @@ void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
 uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueued);
 /*
  * Reserve one free cell: only while nothing is queued (unqueued_only, the
- * fast path, which must never overtake queued work) or regardless (the
- * dispatcher granting queued work). Returns 1 if reserved.
+ * fast path, which must never overtake queued work) or regardless (0, the
+ * dispatcher granting queued work). Returns 1 if reserved, 0 if not. With
+ * SHMS__RESERVE_ENTERING (the fast path's first step, after
+ * shms__op_enter_fast) it also returns -1 if the class is frozen: then the
+ * caller must not go on.
  */
+#define SHMS__RESERVE_ENTERING 2
 int shms__fast_reserve(const struct shms__cls *k, int unqueued_only);
 
 /* ---- Cells ---- */
@@ -186,6 +204,6 @@ void shms__index_unlink(const struct shms__cls *k, uint32_t i);
 /* Rebuild the index from the slots' state words (after a crash tore it). */
 void shms__index_rebuild(const struct shms__cls *k);
 /* Set when a tree walk found the index torn: the baton holder rebuilds it. */
-extern _Thread_local int shms__index_corrupt;
+extern SHMS__TLS int shms__index_corrupt;
 
 #endif

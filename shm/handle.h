@@ -26,7 +26,7 @@ struct shms {
   /* When this process's waiters next check on the class's dispatcher (real clock, ns): kept
    * per handle, not per call, so waits in short slices still get their checks. */
   uint64_t poll_due[SHMS_CLASS_COUNT];
-  uint32_t *ops; /* our process entry's per-class operation counts; NULL for observers */
+  struct shms__proc *proc; /* our process entry (operation marks and counts); NULL for observers */
 };
 
 /* Internal attach flag: writable mapping without registering (destroy, repair tools). */

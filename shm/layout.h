@@ -163,6 +163,8 @@ struct shms__tenant {
 
 enum { SHMS__TENANT_INUSE = 1u, SHMS__TENANT_INRING = 2u };
 
+#define SHMS__MARKS 16 /* threads per process with a plain-store operation mark */
+
 /* One attached process. Byte `offset of this entry` of the file is its liveness lock. */
 struct shms__proc {
   uint32_t state; /* SHMS__PROC_FREE / _CLAIMING / _LIVE */
@@ -171,8 +173,12 @@ struct shms__proc {
   uint32_t role;
   uint64_t start_time; /* /proc/PID/stat starttime, ticks since boot */
   uint64_t attached_unix_ns;
-  uint32_t ops[SHMS_CLASS_COUNT]; /* operations this process has under way, per class (atomic) */
-  uint8_t reserved[12];
+  uint32_t ops[SHMS_CLASS_COUNT]; /* operations under way by threads without a mark (atomic) */
+  uint32_t marks_used;            /* which of marks[] threads have claimed */
+  uint8_t reserved[8];
+  /* Line 2: one word per thread of the process (the first SHMS__MARKS): bit c set while that
+   * thread has an operation under way on class c. Written by its thread with plain stores. */
+  uint32_t marks[SHMS__MARKS] SHMS__ALIGNED;
 } SHMS__ALIGNED;
 
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
@@ -228,7 +234,7 @@ _Static_assert(sizeof(struct shms__class_ctl) == 8 * (size_t)SHMS__LINE, "class 
 _Static_assert(sizeof(struct shms__cell) == SHMS__LINE, "cell is one line");
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 2 * (size_t)SHMS__LINE, "tenant is two lines");
-_Static_assert(sizeof(struct shms__proc) == SHMS__LINE, "proc entry is one line");
+_Static_assert(sizeof(struct shms__proc) == 2 * (size_t)SHMS__LINE, "proc entry is two lines");
 
 /* The layout computed from a configuration. */
 struct shms__layout {

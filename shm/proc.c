@@ -85,6 +85,9 @@ static void claim(char *base, uint32_t index, uint32_t role) {
   shms__store_32(&p->role, role);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     shms__store_32(&p->ops[c], 0); /* a dead predecessor's operations are not ours */
+  for (int t = 0; t < SHMS__MARKS; t++)
+    shms__store_32(&p->marks[t], 0);
+  shms__store_32(&p->marks_used, 0);
   /* Identity fields must be visible before the entry reads as LIVE. */
   ck_pr_fence_store();
   shms__store_32(&p->state, SHMS__PROC_LIVE);
@@ -128,6 +131,9 @@ int shms__proc_reap(char *base, int fd, uint32_t index) {
     return 0; /* alive, or being claimed right now */
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     shms__store_32(&p->ops[c], 0);
+  for (int t = 0; t < SHMS__MARKS; t++)
+    shms__store_32(&p->marks[t], 0);
+  shms__store_32(&p->marks_used, 0);
   shms__proc_unregister(base, fd, index);
   return 1;
 }

@@ -274,7 +274,7 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
         SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)h->self * sizeof(struct shms__proc),
                  struct shms__proc);
     h->owner = SHMS__OWNER(h->self, shms__load_32((uint32_t *)&p->gen));
-    h->ops = (uint32_t *)p->ops;
+    h->proc = (struct shms__proc *)p;
   }
   return SHMS_OK;
 }
