@@ -17,9 +17,9 @@ static void fill(struct shms *h, struct shms__slot *s, const shms_request *req, 
   s->enqueue_ns = shms__now_ns();
   s->deadline_ns = req->deadline_ns;
   s->priority = req->priority;
-  s->owner = h->owner;
+  shms__store_32(&s->owner, h->owner); /* reapers read it without owning the slot */
   s->tenant = 0;
-  s->cell = 0;
+  shms__store_32(&s->cell, 0);
   s->payload_len = (uint32_t)len;
   s->result_len = 0;
   s->result_status = 0;

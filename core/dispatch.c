@@ -98,7 +98,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     return 1;
   }
   SHMS__STEP();
-  s->cell = c;
+  shms__store_32(&s->cell, c); /* waiters read it while polling */
   s->generation = gen;
   s->token = token;
   /* Read now: once the CAS below hands the slot over, it may be freed and reused at once. */
