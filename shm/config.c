@@ -39,16 +39,16 @@ int shms_tenant_check(const char *name) {
   shms__clear_detail();
   if (name == NULL || name[0] == '\0')
     return shms__fail(SHMS_EINVAL, "tenant name is empty");
-  size_t n = strnlen(name, SHMS_TENANT_MAX + 1);
-  if (n > SHMS_TENANT_MAX)
-    return shms__fail(SHMS_EINVAL, "tenant name is longer than %d bytes", SHMS_TENANT_MAX);
-  for (size_t i = 0; i < n; i++) {
+  /* One pass (this is on every acquire): graphic ASCII only, so names print and parse
+   * unambiguously, and a NUL within the first SHMS_TENANT_MAX + 1 bytes. */
+  for (size_t i = 0; i <= SHMS_TENANT_MAX; i++) {
     unsigned char ch = (unsigned char)name[i];
-    /* Graphic ASCII only: no spaces or controls, so names print and parse unambiguously. */
+    if (ch == '\0')
+      return SHMS_OK;
     if (ch < 0x21 || ch > 0x7e)
       return shms__fail(SHMS_EINVAL, "tenant name has a non-printable byte 0x%02x at %zu", ch, i);
   }
-  return SHMS_OK;
+  return shms__fail(SHMS_EINVAL, "tenant name is longer than %d bytes", SHMS_TENANT_MAX);
 }
 
 int shms_name_check(const char *name) {

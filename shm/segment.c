@@ -321,7 +321,8 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
 int shms__handle_check(const struct shms *h) {
   if (h == NULL)
     return shms__fail(SHMS_EINVAL, "handle is NULL");
-  if (h->pid != current_pid())
+  /* self_pid was set when h was attached, and a fork updated it in the child: no call needed. */
+  if (h->pid != self_pid)
     return shms__fail(SHMS_EINVAL, "handle was attached by process %d; attach again after fork",
                       (int)h->pid);
   return SHMS_OK;
