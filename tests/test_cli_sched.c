@@ -2,70 +2,24 @@
  * The scheduling subcommands end to end: run, cancel, explain, drain, repair
  * and status --tenants, through <build>/bin/shmsched.
  *
- * Synchronisation is by pipes and waitpid only, never by sleeping: a "holder"
+ * Synchronisation is by pipes and waitpid only, never by sleeping (cli_proc.h): a "holder"
  * run keeps the only cell with `sh -c 'echo held; read x'`, so the test knows
  * the lease is held when it reads "held" and lets it go by closing the
  * command's stdin; a queued run with --print-ticket is known to be queued
  * once its first stderr line (the ticket) arrives.
  */
-#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_proc.h"
 #include "harness.h"
 
 static char out[65536], err[4096];
-
-/* ---- what to clean up, even after a failed test (see test_cli.c) ---------- */
-
-#define MAX_LEFT 32
-struct leftovers {
-  char dir[64]; /* mkdtemp directory for files the commands write */
-  int n, npids;
-  char names[MAX_LEFT][96];
-  pid_t pids[4 * MAX_LEFT]; /* background CLI processes */
-};
-static struct leftovers *left;
-
-static void leftovers_setup(void) {
-  left = mmap(NULL, sizeof *left, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  ck_assert_ptr_ne(left, MAP_FAILED);
-  snprintf(left->dir, sizeof left->dir, "/tmp/shmst-clisched-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(left->dir));
-  /* A test writing to a pipe whose reader failed must not die of SIGPIPE. */
-  signal(SIGPIPE, SIG_IGN);
-}
-
-static void leftovers_teardown(void) {
-  for (int i = 0; i < left->npids; i++)
-    if (kill(left->pids[i], SIGKILL) == 0)
-      waitpid(left->pids[i], NULL, 0);
-  for (int i = 0; i < left->n && i < MAX_LEFT; i++)
-    harness_remove(left->names[i]);
-  char path[128];
-  snprintf(path, sizeof path, "%s/order", left->dir);
-  unlink(path);
-  rmdir(left->dir);
-  munmap(left, sizeof *left);
-}
-
-/* A fresh segment with one lease class standard of cells/queue (plus extra --class specs). */
-static const char *segment(const char *tag, const char *spec, const char *extra) {
-  ck_assert_int_lt(left->n, MAX_LEFT);
-  char *name = left->names[left->n++];
-  snprintf(name, sizeof left->names[0], "%s", harness_name(tag));
-  const char *argv[] = {"create", name, "--class", spec, extra ? "--class" : NULL, extra, NULL};
-  int rc = harness_cli(out, sizeof out, err, sizeof err, argv);
-  ck_assert_msg(rc == 0, "create %s: exit %d: %s", spec, rc, err);
-  return name;
-}
 
 #define CLI(...)                                                                                   \
   harness_cli(out, sizeof out, err, sizeof err, (const char *const[]){__VA_ARGS__, NULL})
@@ -98,114 +52,38 @@ static unsigned long long status_figure(const char *name, const char *key) {
   return strtoull(at + strlen(needle), NULL, 10);
 }
 
-/* ---- background CLI processes, with pipes the test holds ------------------ */
+/* ---- background CLI processes, with pipes the test holds (cli_proc.h) ------- */
 
-struct proc {
-  pid_t pid;
-  int in, out, err; /* the process's stdin (write end), stdout and stderr (read ends) */
-};
 static char pout[16384], perr[4096];
 
-static void spawn(struct proc *p, const char *const argv[]) {
-  int pi[2], po[2], pe[2];
-  ck_assert(pipe2(pi, O_CLOEXEC) == 0 && pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0);
-  ck_assert_int_lt(left->npids, 4 * MAX_LEFT);
-  p->pid = fork();
-  ck_assert(p->pid >= 0);
-  if (p->pid == 0) {
-    dup2(pi[0], 0);
-    dup2(po[1], 1);
-    dup2(pe[1], 2);
-    const char *args[64] = {SHMS_BIN_DIR "/shmsched"};
-    for (size_t i = 0; argv[i] != NULL && i < 62; i++)
-      args[i + 1] = argv[i];
-    execv(args[0], (char *const *)args);
-    _exit(127);
-  }
-  left->pids[left->npids++] = p->pid;
-  close(pi[0]);
-  close(po[1]);
-  close(pe[1]);
-  p->in = pi[1];
-  p->out = po[0];
-  p->err = pe[0];
-}
-#define SPAWN(p, ...) spawn((p), (const char *const[]){__VA_ARGS__, NULL})
-
-/* One line from fd, without its newline; fails the test at EOF. */
-static void read_line(int fd, char *buf, size_t n) {
-  size_t len = 0;
-  for (;;) {
-    char c;
-    ssize_t r = read(fd, &c, 1);
-    if (r < 0 && errno == EINTR)
-      continue;
-    ck_assert_msg(r == 1, "EOF before a full line (got '%.*s')", (int)len, buf);
-    if (c == '\n')
-      break;
-    if (len + 1 < n)
-      buf[len++] = c;
-  }
-  buf[len] = '\0';
-}
-
-/* Read fd to EOF into buf (appending after what is there). */
-static void slurp(int fd, char *buf, size_t n) {
-  size_t len = strlen(buf);
-  for (;;) {
-    ssize_t r = read(fd, buf + len, n - 1 - len);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0 || (len += (size_t)r) + 1 >= n)
-      break;
-  }
-  buf[len] = '\0';
-}
-
-/*
- * Collect the rest of its stdout/stderr in pout/perr and reap it: its status.
- * Its stdin is closed first if close_in, else after it ended.
- */
-static int reap(struct proc *p, int close_in) {
-  if (close_in)
-    close(p->in);
-  pout[0] = perr[0] = '\0';
-  /* Small outputs: reading one pipe to EOF, then the other, cannot fill either. */
-  slurp(p->err, perr, sizeof perr);
-  slurp(p->out, pout, sizeof pout);
-  close(p->out);
-  close(p->err);
-  int st;
-  while (waitpid(p->pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  if (!close_in)
-    close(p->in);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+/* Collect the rest of its stdout/stderr in pout/perr and reap it (cli_reap): its status. */
+static int reap(struct cli_proc *p, int close_in) {
+  return cli_reap(p, close_in, pout, sizeof pout, NULL, perr, sizeof perr);
 }
 
 /* Hold the only cell of class standard until let_go(): returns once the command runs. */
 /* Close its stdin (a command reading it sees EOF), then reap it. */
-static int finish(struct proc *p) { return reap(p, 1); }
+static int finish(struct cli_proc *p) { return reap(p, 1); }
 
-static void hold(struct proc *p, const char *name) {
+static void hold(struct cli_proc *p, const char *name) {
   char line[64];
-  SPAWN(p, "run", name, "--class", "standard", "--tenant", "holder", "--", "sh", "-c",
-        "echo held; read x; exit 0");
-  read_line(p->out, line, sizeof line);
+  CLI_SPAWN(p, "run", name, "--class", "standard", "--tenant", "holder", "--", "sh", "-c",
+            "echo held; read x; exit 0");
+  cli_read_line(p->out, line, sizeof line);
   ck_assert_str_eq(line, "held");
 }
 
-static void let_go(struct proc *p) {
+static void let_go(struct cli_proc *p) {
   int rc = finish(p);
   ck_assert_msg(rc == 0, "holder exited %d: %s", rc, perr);
 }
 
 /* A run of tenant queued behind the holder, with --print-ticket: returns once it is queued. */
-static void queue_run(struct proc *p, const char *name, const char *tenant, char *ticket,
+static void queue_run(struct cli_proc *p, const char *name, const char *tenant, char *ticket,
                       const char *opt, const char *value) {
-  SPAWN(p, "run", name, "--class", "standard", "--tenant", tenant, "--print-ticket",
-        opt ? opt : "--", opt ? value : "true", opt ? "--" : NULL, opt ? "true" : NULL);
-  read_line(p->err, ticket, SHMS_TICKET_STRLEN);
+  CLI_SPAWN(p, "run", name, "--class", "standard", "--tenant", tenant, "--print-ticket",
+            opt ? opt : "--", opt ? value : "true", opt ? "--" : NULL, opt ? "true" : NULL);
+  cli_read_line(p->err, ticket, SHMS_TICKET_STRLEN);
   shms_ticket t;
   ck_assert_msg(shms_ticket_parse(ticket, &t) == SHMS_OK, "first stderr line is no ticket: '%s'",
                 ticket);
@@ -214,7 +92,7 @@ static void queue_run(struct proc *p, const char *name, const char *tenant, char
 /* ---- run: the command's status ------------------------------------------- */
 
 START_TEST(run_exit_status) {
-  const char *name = segment("st", "standard:cells=2,queue=4", NULL);
+  const char *name = cli_segment("st", "standard:cells=2,queue=4", NULL);
   ck_assert_int_eq(
       CLI("run", name, "--class", "standard", "--tenant", "a", "--", "sh", "-c", "exit 3"), 3);
   ck_assert_str_eq(err, "");
@@ -231,7 +109,7 @@ START_TEST(run_exit_status) {
 END_TEST
 
 START_TEST(run_killed_quarantines) {
-  const char *name = segment("kill", "standard:cells=1,queue=4", NULL);
+  const char *name = cli_segment("kill", "standard:cells=1,queue=4", NULL);
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -KILL $$"),
                    128 + SIGKILL);
   ck_assert_msg(strstr(err, "killed by SIGKILL: quarantined class standard cell 0") != NULL, "%s",
@@ -260,7 +138,7 @@ START_TEST(run_killed_quarantines) {
 END_TEST
 
 START_TEST(run_release_on_signal) {
-  const char *name = segment("ros", "standard:cells=1,queue=4", NULL);
+  const char *name = cli_segment("ros", "standard:cells=1,queue=4", NULL);
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--release-on-signal", "--", "sh",
                        "-c", "kill -TERM $$"),
                    128 + SIGTERM);
@@ -272,11 +150,12 @@ END_TEST
 
 /* SIGTERM sent to run while CMD runs goes to CMD; CMD killed by it: quarantined. */
 START_TEST(run_forwards_signals) {
-  const char *name = segment("fwd", "standard:cells=1,queue=4", NULL);
-  struct proc p;
+  const char *name = cli_segment("fwd", "standard:cells=1,queue=4", NULL);
+  struct cli_proc p;
   char line[64];
-  SPAWN(&p, "run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "echo up; read x; exit 0");
-  read_line(p.out, line, sizeof line);
+  CLI_SPAWN(&p, "run", name, "-c", "standard", "-t", "a", "--", "sh", "-c",
+            "echo up; read x; exit 0");
+  cli_read_line(p.out, line, sizeof line);
   ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
   /* Its stdin stays open: only the signal can end the command. */
   ck_assert_int_eq(reap(&p, 0), 128 + SIGTERM);
@@ -288,8 +167,8 @@ END_TEST
 /* ---- tickets: --print-ticket, cancel, explain ----------------------------- */
 
 START_TEST(print_ticket_then_cancel) {
-  const char *name = segment("cancel", "standard:cells=1,queue=4", NULL);
-  struct proc holder, q;
+  const char *name = cli_segment("cancel", "standard:cells=1,queue=4", NULL);
+  struct cli_proc holder, q;
   char ticket[SHMS_TICKET_STRLEN];
   hold(&holder, name);
   queue_run(&q, name, "b", ticket, NULL, NULL);
@@ -315,7 +194,7 @@ END_TEST
 
 /* Cancel as seen from a second process: installed once, then "already cancelled". */
 START_TEST(cancel_outcomes) {
-  const char *name = segment("cout", "standard:cells=1,queue=4", NULL);
+  const char *name = cli_segment("cout", "standard:cells=1,queue=4", NULL);
   shms_t *h;
   shms_ticket t;
   shms_lease lease;
@@ -354,8 +233,8 @@ START_TEST(cancel_outcomes) {
 END_TEST
 
 START_TEST(explain_queued) {
-  const char *name = segment("explain", "standard:cells=1,queue=4", NULL);
-  struct proc holder, q1, q2, q3;
+  const char *name = cli_segment("explain", "standard:cells=1,queue=4", NULL);
+  struct cli_proc holder, q1, q2, q3;
   char t1[SHMS_TICKET_STRLEN], t2[SHMS_TICKET_STRLEN], t3[SHMS_TICKET_STRLEN];
   hold(&holder, name);
   queue_run(&q1, name, "a", t1, "--priority", "-7");
@@ -403,7 +282,7 @@ START_TEST(explain_queued) {
   ck_assert_msg(strstr(out, "\"tenants\"") == NULL, "tenants without --tenants:\n%s", out);
   ck_assert_msg(strstr(out, "\"queue_depth\": 3,") && strstr(out, "\"queued_tenants\": 2,"), "%s",
                 out);
-  for (struct proc *p = &q1; p != NULL; p = p == &q1 ? &q2 : p == &q2 ? &q3 : NULL) {
+  for (struct cli_proc *p = &q1; p != NULL; p = p == &q1 ? &q2 : p == &q2 ? &q3 : NULL) {
     char *t = p == &q1 ? t1 : p == &q2 ? t2 : t3;
     ck_assert_int_eq(CLI("cancel", name, t), 0);
     ck_assert_int_eq(finish(p), 75);
@@ -414,8 +293,8 @@ END_TEST
 
 /* SIGTERM while waiting cancels the request. */
 START_TEST(signal_cancels_wait) {
-  const char *name = segment("sigw", "standard:cells=1,queue=4", NULL);
-  struct proc holder, q;
+  const char *name = cli_segment("sigw", "standard:cells=1,queue=4", NULL);
+  struct cli_proc holder, q;
   char ticket[SHMS_TICKET_STRLEN];
   hold(&holder, name);
   queue_run(&q, name, "b", ticket, NULL, NULL);
@@ -431,25 +310,25 @@ END_TEST
 
 /* Tenants take turns: a flood queued first does not keep a later tenant waiting behind it. */
 START_TEST(tenants_take_turns) {
-  const char *name = segment("turns", "standard:cells=1,queue=8", NULL);
-  struct proc holder, q[4];
+  const char *name = cli_segment("turns", "standard:cells=1,queue=8", NULL);
+  struct cli_proc holder, q[4];
   char ticket[SHMS_TICKET_STRLEN], cmd[4][256];
   static const char *const tenants[] = {"flood", "flood", "flood", "light"};
   hold(&holder, name);
   for (int i = 0; i < 4; i++) {
-    snprintf(cmd[i], sizeof cmd[i], "echo %s%d >> %s/order", tenants[i], i, left->dir);
-    SPAWN(&q[i], "run", name, "-c", "standard", "-t", tenants[i], "--print-ticket", "--", "sh",
-          "-c", cmd[i]);
-    read_line(q[i].err, ticket, sizeof ticket);
+    snprintf(cmd[i], sizeof cmd[i], "echo %s%d >> %s/order", tenants[i], i, cli_dir());
+    CLI_SPAWN(&q[i], "run", name, "-c", "standard", "-t", tenants[i], "--print-ticket", "--", "sh",
+              "-c", cmd[i]);
+    cli_read_line(q[i].err, ticket, sizeof ticket);
   }
   let_go(&holder);
   for (int i = 0; i < 4; i++)
     ck_assert_int_eq(finish(&q[i]), 0);
   char path[128], order[256] = "";
-  snprintf(path, sizeof path, "%s/order", left->dir);
+  cli_path(path, sizeof path, "order");
   int fd = open(path, O_RDONLY);
   ck_assert_int_ge(fd, 0);
-  slurp(fd, order, sizeof order);
+  cli_slurp(fd, order, sizeof order);
   close(fd);
   ck_assert_str_eq(order, "flood0\nlight3\nflood1\nflood2\n");
 }
@@ -458,8 +337,8 @@ END_TEST
 /* ---- scheduling failures exit 75 ------------------------------------------ */
 
 START_TEST(drain_settles_queued) {
-  const char *name = segment("drain", "standard:cells=1,queue=4", NULL);
-  struct proc holder, q;
+  const char *name = cli_segment("drain", "standard:cells=1,queue=4", NULL);
+  struct cli_proc holder, q;
   char ticket[SHMS_TICKET_STRLEN];
   hold(&holder, name);
   queue_run(&q, name, "b", ticket, NULL, NULL);
@@ -478,8 +357,8 @@ START_TEST(drain_settles_queued) {
 END_TEST
 
 START_TEST(queue_full) {
-  const char *name = segment("full", "standard:cells=1,queue=1", NULL);
-  struct proc holder, q;
+  const char *name = cli_segment("full", "standard:cells=1,queue=1", NULL);
+  struct cli_proc holder, q;
   char ticket[SHMS_TICKET_STRLEN];
   hold(&holder, name);
   queue_run(&q, name, "b", ticket, NULL, NULL);
@@ -499,8 +378,8 @@ START_TEST(queue_full) {
 END_TEST
 
 START_TEST(duplicate_activation) {
-  const char *name = segment("dup", "standard:cells=1,queue=4", NULL);
-  struct proc holder, q;
+  const char *name = cli_segment("dup", "standard:cells=1,queue=4", NULL);
+  struct cli_proc holder, q;
   char ticket[SHMS_TICKET_STRLEN];
   hold(&holder, name);
   queue_run(&q, name, "b", ticket, "--activation", "job-1");
@@ -514,14 +393,14 @@ END_TEST
 
 START_TEST(class_denied_and_deadline) {
   const char *name =
-      segment("deny", "standard:cells=1,queue=4,allow=ok+holder", "small:cells=1,queue=0");
+      cli_segment("deny", "standard:cells=1,queue=4,allow=ok+holder", "small:cells=1,queue=0");
   ck_assert_int_eq(CLI("run", name, "-c", "small", "-t", "a", "--", "true"), 75);
   assert_error_line(err, "class-denied", "queue=0");
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "other", "--", "true"), 75);
   assert_error_line(err, "class-denied", "does not allow tenant 'other'");
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "ok", "--", "true"), 0);
   /* A deadline passes while the only cell is held. */
-  struct proc holder;
+  struct cli_proc holder;
   hold(&holder, name);
   ck_assert_int_eq(
       CLI("run", name, "-c", "standard", "-t", "ok", "--deadline", "50ms", "--", "true"), 75);
@@ -566,7 +445,7 @@ static const struct {
 };
 
 START_TEST(usage_errors) {
-  const char *name = segment("usage", "standard:cells=1,queue=4", NULL);
+  const char *name = cli_segment("usage", "standard:cells=1,queue=4", NULL);
   const char *argv[13] = {NULL};
   for (int i = 0; i < 12 && bad_runs[_i].argv[i] != NULL; i++)
     argv[i] = strcmp(bad_runs[_i].argv[i], "@") == 0 ? name : bad_runs[_i].argv[i];
@@ -627,14 +506,14 @@ END_TEST
 static Suite *cli_sched_suite(void) {
   Suite *s = suite_create("cli_sched");
   TCase *tc = harness_tcase("run");
-  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);
   tcase_add_test(tc, run_exit_status);
   tcase_add_test(tc, run_killed_quarantines);
   tcase_add_test(tc, run_release_on_signal);
   tcase_add_test(tc, run_forwards_signals);
   suite_add_tcase(s, tc);
   tc = harness_tcase("tickets");
-  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);
   tcase_add_test(tc, print_ticket_then_cancel);
   tcase_add_test(tc, cancel_outcomes);
   tcase_add_test(tc, explain_queued);
@@ -642,7 +521,7 @@ static Suite *cli_sched_suite(void) {
   tcase_add_test(tc, tenants_take_turns);
   suite_add_tcase(s, tc);
   tc = harness_tcase("failures");
-  tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
+  tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);
   tcase_add_test(tc, drain_settles_queued);
   tcase_add_test(tc, queue_full);
   tcase_add_test(tc, duplicate_activation);
