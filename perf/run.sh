@@ -79,7 +79,7 @@ lock_systems=(shmsched posix-sem sysv-sem-undo jobserver-pipe futex posix-mq rob
 # that fails or outlives its time limit (a hang is a finding too) is reported, the run
 # goes on without its rows, and perf/run.sh exits 1 at the end.
 failures=()
-limit=${PERF_TIMEOUT:-120}
+limit=${PERF_TIMEOUT:-60}
 run() {
   local rep=$1
   shift

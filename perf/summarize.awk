@@ -22,7 +22,9 @@ function median(key,    n, i, j, v, t) {
   return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
 }
 
-function num(x) {
+function num(x, u) {
+  if (u == "index" || u == "fraction")
+    return sprintf("%.4f", x)
   if (x == int(x))
     return sprintf("%d", x)
   return sprintf(x >= 100 ? "%.1f" : "%.4g", x)
@@ -61,7 +63,7 @@ END {
     k = order[i]
     med[k] = median(k)
     split(k, p, SUBSEP)
-    print p[1] "," p[2] "," p[3] "," num(med[k]) "," unit[k] > csv
+    print p[1] "," p[2] "," p[3] "," num(med[k], unit[k]) "," unit[k] > csv
   }
   close(csv)
 
@@ -81,17 +83,19 @@ END {
       continue
     split(metrics[m], bm, SUBSEP)
     base = bm[1] SUBSEP "shmsched" SUBSEP bm[2]
-    for (i = 1; i <= nkeys; i++) {
-      k = order[i]
-      split(k, p, SUBSEP)
-      if (p[1] != bm[1] || p[3] != bm[2])
-        continue
-      ratio = ""
-      if (p[2] != "shmsched" && (base in med) && med[k] > 0)
-        ratio = sprintf("%.2f", med[base] / med[k])
-      printf "%-17s %-24s %-15s %14s %-9s %9s %4d\n", p[1], p[3], p[2], num(med[k]), unit[k], ratio,
-             count[k]
-    }
+    # shmsched's row first, then the baselines in the order they ran.
+    for (pass = 1; pass <= 2; pass++)
+      for (i = 1; i <= nkeys; i++) {
+        k = order[i]
+        split(k, p, SUBSEP)
+        if (p[1] != bm[1] || p[3] != bm[2] || (pass == 1) != (p[2] == "shmsched"))
+          continue
+        ratio = ""
+        if (p[2] != "shmsched" && (base in med) && med[k] > 0)
+          ratio = sprintf(med[base] / med[k] >= 0.1 ? "%.2f" : "%.2g", med[base] / med[k])
+        printf "%-17s %-24s %-15s %14s %-9s %9s %4d\n", p[1], p[3], p[2], num(med[k], unit[k]),
+               unit[k], ratio, count[k]
+      }
   }
 
   print ""
