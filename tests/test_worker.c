@@ -454,6 +454,54 @@ START_TEST(clients_that_exit_right_after_their_result_free_their_slot_once) {
 }
 END_TEST
 
+/*
+ * Rounds of clients submitting at once to two worker processes: every job completes. A worker
+ * that saw its cell granted before the dispatcher had marked the slot used to hand the cell
+ * back, leaving the job granted to nothing.
+ */
+START_TEST(every_job_of_concurrent_rounds_completes) {
+  enum { ROUNDS = 300, CLIENTS = 6 };
+  const char *name;
+  shms_t *h = open_worker_class(&name, 2, 16);
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t workers[2] = {spawn_worker(name, ROUNDS * CLIENTS, p[1], 0), 0};
+  workers[1] = spawn_worker(name, ROUNDS * CLIENTS, p[1], 0); /* both serve until killed */
+  for (int r = 0; r < ROUNDS; r++) {
+    pid_t c[CLIENTS];
+    for (int i = 0; i < CLIENTS; i++) {
+      ck_assert_int_ge(c[i] = fork(), 0);
+      if (c[i] == 0) {
+        shms_t *ch;
+        shms_ticket t;
+        shms_result res;
+        shms_request req = job_req(i % 2 ? "odd" : "even");
+        char buf[8];
+        if (shms_attach(name, 0, &ch) != SHMS_OK ||
+            shms_submit(ch, &req, "ab", 2, 0, &t) != SHMS_OK)
+          _exit(1);
+        /* A bounded wait: a job granted to nothing would hang here. */
+        _exit(shms_wait_result(ch, &t, 10ull * 1000 * 1000 * 1000, buf, sizeof buf, &res) == SHMS_OK
+                  ? 0
+                  : 2);
+      }
+    }
+    for (int i = 0; i < CLIENTS; i++)
+      ck_assert_msg(child_status(c[i]) == 0, "round %d: a job did not complete", r);
+  }
+  for (int i = 0; i < 2; i++) {
+    kill(workers[i], SIGKILL);
+    waitpid(workers[i], NULL, 0);
+  }
+  char report[2048];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_recover(h, NULL));
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("worker");
@@ -471,6 +519,7 @@ int main(void) {
   tcase_add_test(tc, a_client_killed_while_its_job_runs_leaks_nothing);
   tcase_add_test(tc, a_client_that_detaches_while_its_job_runs_leaks_nothing);
   tcase_add_test(tc, clients_that_exit_right_after_their_result_free_their_slot_once);
+  tcase_add_test(tc, every_job_of_concurrent_rounds_completes);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

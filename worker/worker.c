@@ -71,13 +71,36 @@ static int still_bound(const struct shms_worker *w, uint64_t cw) {
  * deadline, the segment's state), then start it with one CAS that decides
  * against any canceller. 1 if started; 0 if it went away (look again).
  */
-static int start(struct shms_worker *w, uint32_t i, shms_job *job) {
+/*
+ * The cell reads GRANTED but slot i is not (yet, or any more) granted to it.
+ * Normally a grant in progress (the dispatcher marks the cell first, the slot
+ * after) or a settler about to return the cell: wait for them. Only a grant
+ * torn by a dead dispatcher — the baton free or dead-held, and the cell word
+ * unchanged across that look — is ours to undo.
+ */
+static void not_yet_granted(struct shms_worker *w, uint64_t cw, uint32_t i) {
+  struct shms *h = w->h;
+  const struct shms__cls *k = w->k;
+  uint64_t baton = shms__load_64(&k->ctl->baton);
+  if (baton != 0 && !shms__owner_dead(h, (uint32_t)baton)) {
+    sched_yield();
+    return;
+  }
+  uint64_t sw = shms__load_64(&shms__slot_at(k, i)->word);
+  struct shms__cell *cell = cell_of(w);
+  if (SHMS__SLOT_STATE(sw) == SHMS__SLOT_QUEUED && shms__load_64(&cell->word) == cw)
+    shms__cell_unaccepted(h, k, w->cell);
+  else
+    sched_yield(); /* settled: its settler is returning the cell */
+}
+
+static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) {
   struct shms *h = w->h;
   const struct shms__cls *k = w->k;
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t sw = shms__load_64(&s->word), seq = s->seq;
-  if (SHMS__SLOT_STATE(sw) != SHMS__SLOT_GRANTED || s->cell != w->cell) {
-    shms__cell_unaccepted(h, k, w->cell); /* settled meanwhile: its settler returns the cell */
+  if (SHMS__SLOT_STATE(sw) != SHMS__SLOT_GRANTED || shms__load_32(&s->cell) != w->cell) {
+    not_yet_granted(w, cw, i);
     return 0;
   }
   int reason = shms__owner_dead(h, s->owner)                        ? SHMS_EOWNERLOST
@@ -95,9 +118,9 @@ static int start(struct shms_worker *w, uint32_t i, shms_job *job) {
     return 0;
   SHMS__STEP();
   struct shms__cell *cell = cell_of(w);
-  uint64_t cw = shms__load_64(&cell->word);
-  while (!ck_pr_cas_64_value(&cell->word, cw,
-                             SHMS__CELL_WORD(SHMS__CELL_GEN(cw), h->owner, SHMS__CELL_LEASED), &cw))
+  uint64_t lw = shms__load_64(&cell->word);
+  while (!ck_pr_cas_64_value(&cell->word, lw,
+                             SHMS__CELL_WORD(SHMS__CELL_GEN(lw), h->owner, SHMS__CELL_LEASED), &lw))
     ;
   SHMS__STEP();
   shms__cell_count_lease(k, w->cell);
@@ -105,7 +128,7 @@ static int start(struct shms_worker *w, uint32_t i, shms_job *job) {
       .ticket = {.cls = (uint32_t)k->id, .slot = i, .seq = seq, .incarnation = h->incarnation},
       .lease = {.cls = (uint32_t)k->id,
                 .cell = w->cell,
-                .generation = SHMS__CELL_GEN(cw),
+                .generation = SHMS__CELL_GEN(lw),
                 .token = s->token,
                 .incarnation = h->incarnation},
       .payload = shms__slot_payload(k, i),
@@ -145,7 +168,7 @@ int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
       return rc;
     if (SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED) {
       uint32_t slot = shms__load_32(&cell_of(w)->slot);
-      if (slot >= 1 && slot <= w->k->nslots && SHMS__OP(w->h, w->k, start(w, slot - 1, job)))
+      if (slot >= 1 && slot <= w->k->nslots && SHMS__OP(w->h, w->k, start(w, cw, slot - 1, job)))
         return SHMS_OK;
       continue;
     }
