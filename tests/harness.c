@@ -9,14 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 const char *harness_name(const char *tag) {
   static char buf[8][96];
   static unsigned n;
+  /* A random part too: a pid is reused, and a killed run leaves its segments behind. */
+  unsigned r = 0;
+  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+    r = (unsigned)time(NULL);
   char *out = buf[n % 8];
-  snprintf(out, sizeof buf[0], "shmst-%d-%u-%s", (int)getpid(), n, tag);
+  snprintf(out, sizeof buf[0], "shmst-%d-%u-%08x-%s", (int)getpid(), n, r, tag);
   n++;
   return out;
 }
