@@ -12,6 +12,7 @@ packages=(
   clang-format                 # one style, checked in CI
   valgrind                     # the single-process suites under valgrind
   gnuplot-nox strace           # perf/run.sh: plots; system calls counted per operation
+  spin                         # the protocol models (tests/model) are checked with spin
 )
 
 missing=()

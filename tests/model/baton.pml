@@ -1,0 +1,41 @@
+/*
+ * baton.pml -- the dispatcher baton and its release-then-recheck protocol
+ * (core/dispatch.c: shms__kick, run, baton_try, work_pending), with the
+ * SLEEPING/futex wait (client/request.c: shms__sleep_on) and the fast path
+ * (shms__fast_reserve), checked with spin. The operations themselves, and how
+ * each corresponds to the code, are in shms.pml.
+ *
+ * Bounds: one cell, two request slots; client A acquires and releases once,
+ * client B acquires and releases once, the Canceller cancels A's request if
+ * A had to queue. Every process dispatches itself, as in the code: whoever
+ * publishes a change kicks (takes the baton with one CAS, or leaves the work
+ * to the holder, whose re-check after letting go must see it).
+ *
+ * Checks (tests/model/CMakeLists.txt, run_spin.sh):
+ *  - safety (pan -DSAFETY): assertions, the Monitor's invariants, and invalid
+ *    end states -- a waiter asleep for ever is a lost wake-up;
+ *  - cycles (pan -DNP -l, no progress labels): the state graph has no cycle
+ *    at all, so no livelock either. With the safety check this proves that
+ *    every execution, under any scheduling, ends with everyone done.
+ *
+ * Variants that must FAIL (they show that the model can find what it claims
+ * to rule out):
+ *  -DNO_RECHECK              run lets go of the baton without re-checking:
+ *                            spin finds a published request or freed cell
+ *                            that nobody dispatches (invalid end state);
+ *  -DRECHECK_BEFORE_RELEASE  the re-check's loads are ordered before the
+ *                            store that frees the baton (what a plain store
+ *                            without a full barrier allows on x86, where a
+ *                            store waits in the store buffer while later
+ *                            loads go ahead): spin finds a lost wake-up;
+ *  -DMAX_PASSES=2 -DITERS_A=2
+ *                            run stops after MAX_PASSES passes WITHOUT a
+ *                            re-check (and hands off only when the last pass
+ *                            used its whole budget), as core/dispatch.c does
+ *                            with 4: work published during the last pass is
+ *                            left for a waiter's 200 ms poll, which the model
+ *                            does not have, so spin reports the sleeper. With
+ *                            4 passes the same needs more publishers than
+ *                            these bounds allow (docs/testing.md).
+ */
+#include "shms.pml"
