@@ -13,6 +13,8 @@
  *                   when empty; FUTEX_WAKE only when a waiter announced itself)
  *   posix-mq        mq_receive a token message / mq_send it back (at most 10 fit)
  *   robust-mutex    process-shared robust mutex + condvar guarding a count
+ *   harness         no lock: the cost of the benchmark's own loop and indirect calls
+ *                   (acquire-release only; it never blocks, so it is no lock at all)
  *
  * Lifecycle: bl_create in the parent (before fork), bl_open in every process
  * that takes part (after fork: a shmsched handle does not survive fork),

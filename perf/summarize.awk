@@ -105,9 +105,13 @@ END {
   print "Targets of issue 6 (for information: nothing fails on a figure):"
   a = fig("acquire-release", "shmsched", "ns_per_op")
   s = fig("acquire-release", "posix-sem", "ns_per_op")
+  hn = fig("acquire-release", "harness", "ns_per_op")
   if (a != "" && s != "") {
-    target("acquire-release: at most 3x posix-sem", a <= 3 * s, sprintf("%.2fx", a / s))
-    target("acquire-release: goal 2x posix-sem", a <= 2 * s, sprintf("%.2fx", a / s))
+    net = ""
+    if (hn != "" && s > hn)
+      net = sprintf(" (%.2fx less the loop's own %s ns)", (a - hn) / (s - hn), num(hn))
+    target("acquire-release: at most 3x posix-sem", a <= 3 * s, sprintf("%.2fx", a / s) net)
+    target("acquire-release: goal 2x posix-sem", a <= 2 * s, sprintf("%.2fx", a / s) net)
   }
   n = split("sysv-sem-undo jobserver-pipe", others, " ")
   for (i = 1; i <= n; i++) {
