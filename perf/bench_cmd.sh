@@ -22,7 +22,7 @@ bench_cmd() {
   local bench=$1 sys=${2:-shmsched}
   case $bench in
   acquire-release) cmd=("$bench_bin/bench_acquire" --system "$sys" --iters 5000000) ;;
-  handoff) cmd=("$bench_bin/bench_handoff" --system "$sys" --rounds 5000) ;;
+  handoff) cmd=("$bench_bin/bench_handoff" --system "$sys" --rounds 3000) ;;
   contended) cmd=("$bench_bin/bench_contended" --system "$sys" --procs 4 --ms 2000) ;;
   worker-roundtrip) cmd=("$bench_bin/bench_worker" --system "$sys" --rounds 5000 --ms 1000) ;;
   scaling) cmd=("$bench_bin/bench_scaling" --ops 200000 10:1 100000:10000) ;;

@@ -9,11 +9,15 @@
  * Waiting until B sleeps measures the wake-up of a sleeping waiter, the usual
  * case when holders hold for longer than a few microseconds, the same way for
  * every system. (A system that spins before sleeping would look better if A
- * released at once; that is not what this figure is.)
+ * released at once; that is not what this figure is.) A then waits --gap-us
+ * more (default 1000) before releasing: how fast a sleeping vCPU wakes depends
+ * on how long it has been idle (the host polls a halted vCPU for a while
+ * before descheduling it), so without a fixed gap the figure would follow
+ * how quickly A happened to look at /proc, not the system measured.
  *
  * Output: `handoff,SYSTEM,p50_ns,V,ns` and p99_ns; with --samples FILE every
  * sample, one per line (the plots' latency distributions).
- * Usage: bench_handoff --system NAME [--rounds N] [--samples FILE]
+ * Usage: bench_handoff --system NAME [--rounds N] [--gap-us US] [--samples FILE]
  */
 #include <signal.h>
 #include <stdio.h>
@@ -58,9 +62,10 @@ static int wait_asleep(pid_t pid) {
 }
 
 int main(int argc, char **argv) {
-  bu_args_init(argc, argv, "--system NAME [--rounds N] [--samples FILE]");
+  bu_args_init(argc, argv, "--system NAME [--rounds N] [--gap-us US] [--samples FILE]");
   const char *name = bu_arg_str("system", "shmsched");
   long rounds = bu_arg_long("rounds", 2000);
+  uint64_t gap_ns = (uint64_t)bu_arg_long("gap-us", 1000) * 1000;
   const char *samples = bu_arg_str("samples", NULL);
   bu_args_done();
   const struct bl_system *sys = bl_find(name);
@@ -83,6 +88,7 @@ int main(int argc, char **argv) {
     bu_store32(&s->phase, (uint32_t)(2 * r + 1));
     if (!wait_asleep(pid))
       s->awake_rounds++;
+    bu_busy_ns(gap_ns); /* busy: A's own CPU stays awake, only B's idles */
     bu_store64(&s->t_release, bu_now_ns());
     bl_release(&p);
     bu_spin_until(&s->phase, (uint32_t)(2 * r + 2));
