@@ -139,7 +139,8 @@ static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cach
     }
     uint32_t ref = shms__load_32(&cell->slot);
     if (ref >= 1 && ref <= k->nslots &&
-        SHMS__SLOT_STATE(shms__load_64(&shms__slot_at(k, ref - 1)->word)) == SHMS__SLOT_RUNNING)
+        SHMS__SLOT_STATE(shms__load_64(&shms__slot_at(k, ref - 1)->word)) == SHMS__SLOT_RUNNING &&
+        shms__load_32(&shms__slot_at(k, ref - 1)->cell) == c)
       lose_job(k, ref - 1, r);
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
     shms__store_32(&cell->reason, (uint32_t)SHMS_EWORKERLOST);

@@ -42,11 +42,15 @@ void shms__workcell_wake(const struct shms__cls *k, uint32_t c) {
     shms__futex_wake(f);
 }
 
-/* The job on slot i ran on a worker that is gone: queue it again once if asked, else end it. */
-static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i) {
+/*
+ * The job on slot i ran on cell c, whose worker is gone: queue it again once if asked, else end
+ * it. Only while it is still running on c: someone else may have found the dead worker first,
+ * queued the job again, and another worker may be running it now.
+ */
+static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
-  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING) {
+  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && shms__load_32(&s->cell) == c) {
     /* A payload half overwritten by the result cannot run again. */
     int again = (s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
                 !(w & SHMS__SLOT_WRITING) && !(w & SHMS__SLOT_COLLECTED);
@@ -125,7 +129,7 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
     case SHMS__CELL_LEASED: { /* mid-job: the job is lost, the cell's state unknown */
       uint32_t slot = shms__load_32(&cell->slot);
       if (slot >= 1 && slot <= k->nslots)
-        job_lost(h, k, slot - 1);
+        job_lost(h, k, slot - 1, c);
       shms__cell_quarantine(h, k, c, w, SHMS_EWORKERLOST);
       return;
     }

@@ -155,8 +155,16 @@ START_TEST(random_kills_lose_nothing) {
     kill(pids[victim], SIGKILL);
     ck_assert_int_eq(waitpid(pids[victim], NULL, 0), pids[victim]);
     kills++;
-    ck_assert_shms_ok(shms_recover(h, NULL));
-    audit(h, "after a kill, with the others running");
+    shms_recovery rec;
+    ck_assert_shms_ok(shms_recover(h, &rec));
+    char when[256];
+    snprintf(when, sizeof when,
+             "after kill %u (a %s), with the others running; recovery: requeued %u, lost %u, "
+             "unbound %u, owner-lost %u, returned %u, counts fixed %u",
+             kills, roles[victim] == 0 ? "worker" : roles[victim] == 1 ? "lease client" : "job client",
+             rec.jobs_requeued, rec.jobs_lost, rec.workers_unbound, rec.requests_owner_lost,
+             rec.grants_returned, rec.counts_fixed);
+    audit(h, when);
     shms_repair(h, SHMS_CLASS_SMALL, -1); /* the dead worker's cell, for its successor */
     pids[victim] = spawn(name, roles[victim], seed + kills * 131u, beat[1]);
   }

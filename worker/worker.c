@@ -209,15 +209,23 @@ int shms_worker_cancelled(shms_worker_t *w, const shms_job *job) {
  * End running job i with status and (len bytes of) result: settle the slot
  * (waking the client), then free or quarantine the cell.
  */
-static void finish(struct shms_worker *w, uint32_t i, int status, const void *result, size_t len,
-                   int quarantine) {
+/* Whether word sw still shows the job with sequence seq running. */
+static int still_running(uint64_t sw, uint64_t seq) {
+  return SHMS__SLOT_STATE(sw) == SHMS__SLOT_RUNNING && SHMS__SLOT_SEQ(sw) == (uint32_t)seq;
+}
+
+static int finish(struct shms_worker *w, uint32_t i, int status, const void *result, size_t len,
+                  int quarantine) {
   struct shms *h = w->h;
   const struct shms__cls *k = w->k;
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t sw = shms__load_64(&s->word);
-  /* Mark the payload as being overwritten: a crash from here on must not run it again. */
-  while (!ck_pr_cas_64_value(&s->word, sw, sw | SHMS__SLOT_WRITING, &sw))
-    ;
+  uint64_t sw = shms__load_64(&s->word), seq = s->seq;
+  /* Mark the payload as being overwritten: a crash from here on must not run it again. The job
+   * may also have been taken from us (our worker judged dead): then it is not ours to end. */
+  do {
+    if (!still_running(sw, seq))
+      return SHMS_ELEASE;
+  } while (!ck_pr_cas_64_value(&s->word, sw, sw | SHMS__SLOT_WRITING, &sw));
   SHMS__STEP();
   if (len > 0)
     memmove(shms__slot_payload(k, i), result, len);
@@ -229,14 +237,15 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
   /* A client that left (COLLECTED, set at its detach) or died will never take the result: drop
    * it. Decided before the CAS that hands the slot over, never after: once SETTLED, a live
    * client may collect it and free it at once. */
-  uint64_t seq = s->seq;
   int gone = shms__owner_dead(h, s->owner);
   uint32_t flags;
-  do
+  do {
+    if (!still_running(sw, seq))
+      return SHMS_ELEASE;
     flags =
         ((uint32_t)sw & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING | SHMS__SLOT_HELP)) |
         (gone ? SHMS__SLOT_COLLECTED : 0);
-  while (!shms__slot_cas(k, i, &sw, SHMS__SLOT_WORD(seq, 0, flags, SHMS__SLOT_SETTLED)));
+  } while (!shms__slot_cas(k, i, &sw, SHMS__SLOT_WORD(seq, 0, flags, SHMS__SLOT_SETTLED)));
   SHMS__STEP();
   if (flags & SHMS__SLOT_COLLECTED)
     shms__slot_free(k, i);
@@ -245,7 +254,7 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
   uint64_t cw = shms__load_64(&cell->word);
   if (quarantine) {
     shms__cell_quarantine(h, k, w->cell, cw, status);
-    return;
+    return SHMS_OK;
   }
   ck_pr_cas_64(&cell->word, cw,
                SHMS__CELL_WORD(SHMS__CELL_GEN(cw) + 1, h->owner, SHMS__CELL_AVAILABLE));
@@ -253,6 +262,7 @@ static void finish(struct shms_worker *w, uint32_t i, int status, const void *re
   uint64_t fast = shms__fast_add(k, 1, 0);
   if (SHMS__FAST_QUEUED(fast) != 0)
     shms__kick(h, k);
+  return SHMS_OK;
 }
 
 int shms_worker_complete(shms_worker_t *w, const shms_job *job, int status, const void *result,
@@ -269,8 +279,8 @@ int shms_worker_complete(shms_worker_t *w, const shms_job *job, int status, cons
                       shms_class_name(w->k->id), len, w->k->cfg->payload);
   if (len > 0 && result == NULL)
     return shms__fail(SHMS_EINVAL, "result is NULL");
-  SHMS__OP_VOID(w->h, w->k, finish(w, (uint32_t)i, status, result, len, 0));
-  return SHMS_OK;
+  int rc = SHMS__OP(w->h, w->k, finish(w, (uint32_t)i, status, result, len, 0));
+  return rc == SHMS_OK ? rc : shms__fail(rc, "the job is no longer running here");
 }
 
 int shms_worker_quarantine(shms_worker_t *w, const shms_job *job, int reason) {
@@ -279,8 +289,8 @@ int shms_worker_quarantine(shms_worker_t *w, const shms_job *job, int reason) {
   int64_t i = running_job(w, job, &sw);
   if (i < 0)
     return (int)i;
-  SHMS__OP_VOID(w->h, w->k, finish(w, (uint32_t)i, reason, NULL, 0, 1));
-  return SHMS_OK;
+  int rc = SHMS__OP(w->h, w->k, finish(w, (uint32_t)i, reason, NULL, 0, 1));
+  return rc == SHMS_OK ? rc : shms__fail(rc, "the job is no longer running here");
 }
 
 int shms_worker_close(shms_worker_t *w) {
