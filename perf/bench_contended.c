@@ -30,7 +30,8 @@ static void worker(bl_shared *sh, struct shared *s, int i) {
   bl_proc p;
   bl_open(&p, sh, tenant);
   __atomic_add_fetch(&s->ready, 1, __ATOMIC_SEQ_CST);
-  bu_spin_until(&s->go, 1);
+  while (bu_load32(&s->go) == 0) /* not "until 1": a late starter may see 2 (stop) first */
+    __builtin_ia32_pause();
   uint64_t n = 0;
   while (bu_load32(&s->go) == 1) {
     bl_acquire(&p);
