@@ -146,6 +146,7 @@ else
   echo "perf: strace is missing or cannot trace here: no syscalls_per_op (scripts/setup.sh installs it)" >&2
 fi
 
+((quick)) && echo "perf: --quick: one short repeat; these figures only show that the suite runs" >&2
 awk -F, -v csv="$out/latest.csv" -f perf/summarize.awk "$raw" | tee "$out/table.txt"
 
 if command -v gnuplot >/dev/null; then
