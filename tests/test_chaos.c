@@ -161,7 +161,10 @@ START_TEST(random_kills_lose_nothing) {
     snprintf(when, sizeof when,
              "after kill %u (a %s), with the others running; recovery: requeued %u, lost %u, "
              "unbound %u, owner-lost %u, returned %u, counts fixed %u",
-             kills, roles[victim] == 0 ? "worker" : roles[victim] == 1 ? "lease client" : "job client",
+             kills,
+             roles[victim] == 0   ? "worker"
+             : roles[victim] == 1 ? "lease client"
+                                  : "job client",
              rec.jobs_requeued, rec.jobs_lost, rec.workers_unbound, rec.requests_owner_lost,
              rec.grants_returned, rec.counts_fixed);
     audit(h, when);
