@@ -93,3 +93,30 @@ int cli_attach(const char *name, unsigned flags, shms_t **out) {
   int rc = shms_attach(name, flags, out);
   return rc == SHMS_OK ? 0 : cli_sched_fail(rc);
 }
+
+int cli_request_option(const char *cmd, int c, const char **cls, shms_request *req,
+                       uint64_t *deadline_in_ns) {
+  char err[256], q[96];
+  switch (c) {
+  case 'c':
+    *cls = optarg;
+    return -1;
+  case 't':
+    req->tenant = optarg;
+    return -1;
+  case 'p':
+    if (cli_parse_i32(optarg, &req->priority) != 0)
+      return cli_usage("%s: --priority: not an integer in -2147483648..2147483647: '%s'", cmd,
+                       cli_quote(q, sizeof q, optarg));
+    return -1;
+  case 'd':
+    if (cli_parse_duration(optarg, deadline_in_ns, err, sizeof err) != 0)
+      return cli_usage("%s: --deadline: %s", cmd, err);
+    return -1;
+  case 'a':
+    req->activation = optarg;
+    return -1;
+  default:
+    return 0;
+  }
+}

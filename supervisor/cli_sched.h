@@ -43,6 +43,15 @@ int cli_take_name_ticket(const char *cmd, int argc, char *const argv[], const ch
 /* "SIGTERM", or "signal 40" for one without a name; written into buf (at least 16 bytes). */
 const char *cli_signal_name(int sig, char *buf, size_t n);
 
+/*
+ * One of the request options run and submit share, into the fields given:
+ * -c/--class, -t/--tenant, -p/--priority, -d/--deadline, -a/--activation.
+ * Returns -1 when it took option c, 0 when c is none of them (the caller's
+ * own), or CLI_EXIT_USAGE after printing why the value is bad.
+ */
+int cli_request_option(const char *cmd, int c, const char **cls, shms_request *req,
+                       uint64_t *deadline_in_ns);
+
 /* Attach to name (flags as for shms_attach); on failure print why and return the exit code. */
 int cli_attach(const char *name, unsigned flags, shms_t **out);
 

@@ -80,26 +80,10 @@ struct run_args {
 
 /* One option into a; returns -1 to go on, else an exit code. */
 static int take_option(int c, char **argv, struct run_args *a) {
-  char err[256], q[96];
+  int rc = cli_request_option("run", c, &a->cls, &a->req, &a->deadline_in_ns);
+  if (rc != 0)
+    return rc;
   switch (c) {
-  case 'c':
-    a->cls = optarg;
-    return -1;
-  case 't':
-    a->req.tenant = optarg;
-    return -1;
-  case 'p':
-    if (cli_parse_i32(optarg, &a->req.priority) != 0)
-      return cli_usage("run: --priority: not an integer in -2147483648..2147483647: '%s'",
-                       cli_quote(q, sizeof q, optarg));
-    return -1;
-  case 'd':
-    if (cli_parse_duration(optarg, &a->deadline_in_ns, err, sizeof err) != 0)
-      return cli_usage("run: --deadline: %s", err);
-    return -1;
-  case 'a':
-    a->req.activation = optarg;
-    return -1;
   case OPT_PRINT_TICKET:
     a->print_ticket = 1;
     return -1;

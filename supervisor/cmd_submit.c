@@ -99,24 +99,10 @@ static int take_duration(const char *opt, uint64_t *ns) {
 
 /* One option into a; returns -1 to go on, else an exit code. */
 static int take_option(int c, char **argv, struct submit_args *a) {
-  char q[96];
+  int rc = cli_request_option("submit", c, &a->cls, &a->req, &a->deadline_in_ns);
+  if (rc != 0)
+    return rc;
   switch (c) {
-  case 'c':
-    a->cls = optarg;
-    return -1;
-  case 't':
-    a->req.tenant = optarg;
-    return -1;
-  case 'p':
-    if (cli_parse_i32(optarg, &a->req.priority) != 0)
-      return cli_usage("submit: --priority: not an integer in -2147483648..2147483647: '%s'",
-                       cli_quote(q, sizeof q, optarg));
-    return -1;
-  case 'd':
-    return take_duration("deadline", &a->deadline_in_ns);
-  case 'a':
-    a->req.activation = optarg;
-    return -1;
   case 'P':
     a->payload = optarg;
     a->payload_file = NULL;
