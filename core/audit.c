@@ -160,6 +160,8 @@ static void audit_class(struct audit *a) {
   if (shms__load_32(&k->ctl->quarantined) != quarantined)
     violation(a, "quarantined count %u, but %u cells are quarantined", k->ctl->quarantined,
               quarantined);
+  if (shms__load_32(&k->ctl->obs_seq) & 1)
+    violation(a, "the observation sequence is odd while the class stands still (a writer died)");
   uint64_t baton = shms__load_64(&k->ctl->baton);
   if (baton != 0) {
     uint32_t idx = SHMS__OWNER_INDEX((uint32_t)baton);

@@ -37,6 +37,7 @@ static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited
   ck_sequence_t *seq = (ck_sequence_t *)&k->ctl->obs_seq;
   struct shms__class_ctl *ctl = k->ctl;
   ck_sequence_write_begin(seq);
+  SHMS__STEP(); /* a death here leaves the sequence odd: observers must not hang on it */
   shms__store_64(&ctl->queue_granted, ctl->queue_granted + 1);
   shms__store_64(&ctl->total_wait_ns, ctl->total_wait_ns + waited);
   if (waited > ctl->max_wait_ns)

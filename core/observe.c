@@ -41,18 +41,37 @@ static void count_cells(const struct shms *h, const struct shms__class_desc *d, 
   }
 }
 
+/*
+ * ck_sequence's read_begin waits for an odd (write in progress) sequence to
+ * turn even: forever, if the writer died inside its write section. So wait a
+ * bounded number of times, then read anyway (a torn figure beats a hung
+ * observer; recovery makes the sequence even again).
+ */
+static unsigned read_begin(const ck_sequence_t *seq) {
+  unsigned version = 0;
+  for (int tries = 0; tries < 100000; tries++) {
+    version = shms__load_32((uint32_t *)&seq->sequence);
+    if ((version & 1) == 0)
+      break;
+    ck_pr_stall();
+  }
+  ck_pr_fence_load();
+  return version;
+}
+
 static void read_counters(const struct shms__class_ctl *ctl, shms_class_stats *out) {
   const ck_sequence_t *seq = (const ck_sequence_t *)&ctl->obs_seq;
   unsigned version;
+  int tries = 0;
   do {
-    version = ck_sequence_read_begin(seq);
+    version = read_begin(seq);
     out->rejected = shms__load_64((uint64_t *)&ctl->rejected);
     out->cancelled = shms__load_64((uint64_t *)&ctl->cancelled);
     out->expired = shms__load_64((uint64_t *)&ctl->expired);
     out->total_wait_ns = shms__load_64((uint64_t *)&ctl->total_wait_ns);
     out->max_wait_ns = shms__load_64((uint64_t *)&ctl->max_wait_ns);
     out->queued_tenants = shms__load_32((uint32_t *)&ctl->tenants_queued);
-  } while (ck_sequence_read_retry(seq, version));
+  } while ((version & 1) == 0 && ck_sequence_read_retry(seq, version) && ++tries < 100000);
 }
 
 int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out) {

@@ -278,6 +278,10 @@ static void recover_frozen(struct shms *h, const struct shms__cls *k, int8_t *kn
       repair_cell(k, c, &a, r);
   for (uint32_t i = 0; i < k->nslots; i++)
     repair_slot(k, i, &a, r);
+  /* A dispatcher that died inside its observation write section left the sequence odd. */
+  uint32_t seq = shms__load_32(&k->ctl->obs_seq);
+  if (seq & 1)
+    shms__store_32(&k->ctl->obs_seq, seq + 1);
   uint64_t baton = shms__load_64(&k->ctl->baton);
   if (baton != 0) { /* quiescent: only a dead holder can still hold it */
     shms__store_64(&k->ctl->baton, 0);
