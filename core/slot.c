@@ -19,11 +19,17 @@ int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) 
     return SHMS_EQUEUEFULL;
   }
   SHMS__STEP();
-  for (;;) {
+  for (uint32_t misses = 0;;) {
     int64_t i = shms__hbm_take(k->sfree, k->nslots);
-    if (i < 0) { /* a freer is between its store and its bit: it will be there in a moment */
-      ck_pr_stall();
-      continue;
+    if (i < 0) {
+      /* A freer is between its store and its bit: it will be there in a moment, unless it
+       * died there. Never wait without bound inside an operation: recovery waits for us. */
+      if (++misses < 100000) {
+        ck_pr_stall();
+        continue;
+      }
+      ck_pr_dec_32(&k->ctl->used);
+      return SHMS_EQUEUEFULL;
     }
     struct shms__slot *s = shms__slot_at(k, (uint32_t)i);
     uint64_t w = shms__load_64(&s->word);

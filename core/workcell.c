@@ -98,7 +98,8 @@ static int cell_to(const struct shms__cls *k, uint32_t c, uint64_t w, uint32_t s
 
 void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker) {
   struct shms__cell *cell = &k->cells[c];
-  for (;;) {
+  /* Bounded: what a dead process left half done here is recovery's, and recovery waits for us. */
+  for (int tries = 0; tries < 10000; tries++) {
     uint64_t w = shms__load_64(&cell->word);
     if (shms__load_32(&cell->worker) != worker)
       return;
