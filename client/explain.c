@@ -18,7 +18,7 @@
 /* Position of tenant ref in the ring (0 = its turn is next), or UINT32_MAX if absent. */
 static uint32_t ring_position(const struct shms__cls *k, uint32_t ref) {
   uint32_t at = k->ctl->ring_head;
-  for (uint32_t n = 0; at != 0 && n < k->ntenants; n++) {
+  for (uint32_t n = 0; at != 0 && at <= k->ntenants && n < k->ntenants; n++) {
     if (at == ref)
       return n;
     at = shms__tenant_at(k, at)->ring_next;

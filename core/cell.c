@@ -14,7 +14,8 @@ uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueue
   uint64_t w = shms__load_64(&k->ctl->fast), n;
   do {
     uint32_t f = SHMS__FAST_FREE(w) + (uint32_t)dfree;
-    uint32_t q = SHMS__FAST_QUEUED(w) + (uint32_t)dqueued;
+    /* Masked to its 31 bits: even a count torn below zero never spills into FROZEN. */
+    uint32_t q = (SHMS__FAST_QUEUED(w) + (uint32_t)dqueued) & 0x7fffffffu;
     n = ((uint64_t)q << 32) | f | (w & SHMS__FAST_FROZEN); /* an operation never unfreezes */
   } while (!ck_pr_cas_64_value(&k->ctl->fast, w, n, &w));
   return n;

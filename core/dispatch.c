@@ -158,9 +158,17 @@ static int pass(struct shms *h, const struct shms__cls *k) {
     shms__index_attend_tenant(k, (uint32_t)t + 1);
   for (; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
     uint32_t ref = k->ctl->ring_head;
-    uint32_t pick = shms__index_select(k, ref, now);
-    if (pick == 0 || shms__index_corrupt)
+    /* Every index read from the segment is checked before use: a bad one means a torn or
+     * corrupt index, rebuilt from the slots' state words. */
+    if (ref > k->ntenants) {
+      shms__index_corrupt = 1;
       break;
+    }
+    uint32_t pick = shms__index_select(k, ref, now);
+    if (pick == 0 || pick > k->nslots || shms__index_corrupt) {
+      shms__index_corrupt |= pick > k->nslots || pick == 0;
+      break;
+    }
     if (!grant(h, k, ref, pick - 1, now))
       break;
   }

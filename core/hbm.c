@@ -104,7 +104,13 @@ int64_t shms__hbm_take(uint64_t *w, uint32_t n) {
       return -1;
     /* Descend along the lowest set summary bits. */
     while (k > 0 && v != 0) {
-      idx = idx * 64 + (uint32_t)__builtin_ctzll(v);
+      uint32_t child = idx * 64 + (uint32_t)__builtin_ctzll(v);
+      if (child >= l.words[k - 1]) { /* a summary bit past the end (corrupt): drop it */
+        ck_pr_and_64(word(w, &l, k, idx), ~(1ull << (child % 64)));
+        v = shms__load_64(word(w, &l, k, idx));
+        continue;
+      }
+      idx = child;
       k--;
       v = shms__load_64(word(w, &l, k, idx));
     }
@@ -118,7 +124,10 @@ int64_t shms__hbm_take(uint64_t *w, uint32_t n) {
       if (ck_pr_cas_64_value(leaf, v, v & ~bit, &v)) {
         if ((v & ~bit) == 0)
           clear_up(w, &l, 0, idx);
-        return (int64_t)idx * 64 + __builtin_ctzll(bit);
+        int64_t i = (int64_t)idx * 64 + __builtin_ctzll(bit);
+        if (i < (int64_t)n)
+          return i;
+        break; /* a bit past the end (a corrupt map): dropped, look again */
       }
     }
     clear_up(w, &l, 0, idx);
@@ -147,6 +156,8 @@ int64_t shms__hbm_peek(const uint64_t *w, uint32_t n) {
     if (v == 0)
       return -1;
     idx = idx * 64 + (uint32_t)__builtin_ctzll(v);
+    if (idx >= (k > 0 ? l.words[k - 1] : n))
+      return -1; /* past the end: a corrupt map (take repairs it) */
   }
   return idx;
 }

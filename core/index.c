@@ -128,6 +128,10 @@ uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t no
   struct shms__tenant *t = shms__tenant_at(k, ref);
   /* Aging first: an old enough request precedes every newer one of its tenant. */
   uint32_t oldest = shms__order_oldest(t);
+  if (oldest > k->nslots) {
+    shms__index_corrupt = 1;
+    return 0;
+  }
   if (oldest != 0) {
     uint64_t since = shms__slot_at(k, oldest - 1)->enqueue_ns;
     if (now >= since && now - since >= k->starvation_ns)

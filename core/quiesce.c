@@ -60,7 +60,8 @@ static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
   for (uint32_t spins = 0; shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN; spins++) {
     if (spins % 1024 == 1023) {
       uint32_t freezer = shms__load_32(&k->ctl->freezer);
-      if (freezer != 0 && shms__owner_dead(h, freezer)) {
+      /* A freeze claims its freezer first: FROZEN with none recorded is corruption. */
+      if (freezer == 0 || shms__owner_dead(h, freezer)) {
         shms__recover_class(h, k);
         continue;
       }

@@ -2,6 +2,7 @@
 #include "tenant.h"
 
 #include "../shm/atomic.h"
+#include "sched.h"
 #include <ck_pr.h>
 #include <string.h>
 
@@ -77,9 +78,19 @@ int shms__tenant_at_limit(const struct shms__cls *k, uint32_t ref) {
   return limit != 0 && shms__load_32(&shms__tenant_at(k, ref)->active) >= limit;
 }
 
+/* A ring link read from the segment: 0 or a tenant; anything else marks the index torn. */
+static int ring_link_ok(const struct shms__cls *k, uint32_t ref) {
+  if (ref == 0 || valid_ref(k, ref))
+    return 1;
+  shms__index_corrupt = 1;
+  return 0;
+}
+
 static void ring_append(const struct shms__cls *k, uint32_t ref) {
   struct shms__class_ctl *ctl = k->ctl;
   struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (!ring_link_ok(k, ctl->ring_tail))
+    return;
   t->ring_next = 0;
   t->ring_prev = ctl->ring_tail;
   if (ctl->ring_tail != 0)
@@ -95,6 +106,8 @@ void shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
   struct shms__class_ctl *ctl = k->ctl;
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if (!(t->flags & SHMS__TENANT_INRING))
+    return;
+  if (!ring_link_ok(k, t->ring_prev) || !ring_link_ok(k, t->ring_next))
     return;
   if (t->ring_prev != 0)
     shms__tenant_at(k, t->ring_prev)->ring_next = t->ring_next;
@@ -121,7 +134,7 @@ void shms__ring_update(const struct shms__cls *k, uint32_t ref) {
 
 void shms__ring_rotate(const struct shms__cls *k) {
   uint32_t head = k->ctl->ring_head;
-  if (head == 0 || head == k->ctl->ring_tail)
+  if (head == 0 || head == k->ctl->ring_tail || !ring_link_ok(k, head))
     return;
   shms__ring_remove(k, head);
   ring_append(k, head);

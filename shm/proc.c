@@ -78,7 +78,11 @@ static uint64_t realtime_ns(void) {
 static void claim(char *base, uint32_t index, uint32_t role) {
   struct shms__proc *p = entry(base, index);
   shms__store_32(&p->state, SHMS__PROC_CLAIMING);
-  shms__store_32(&p->gen, p->gen + 1);
+  /* An owner id is (index, gen mod 4096); 0 is no owner, so entry 0 skips gen 0 mod 4096. */
+  uint32_t gen = p->gen + 1;
+  if (index == 0 && (gen & 0xfffu) == 0)
+    gen++;
+  shms__store_32(&p->gen, gen);
   shms__store_32((uint32_t *)&p->pid, (uint32_t)getpid());
   shms__store_64(&p->start_time, shms__proc_start_time(getpid()));
   shms__store_64(&p->attached_unix_ns, realtime_ns());
