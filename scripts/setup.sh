@@ -13,6 +13,7 @@ packages=(
   valgrind                     # the single-process suites under valgrind
   gnuplot-nox strace           # perf/run.sh: plots; system calls counted per operation
   spin                         # the protocol models (tests/model) are checked with spin
+  clang libclang-rt-14-dev     # libFuzzer and its sanitizers: scripts/fuzz.sh
 )
 
 missing=()

@@ -1,0 +1,57 @@
+/*
+ * Shared pieces of the fuzz targets (docs/testing.md, "Fuzzing").
+ *
+ * Each fuzz_*.c defines LLVMFuzzerTestOneInput. Built with clang and
+ * -fsanitize=fuzzer (cmake -DSHMS_FUZZ=ON, scripts/fuzz.sh) it is a libFuzzer
+ * target; built with replay_main.c it replays a corpus in the ordinary test
+ * run. A target checks the contract of what it calls, not only that nothing
+ * crashes: a broken promise calls fuzz_fail(), which aborts with a message.
+ */
+#ifndef SHMS_TESTS_FUZZ_H
+#define SHMS_TESTS_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shmsched.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Report a broken contract (printf-style) and abort, so the fuzzer keeps the input. */
+void fuzz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Whether the environment variable name is "1" (the targets' switches, docs/testing.md). */
+int fuzz_env(const char *name);
+
+/* err must be a non-empty line (no newline) NUL-terminated within n bytes; what names the call. */
+void fuzz_check_error_line(const char *what, const char *err, size_t n);
+
+/*
+ * Write bytes as the whole contents of a fresh segment /dev/shm/NAME (name
+ * receives a unique name, at least 64 bytes). 0, or -1 with errno set.
+ */
+int fuzz_segment_write(const uint8_t *bytes, size_t size, char *name);
+
+/* Remove the segment fuzz_segment_write made. */
+void fuzz_segment_remove(const char *name);
+
+/*
+ * Attach to NAME, made of bytes, as an observer; if that succeeds, read
+ * everything an observer can (configuration, segment info, every class's
+ * figures) checking what must hold of any segment that validated, then
+ * detach. Returns the attach's result.
+ */
+int fuzz_segment_observe(const char *name, const uint8_t *bytes, size_t size);
+
+/*
+ * A valid segment image of configuration cfg, made with shms_create and read
+ * back with its incarnation and creation time fixed, so that it is the same
+ * every time (malloc'd, *size bytes; the caller frees it), or NULL.
+ */
+uint8_t *fuzz_segment_image(const shms_config *cfg, size_t *size);
+
+/* The small configurations whose images seed the segment targets. */
+enum { FUZZ_CONFIGS = 4 };
+void fuzz_config_example(int which, shms_config *cfg);
+
+#endif

@@ -1,0 +1,226 @@
+/* Shared pieces of the fuzz targets: contract failures, and segments made from bytes (fuzz.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuzz.h"
+#include "shm/layout.h"
+
+void fuzz_fail(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("fuzz: broken contract: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  abort();
+}
+
+void fuzz_check_error_line(const char *what, const char *err, size_t n) {
+  size_t len = strnlen(err, n);
+  if (len == n)
+    fuzz_fail("%s: the error is not NUL-terminated within its %zu bytes", what, n);
+  if (len == 0)
+    fuzz_fail("%s: failed without an error message", what);
+  if (memchr(err, '\n', len) != NULL)
+    fuzz_fail("%s: the error is more than one line: '%s'", what, err);
+}
+
+/* A name no other input, process or run uses. */
+static void unique_name(char *name, const char *kind) {
+  static unsigned long counter;
+  snprintf(name, 64, "shms-fuzz-%s-%ld-%lu", kind, (long)getpid(), ++counter);
+}
+
+int fuzz_segment_write(const uint8_t *bytes, size_t size, char *name) {
+  char path[80];
+  int fd;
+  for (;;) {
+    unique_name(name, "seg");
+    snprintf(path, sizeof path, "/%s", name);
+    fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
+      break;
+    if (errno != EEXIST)
+      return -1;
+    shm_unlink(path); /* left by an earlier run that crashed with our pid: take the next name */
+  }
+  for (size_t done = 0; done < size;) {
+    ssize_t n = write(fd, bytes + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      int e = errno;
+      close(fd);
+      shm_unlink(path);
+      errno = e;
+      return -1;
+    }
+    done += (size_t)n;
+  }
+  close(fd);
+  return 0;
+}
+
+void fuzz_segment_remove(const char *name) {
+  char path[80];
+  snprintf(path, sizeof path, "/%s", name);
+  shm_unlink(path);
+}
+
+int fuzz_env(const char *name) {
+  const char *v = getenv(name);
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
+/*
+ * A known library defect the fuzzer found (docs/testing.md, "What the fuzzers
+ * found"): shms_observe spins for ever when class c's observation seqlock is
+ * odd, which a dispatcher killed inside record_wait leaves behind for good.
+ * Until it is fixed the targets step around it, so that fuzzing goes on past
+ * it; SHMS_FUZZ_KNOWN_BUGS=1 in the environment reproduces it.
+ */
+static int known_hang(const uint8_t *bytes, size_t size, int c) {
+  const struct shms__header *hdr = (const void *)bytes;
+  if (size < sizeof *hdr || fuzz_env("SHMS_FUZZ_KNOWN_BUGS"))
+    return 0;
+  uint64_t off = hdr->classes[c].ctl_off + offsetof(struct shms__class_ctl, obs_seq);
+  uint32_t seq;
+  if (off < hdr->classes[c].ctl_off || off > size - sizeof seq)
+    return 0;
+  memcpy(&seq, bytes + off, sizeof seq);
+  return seq & 1;
+}
+
+/* What holds of every class of a segment that attached. */
+static void observe_class(shms_t *h, const shms_config *cfg, int c, const uint8_t *bytes,
+                          size_t size) {
+  shms_class_stats st;
+  if (cfg->classes[c].configured && known_hang(bytes, size, c))
+    return;
+  int rc = shms_observe(h, (shms_class_t)c, &st);
+  if (!cfg->classes[c].configured) {
+    if (rc != SHMS_EINVAL)
+      fuzz_fail("observe of unconfigured class %d gave %d", c, rc);
+    return;
+  }
+  if (rc != SHMS_OK)
+    fuzz_fail("observe of class %d failed: %s (%s)", c, shms_err_name(rc),
+              shms_last_error_detail());
+  if (st.cells != cfg->classes[c].cells || st.queue_capacity != cfg->classes[c].queue)
+    fuzz_fail("class %d: observed %u cells and %u slots, configured %u and %u", c, st.cells,
+              st.queue_capacity, cfg->classes[c].cells, cfg->classes[c].queue);
+  uint64_t sum = (uint64_t)st.available + st.leased + st.quarantined + st.offline;
+  if (sum != st.cells)
+    fuzz_fail("class %d: available %u + leased %u + quarantined %u + offline %u != cells %u", c,
+              st.available, st.leased, st.quarantined, st.offline, st.cells);
+}
+
+int fuzz_segment_observe(const char *name, const uint8_t *bytes, size_t size) {
+  shms_t *h = NULL;
+  int rc = shms_attach(name, SHMS_ATTACH_OBSERVER, &h);
+  if (rc != SHMS_OK) {
+    if (rc > 0 || strcmp(shms_err_name(rc), "unknown-error") == 0)
+      fuzz_fail("attach failed with %d, not an error code", rc);
+    if (h != NULL)
+      fuzz_fail("a failed attach set the handle");
+    return rc;
+  }
+  shms_config cfg;
+  if ((rc = shms_get_config(h, &cfg)) != SHMS_OK)
+    fuzz_fail("get_config failed: %s", shms_err_name(rc));
+  if (shms_config_validate(&cfg) != SHMS_OK)
+    fuzz_fail("a segment attached with an invalid configuration: %s", shms_last_error_detail());
+  shms_segment_info info;
+  if ((rc = shms_segment_info_get(h, &info)) != SHMS_OK)
+    fuzz_fail("segment_info_get failed: %s", shms_err_name(rc));
+  if (info.size != shms_segment_size(&cfg) || info.max_processes != cfg.max_processes)
+    fuzz_fail("segment info (size %llu, %u processes) disagrees with its configuration",
+              (unsigned long long)info.size, info.max_processes);
+  if (info.state < SHMS_SEG_ACTIVE || info.state > SHMS_SEG_DESTROYING)
+    fuzz_fail("segment state %u", info.state);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    observe_class(h, &cfg, c, bytes, size);
+  shms_class_stats st;
+  if (shms_observe(h, SHMS_CLASS_COUNT, &st) != SHMS_EINVAL)
+    fuzz_fail("observe of an out-of-range class did not fail");
+  if ((rc = shms_detach(h)) != SHMS_OK)
+    fuzz_fail("detach failed: %s", shms_err_name(rc));
+  return SHMS_OK;
+}
+
+uint8_t *fuzz_segment_image(const shms_config *cfg, size_t *size) {
+  char name[64], path[96];
+  unique_name(name, "img");
+  if (shms_create(name, cfg) != SHMS_OK)
+    return NULL;
+  snprintf(path, sizeof path, "/dev/shm/%s", name);
+  uint8_t *bytes = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0 && (bytes = malloc((size_t)st.st_size))) {
+    if (pread(fd, bytes, (size_t)st.st_size, 0) == st.st_size) {
+      /* The same image every time (inputs that patch it reproduce exactly): the creation's
+       * random incarnation and its time are fixed. */
+      struct shms__header *hdr = (struct shms__header *)bytes;
+      hdr->incarnation = 0x5eed;
+      hdr->created_unix_ns = 0;
+      *size = (size_t)st.st_size;
+    } else {
+      free(bytes);
+      bytes = NULL;
+    }
+  }
+  if (fd >= 0)
+    close(fd);
+  shms_destroy(name, SHMS_DESTROY_FORCE);
+  return bytes;
+}
+
+static void class_set(shms_config *cfg, shms_class_t c, uint32_t cells, uint32_t queue) {
+  cfg->classes[c].configured = 1;
+  cfg->classes[c].cells = cells;
+  cfg->classes[c].queue = queue;
+}
+
+void fuzz_config_example(int which, shms_config *cfg) {
+  shms_config_init(cfg);
+  cfg->max_tenants = 1;
+  cfg->max_processes = 1;
+  switch (which) {
+  case 0: /* the smallest: one lease class of one cell */
+    class_set(cfg, SHMS_CLASS_STANDARD, 1, 1);
+    break;
+  case 1: /* a lease class with a tenant limit beside a worker class */
+    cfg->max_tenants = 2;
+    cfg->max_processes = 2;
+    class_set(cfg, SHMS_CLASS_TINY, 2, 2);
+    cfg->classes[SHMS_CLASS_TINY].tenant_max_active = 1;
+    cfg->classes[SHMS_CLASS_TINY].on_holder_death = SHMS_ON_DEATH_RELEASE;
+    class_set(cfg, SHMS_CLASS_SMALL, 1, 2);
+    cfg->classes[SHMS_CLASS_SMALL].mode = SHMS_MODE_WORKER;
+    cfg->classes[SHMS_CLASS_SMALL].payload = 16;
+    break;
+  case 2: /* restricted and denied classes */
+    cfg->starvation_after_ns = 1000 * 1000;
+    class_set(cfg, SHMS_CLASS_EXTRA_LARGE, 1, 1);
+    cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow_count = 2;
+    strcpy(cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow[0], "a");
+    strcpy(cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow[1], "b");
+    class_set(cfg, SHMS_CLASS_LARGE, 1, 0);
+    break;
+  default: /* every class */
+    for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+      class_set(cfg, (shms_class_t)c, 1, 1);
+    cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow_count = 1;
+    strcpy(cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow[0], "t");
+    break;
+  }
+}
