@@ -36,12 +36,14 @@ int fuzz_segment_write(const uint8_t *bytes, size_t size, char *name);
 void fuzz_segment_remove(const char *name);
 
 /*
- * Attach to NAME, made of bytes, as an observer; if that succeeds, read
- * everything an observer can (configuration, segment info, every class's
- * figures) checking what must hold of any segment that validated, then
- * detach. Returns the attach's result.
+ * Attach to NAME as an observer; if that succeeds, read everything an
+ * observer can (configuration, segment info, every class's figures) checking
+ * what must hold of any segment that validated, then detach. With live, the
+ * segment's size bytes are first overwritten with live after the attach (a
+ * writer changing a segment under an attached handle). Returns the attach's
+ * result.
  */
-int fuzz_segment_observe(const char *name, const uint8_t *bytes, size_t size);
+int fuzz_segment_observe(const char *name, const uint8_t *live, size_t size);
 
 /*
  * A valid segment image of configuration cfg, made with shms_create and read

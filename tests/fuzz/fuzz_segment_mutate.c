@@ -4,19 +4,23 @@
  * most random bytes: the fuzzer spends its time on what follows them.
  *
  * Input: byte 0 picks one of the FUZZ_CONFIGS configurations (its image is
- * made once with shms_create and read back) and, in bit 7, whether to attach
- * as a member too; then patches, each [offset: 2 bytes little-endian, taken
- * modulo the image size][length - 1: low 4 bits of one byte][that many bytes],
- * overwriting the image. The patched image becomes a fresh segment; an
- * observer attaches and reads it as fuzz_segment does.
+ * made once with shms_create and read back), and holds two switches; then
+ * patches, each [offset: 2 bytes little-endian, taken modulo the image size]
+ * [length - 1: low 4 bits of one byte][that many bytes], overwriting the image.
  *
- * With SHMS_FUZZ_MEMBER=1 in the environment and bit 7 set, a member (a
- * registered process) attaches too, audits the segment with shms_check and
- * lists each class's tenants, then detaches (which runs its owner cleanup): a
- * corrupt segment may be reported, never read out of bounds (DESIGN.md, "Every
- * index read from shared memory is bounds-checked before use"). This finds the
- * index defects listed in docs/testing.md within seconds, so it stays off (and
- * out of CI and of the committed corpus's replay) until they are fixed.
+ * The patched image becomes a fresh segment; an observer attaches and reads
+ * it as fuzz_segment does. With bit 7, a member (a registered process)
+ * attaches too, audits the segment with shms_check and lists each class's
+ * tenants, which runs a dispatch pass, then detaches, which runs its owner
+ * cleanup: a corrupt segment may be reported or refused, never read or written
+ * out of bounds, and no call may wait for ever (DESIGN.md, "Every index read
+ * from shared memory is bounds-checked before use").
+ *
+ * With bit 6 and SHMS_FUZZ_LIVE=1 in the environment, the segment is made of
+ * the unpatched image and the patches land after the observer attached: a
+ * writer changing the header under an attached handle, which must go by what
+ * it validated. That finds a known defect (docs/testing.md), so it stays off
+ * until the defect is fixed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   size_t n;
   const uint8_t *img = image(data[0] % FUZZ_CONFIGS, &n);
+  int member = (data[0] & 0x80) != 0, live = (data[0] & 0x40) && fuzz_env("SHMS_FUZZ_LIVE");
   uint8_t *seg = malloc(n);
   if (seg == NULL)
     return 0;
@@ -79,9 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     i += len;
   }
   char name[64];
-  if (fuzz_segment_write(seg, n, name) == 0) {
-    if (fuzz_segment_observe(name, seg, n) == SHMS_OK && (data[0] & 0x80) &&
-        fuzz_env("SHMS_FUZZ_MEMBER"))
+  if (fuzz_segment_write(live ? img : seg, n, name) == 0) {
+    if (fuzz_segment_observe(name, live ? seg : NULL, n) == SHMS_OK && member)
       as_member(name);
     fuzz_segment_remove(name);
   }
