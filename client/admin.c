@@ -20,9 +20,9 @@ int shms_recover(shms_t *h, shms_recovery *out) {
     if (h->cls[c].id >= 0 && (rc = shms__recover_class_into(h, &h->cls[c], &r)) != SHMS_OK)
       return shms__fail(rc, "out of memory while recovering class %s", shms_class_name(c));
   /* Only once every class is clean may the dead's entries be reused. */
-  for (uint32_t i = 0; i < h->hdr->procs_count; i++)
-    if (i != h->self && shms__proc_alive(h->base, h->fd, i, shms__self_index(h)) == 0)
-      r.dead_processes += (uint32_t)shms__proc_reap(h->base, h->fd, i);
+  for (uint32_t i = 0; i < h->layout.procs_count; i++)
+    if (i != h->self && shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 0)
+      r.dead_processes += (uint32_t)shms__proc_reap(h, h->fd, i);
   if (out != NULL)
     *out = r;
   return SHMS_OK;
@@ -36,10 +36,8 @@ int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *co
   if (count == NULL || (out == NULL && max > 0))
     return shms__fail(SHMS_EINVAL, "out or count is NULL");
   uint32_t n = 0;
-  for (uint32_t i = 0; i < h->hdr->procs_count; i++) {
-    const struct shms__proc *p =
-        SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc),
-                 const struct shms__proc);
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    const struct shms__proc *p = shms__proc_at(h, i);
     if (shms__load_32((uint32_t *)&p->state) == SHMS__PROC_FREE)
       continue;
     if (n < max)
@@ -48,7 +46,7 @@ int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *co
           .pid = (int32_t)shms__load_32((uint32_t *)&p->pid),
           .start_time = shms__load_64((uint64_t *)&p->start_time),
           .attached_unix_ns = shms__load_64((uint64_t *)&p->attached_unix_ns),
-          .alive = shms__proc_alive(h->base, h->fd, i, shms__self_index(h)) == 1,
+          .alive = shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1,
       };
     n++;
   }

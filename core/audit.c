@@ -165,11 +165,7 @@ static void audit_class(struct audit *a) {
   uint64_t baton = shms__load_64(&k->ctl->baton);
   if (baton != 0) {
     uint32_t idx = SHMS__OWNER_INDEX((uint32_t)baton);
-    const struct shms__proc *p =
-        idx < a->h->hdr->procs_count
-            ? SHMS__AT(a->h->base, a->h->hdr->procs_off + (uint64_t)idx * sizeof(struct shms__proc),
-                       const struct shms__proc)
-            : NULL;
+    const struct shms__proc *p = idx < a->h->layout.procs_count ? shms__proc_at(a->h, idx) : NULL;
     violation(a,
               "the dispatcher baton is held while the class stands still (holder pid %d, %s, "
               "%u operations under way)",

@@ -138,14 +138,12 @@ static int busy_entry(const struct shms__proc *p, int c) {
 
 /* Whether some live process other than us has an operation under way on k. */
 static int others_busy(struct shms *h, const struct shms__cls *k) {
-  const struct shms__header *hdr = h->hdr;
-  for (uint32_t i = 0; i < hdr->procs_count; i++) {
-    const struct shms__proc *p = SHMS__AT(
-        h->base, hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc), const struct shms__proc);
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    const struct shms__proc *p = shms__proc_at(h, i);
     if (i == h->self || !busy_entry(p, k->id))
       continue;
     /* Only the lock says whether a count belongs to a live process. */
-    if (shms__proc_alive(h->base, h->fd, i, shms__self_index(h)) == 1)
+    if (shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1)
       return 1;
   }
   return 0;

@@ -26,12 +26,9 @@ struct alive_cache {
 
 static int dead(struct alive_cache *a, uint32_t owner) {
   uint32_t i = SHMS__OWNER_INDEX(owner);
-  const struct shms__header *hdr = a->h->hdr;
-  if (i >= hdr->procs_count)
+  if (i >= a->h->layout.procs_count)
     return 1;
-  const struct shms__proc *p =
-      SHMS__AT(a->h->base, hdr->procs_off + (uint64_t)i * sizeof(struct shms__proc),
-               const struct shms__proc);
+  const struct shms__proc *p = shms__proc_at(a->h, i);
   if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
     return 1;
   if (a->known[i] < 0)
@@ -301,9 +298,9 @@ static void recover_frozen(struct shms *h, const struct shms__cls *k, int8_t *kn
 }
 
 static int8_t *new_cache(const struct shms *h) {
-  int8_t *known = malloc(h->hdr->procs_count);
+  int8_t *known = malloc(h->layout.procs_count);
   if (known != NULL)
-    memset(known, -1, h->hdr->procs_count);
+    memset(known, -1, h->layout.procs_count);
   return known;
 }
 

@@ -22,6 +22,7 @@ struct shms {
   uint32_t owner; /* our owner id (SHMS__OWNER), 0 for observers */
   uint64_t incarnation;
   shms_config config; /* the validated configuration: limits never come from shared memory */
+  struct shms__layout layout; /* where everything lies, computed from config, never re-read */
   struct shms__cls cls[SHMS_CLASS_COUNT]; /* id -1 for classes not configured */
   /* When this process's waiters next check on the class's dispatcher (real clock, ns): kept
    * per handle, not per call, so waits in short slices still get their checks. */

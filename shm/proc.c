@@ -37,15 +37,12 @@ uint64_t shms__proc_start_time(pid_t pid) {
   return start;
 }
 
-static struct shms__proc *entry(const char *base, uint32_t index) {
-  const struct shms__header *h = (const struct shms__header *)base;
-  return SHMS__AT(base, h->procs_off + (uint64_t)index * sizeof(struct shms__proc),
-                  struct shms__proc);
+static off_t lock_offset(const struct shms *h, uint32_t index) {
+  return (off_t)(h->layout.procs_off + (uint64_t)index * sizeof(struct shms__proc));
 }
 
-static off_t lock_offset(const char *base, uint32_t index) {
-  const struct shms__header *h = (const struct shms__header *)base;
-  return (off_t)(h->procs_off + (uint64_t)index * sizeof(struct shms__proc));
+struct shms__proc *shms__proc_at(const struct shms *h, uint32_t index) {
+  return SHMS__AT(h->base, lock_offset(h, index), struct shms__proc);
 }
 
 static int lock_byte(int fd, off_t off, short type) {
@@ -53,11 +50,11 @@ static int lock_byte(int fd, off_t off, short type) {
   return fcntl(fd, F_SETLK, &fl);
 }
 
-int shms__proc_alive(const char *base, int fd, uint32_t index, uint32_t self) {
+int shms__proc_alive(const struct shms *h, int fd, uint32_t index, uint32_t self) {
   if (index == self)
     return 1;
   struct flock fl = {
-      .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_offset(base, index), .l_len = 1};
+      .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_offset(h, index), .l_len = 1};
   if (fcntl(fd, F_GETLK, &fl) != 0)
     return -errno;
   return fl.l_type != F_UNLCK;
@@ -75,8 +72,8 @@ static uint64_t realtime_ns(void) {
  * over. (Recovery of what a dead owner held runs before its entry is freed:
  * see docs/protocol.md, "Process entries".)
  */
-static void claim(char *base, uint32_t index, uint32_t role) {
-  struct shms__proc *p = entry(base, index);
+static void claim(const struct shms *h, uint32_t index, uint32_t role) {
+  struct shms__proc *p = shms__proc_at(h, index);
   shms__store_32(&p->state, SHMS__PROC_CLAIMING);
   /* An owner id is (index, gen mod 4096); 0 is no owner, so entry 0 skips gen 0 mod 4096. */
   uint32_t gen = p->gen + 1;
@@ -97,59 +94,58 @@ static void claim(char *base, uint32_t index, uint32_t role) {
   shms__store_32(&p->state, SHMS__PROC_LIVE);
 }
 
-int shms__proc_register(char *base, int fd, uint32_t role, uint32_t *index_out) {
-  const struct shms__header *h = (const struct shms__header *)base;
-  for (uint32_t i = 0; i < h->procs_count; i++) {
+int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out) {
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
     /* Skip entries that look taken cheaply; the lock below is what decides. */
-    if (shms__load_32(&entry(base, i)->state) != SHMS__PROC_FREE &&
-        shms__proc_alive(base, fd, i, UINT32_MAX) != 0)
+    if (shms__load_32(&shms__proc_at(h, i)->state) != SHMS__PROC_FREE &&
+        shms__proc_alive(h, fd, i, UINT32_MAX) != 0)
       continue;
-    if (lock_byte(fd, lock_offset(base, i), F_WRLCK) != 0) {
+    if (lock_byte(fd, lock_offset(h, i), F_WRLCK) != 0) {
       if (errno == EAGAIN || errno == EACCES)
         continue; /* a live process holds it */
       return shms__fail(shms__from_errno(errno), "cannot lock process entry %u: %s", i,
                         strerror(errno));
     }
-    claim(base, i, role);
+    claim(h, i, role);
     *index_out = i;
     return SHMS_OK;
   }
   return shms__fail(SHMS_EBUSY, "process table is full: %u live processes attached",
-                    h->procs_count);
+                    h->layout.procs_count);
 }
 
-void shms__proc_unregister(char *base, int fd, uint32_t index) {
-  struct shms__proc *p = entry(base, index);
+void shms__proc_unregister(const struct shms *h, int fd, uint32_t index) {
+  struct shms__proc *p = shms__proc_at(h, index);
   shms__store_32((uint32_t *)&p->pid, 0);
   ck_pr_fence_store();
   shms__store_32(&p->state, SHMS__PROC_FREE);
   /* Only after the entry reads FREE may another process claim it. */
-  lock_byte(fd, lock_offset(base, index), F_UNLCK);
+  lock_byte(fd, lock_offset(h, index), F_UNLCK);
 }
 
-int shms__proc_reap(char *base, int fd, uint32_t index) {
-  struct shms__proc *p = entry(base, index);
+int shms__proc_reap(const struct shms *h, int fd, uint32_t index) {
+  struct shms__proc *p = shms__proc_at(h, index);
   if (shms__load_32(&p->state) == SHMS__PROC_FREE)
     return 0;
-  if (lock_byte(fd, lock_offset(base, index), F_WRLCK) != 0)
+  if (lock_byte(fd, lock_offset(h, index), F_WRLCK) != 0)
     return 0; /* alive, or being claimed right now */
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     shms__store_32(&p->ops[c], 0);
   for (int t = 0; t < SHMS__MARKS; t++)
     shms__store_32(&p->marks[t], 0);
   shms__store_32(&p->marks_used, 0);
-  shms__proc_unregister(base, fd, index);
+  shms__proc_unregister(h, fd, index);
   return 1;
 }
 
-uint32_t shms__proc_count_live(const char *base, int fd, uint32_t self, pid_t *pids, uint32_t max) {
-  const struct shms__header *h = (const struct shms__header *)base;
+uint32_t shms__proc_count_live(const struct shms *h, int fd, uint32_t self, pid_t *pids,
+                               uint32_t max) {
   uint32_t live = 0;
-  for (uint32_t i = 0; i < h->procs_count; i++) {
-    if (shms__proc_alive(base, fd, i, self) != 1)
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    if (shms__proc_alive(h, fd, i, self) != 1)
       continue;
     if (pids != NULL && live < max)
-      pids[live] = (pid_t)shms__load_32((uint32_t *)&entry(base, i)->pid);
+      pids[live] = (pid_t)shms__load_32((uint32_t *)&shms__proc_at(h, i)->pid);
     live++;
   }
   return live;

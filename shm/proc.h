@@ -16,19 +16,28 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "handle.h"
 #include "layout.h"
 
 /* Start time of pid (field 22 of /proc/PID/stat), 0 if it cannot be read. */
 uint64_t shms__proc_start_time(pid_t pid);
 
 /*
- * Claim an entry of the table in the segment at base, through the writable
+ * The table's geometry is h->layout's, computed from the validated
+ * configuration: a header changed under an attached process cannot move it.
+ */
+
+/* Entry index (< h->layout.procs_count). */
+struct shms__proc *shms__proc_at(const struct shms *h, uint32_t index);
+
+/*
+ * Claim an entry of h's table, through the writable
  * descriptor fd: a free one, or one whose owner is dead. SHMS_EBUSY if every
  * entry belongs to a live process.
  */
-int shms__proc_register(char *base, int fd, uint32_t role, uint32_t *index_out);
+int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out);
 /* Give entry index back and drop its lock. */
-void shms__proc_unregister(char *base, int fd, uint32_t index);
+void shms__proc_unregister(const struct shms *h, int fd, uint32_t index);
 
 /*
  * Whether a live process holds entry index's lock. self is the caller's own
@@ -36,15 +45,16 @@ void shms__proc_unregister(char *base, int fd, uint32_t index);
  * own entry is answered without asking the kernel. Returns 1 live, 0 dead
  * (or never registered), negative on a system error.
  */
-int shms__proc_alive(const char *base, int fd, uint32_t index, uint32_t self);
+int shms__proc_alive(const struct shms *h, int fd, uint32_t index, uint32_t self);
 
 /*
  * Free entry index if its owner is dead: take its lock (so nobody claims it
  * meanwhile), mark it FREE, let go. 1 if freed.
  */
-int shms__proc_reap(char *base, int fd, uint32_t index);
+int shms__proc_reap(const struct shms *h, int fd, uint32_t index);
 
 /* Count live registered processes; if pids is not NULL, store up to max of their pids. */
-uint32_t shms__proc_count_live(const char *base, int fd, uint32_t self, pid_t *pids, uint32_t max);
+uint32_t shms__proc_count_live(const struct shms *h, int fd, uint32_t self, pid_t *pids,
+                               uint32_t max);
 
 #endif

@@ -233,12 +233,11 @@ static int map_and_validate(const char *name, int fd, int writable, struct shms 
     munmap(base, (size_t)st.st_size);
     return shms__fail(SHMS_EINCOMPAT, "segment '%s' changed while it was being validated", name);
   }
-  struct shms__layout l;
-  shms__layout_compute(&h->config, &l);
+  shms__layout_compute(&h->config, &h->layout);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     h->cls[c].id = -1;
     if (h->config.classes[c].configured)
-      shms__cls_init(&h->cls[c], h->base, c, &h->config, &l.classes[c]);
+      shms__cls_init(&h->cls[c], h->base, c, &h->config, &h->layout.classes[c]);
   }
   return SHMS_OK;
 }
@@ -258,7 +257,7 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   if (registers && shms__load_32(&h->hdr->state) == SHMS_SEG_DESTROYING)
     rc = shms__fail(SHMS_ESHUTDOWN, "segment '%s' is being destroyed", name);
   else if (registers && f->registered_refs == 0)
-    rc = shms__proc_register(h->base, fd, 0, &f->proc_index);
+    rc = shms__proc_register(h, fd, 0, &f->proc_index);
   if (rc != SHMS_OK) {
     munmap(h->base, h->size);
     file_put(f);
@@ -270,11 +269,8 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   h->fd = fd;
   h->self = registers ? f->proc_index : UINT32_MAX;
   if (registers) {
-    const struct shms__proc *p =
-        SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)h->self * sizeof(struct shms__proc),
-                 struct shms__proc);
-    h->owner = SHMS__OWNER(h->self, shms__load_32((uint32_t *)&p->gen));
-    h->proc = (struct shms__proc *)p;
+    h->proc = shms__proc_at(h, h->self);
+    h->owner = SHMS__OWNER(h->self, shms__load_32(&h->proc->gen));
   }
   return SHMS_OK;
 }
@@ -339,7 +335,7 @@ int shms_detach(shms_t *h) {
     if (h->self != UINT32_MAX && --f->registered_refs == 0) {
       /* The process leaves the segment: nothing it held may stay behind. */
       shms__recover_owner(h, h->owner);
-      shms__proc_unregister(h->base, f->fd_rw, f->proc_index);
+      shms__proc_unregister(h, f->fd_rw, f->proc_index);
       f->proc_index = UINT32_MAX;
     }
     file_put(f);
@@ -357,7 +353,7 @@ static int refuse_if_busy(struct shms *h, const char *name, unsigned flags, uint
     *old = shms__load_32(state);
   } while (!ck_pr_cas_32(state, *old, SHMS_SEG_DESTROYING));
   pid_t pids[8];
-  uint32_t live = shms__proc_count_live(h->base, h->fd, shms__self_index(h), pids, 8);
+  uint32_t live = shms__proc_count_live(h, h->fd, shms__self_index(h), pids, 8);
   if (live == 0 || (flags & SHMS_DESTROY_FORCE))
     return SHMS_OK;
   shms__store_32(state, *old);
@@ -410,7 +406,7 @@ int shms_get_config(const shms_t *h, shms_config *out) {
   int rc = shms__handle_check(h);
   if (rc != SHMS_OK)
     return rc;
-  *out = h->hdr->config;
+  *out = h->config;
   return SHMS_OK;
 }
 
@@ -423,11 +419,11 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
   *out = (shms_segment_info){
       .incarnation = hdr->incarnation,
       .created_unix_ns = hdr->created_unix_ns,
-      .size = hdr->total_size,
+      .size = h->layout.total_size,
       .layout_version = hdr->layout_version,
       .state = shms__load_32((uint32_t *)&hdr->state),
-      .live_processes = shms__proc_count_live(h->base, h->fd, shms__self_index(h), NULL, 0),
-      .max_processes = hdr->procs_count,
+      .live_processes = shms__proc_count_live(h, h->fd, shms__self_index(h), NULL, 0),
+      .max_processes = h->layout.procs_count,
   };
   return SHMS_OK;
 }
@@ -455,10 +451,10 @@ int shms__handle_check_member(const struct shms *h) {
 }
 
 const struct shms__class_desc *shms__class_desc(const struct shms *h, int c) {
-  if (c < 0 || c >= SHMS_CLASS_COUNT || !(h->hdr->class_mask & (1u << c))) {
+  if (c < 0 || c >= SHMS_CLASS_COUNT || !(h->layout.class_mask & (1u << c))) {
     shms__detail("class %s is not configured in this segment",
                  c >= 0 && c < SHMS_CLASS_COUNT ? shms_class_name((shms_class_t)c) : "?");
     return NULL;
   }
-  return &h->hdr->classes[c];
+  return &h->layout.classes[c];
 }

@@ -61,10 +61,7 @@ static void finish(struct child *c) {
   ck_assert_int_eq(waitpid(c->pid, &status, 0), c->pid);
 }
 
-static struct shms__proc *entry_of(shms_t *h, uint32_t index) {
-  return SHMS__AT(h->base, h->hdr->procs_off + (uint64_t)index * sizeof(struct shms__proc),
-                  struct shms__proc);
-}
+static struct shms__proc *entry_of(shms_t *h, uint32_t index) { return shms__proc_at(h, index); }
 
 static const char *fresh(unsigned procs) {
   shms_config cfg;
@@ -84,20 +81,20 @@ START_TEST(dead_owner_is_dead_even_when_its_pid_is_reused) {
   struct shms__proc *e = entry_of(h, dead.index);
   ck_assert_uint_eq(e->state, SHMS__PROC_LIVE); /* it never detached */
   ck_assert_int_eq(e->pid, dead.pid);
-  ck_assert_int_eq(shms__proc_alive(h->base, h->fd, dead.index, UINT32_MAX), 0);
-  ck_assert_int_eq(shms__proc_alive(h->base, h->fd, live.index, UINT32_MAX), 1);
+  ck_assert_int_eq(shms__proc_alive(h, h->fd, dead.index, UINT32_MAX), 0);
+  ck_assert_int_eq(shms__proc_alive(h, h->fd, live.index, UINT32_MAX), 1);
   /* The dead entry now names a live process, start time and all: the lock still says dead. */
   e->pid = live.pid;
   e->start_time = shms__proc_start_time(live.pid);
   ck_assert_uint_ne(e->start_time, 0);
-  ck_assert_int_eq(shms__proc_alive(h->base, h->fd, dead.index, UINT32_MAX), 0);
+  ck_assert_int_eq(shms__proc_alive(h, h->fd, dead.index, UINT32_MAX), 0);
   e->pid = getpid();
-  ck_assert_int_eq(shms__proc_alive(h->base, h->fd, dead.index, UINT32_MAX), 0);
+  ck_assert_int_eq(shms__proc_alive(h, h->fd, dead.index, UINT32_MAX), 0);
   shms_segment_info info;
   ck_assert_shms_ok(shms_segment_info_get(h, &info));
   ck_assert_uint_eq(info.live_processes, 1);
   finish(&live);
-  ck_assert_int_eq(shms__proc_alive(h->base, h->fd, live.index, UINT32_MAX), 0);
+  ck_assert_int_eq(shms__proc_alive(h, h->fd, live.index, UINT32_MAX), 0);
   shms_detach(h);
   harness_remove(name);
 }
