@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Check a Promela model of shmsched with spin, as a ctest test.
 #
-# Usage: run_spin.sh [--cycles] [--expect TEXT] [--workdir DIR] [--cc CC] MODEL.pml [-DNAME[=V]]...
+# Usage: run_spin.sh [--cycles] [--expect TEXT] [--workdir DIR] [--keep] [--cc CC] MODEL.pml
+#                    [-DNAME[=V]]...
 #
 #   (default)      safety: pan -DSAFETY (assertions, invalid end states)
 #   --cycles       pan -DNP -l with no progress labels: any cycle at all is an error
 #   --expect TEXT  the model variant must FAIL: pan must report errors and TEXT
 #                  ("invalid end state", "assertion violated"); the trail is printed
-#   --workdir DIR  where pan is generated and built (kept for inspection; default: a
-#                  temporary directory, removed afterwards)
+#   --workdir DIR  where pan is generated and built: a fresh directory under DIR for each
+#                  run, so that concurrent runs never share one, kept when the check fails
+#                  (default: under $TMPDIR or /tmp)
+#   --keep         keep that directory (pan, the trail) even when the check passes
 #   --cc CC        the C compiler for pan (default: cc)
 #
 # Exits 0 when the expectation holds, 1 when it does not (any error in a model that must
@@ -16,12 +19,13 @@
 # (ctest reports the test as skipped; scripts/setup.sh installs spin).
 set -euo pipefail
 
-cycles=0 expect="" workdir="" cc=cc
+cycles=0 expect="" workdir="" cc=cc keep=0
 while (($# > 0)); do
   case $1 in
   --cycles) cycles=1 ;;
   --expect) expect=$2 && shift ;;
   --workdir) workdir=$2 && shift ;;
+  --keep) keep=1 ;;
   --cc) cc=$2 && shift ;;
   -*) echo "run_spin: unknown option $1" >&2 && exit 2 ;;
   *) break ;;
@@ -29,7 +33,7 @@ while (($# > 0)); do
   shift
 done
 if (($# < 1)); then
-  echo "usage: $0 [--cycles] [--expect TEXT] [--workdir DIR] [--cc CC] MODEL.pml [-D...]" >&2
+  echo "usage: $0 [--cycles] [--expect TEXT] [--workdir DIR] [--keep] [--cc CC] MODEL.pml [-D...]" >&2
   exit 2
 fi
 model=$(realpath "$1")
@@ -43,13 +47,10 @@ for tool in spin "$cc"; do
   fi
 done
 
-if [ -z "$workdir" ]; then
-  workdir=$(mktemp -d "${TMPDIR:-/tmp}/shms-spin.XXXXXX")
-  trap 'rm -rf "$workdir"' EXIT
-else
-  rm -rf "$workdir"
-  mkdir -p "$workdir"
-fi
+mkdir -p "${workdir:=${TMPDIR:-/tmp}}"
+workdir=$(mktemp -d "$workdir/spin.XXXXXX")
+# Removed when the expectation holds (unless --keep); kept, with the trail, when it does not.
+trap 'rc=$?; if ((rc == 0 && !keep)); then rm -rf "$workdir"; else echo "run_spin: kept $workdir" >&2; fi' EXIT
 cd "$workdir"
 
 echo "model: $(basename "$model") ${defs[*]}"
