@@ -189,6 +189,11 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
       !ck_pr_cas_64_value(&cell->word, cw, SHMS__CELL_WORD(gen, h->owner, SHMS__CELL_LEASED), &cw))
     ;
   SHMS__STEP();
+  if (SHMS__CELL_STATE(cw) != SHMS__CELL_GRANTED) {
+    /* Never hand out a lease on a cell this acceptance did not take. */
+    shms__slot_free(k, i);
+    return shms__fail(SHMS_EVIOLATION, "cell %u was not granted to this request", c);
+  }
   shms__cell_count_lease(k, c);
   shms__slot_free(k, i); /* a lease-mode request gives its slot back once accepted */
   make_lease(h, k, c, gen, token, lease);
@@ -247,8 +252,8 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
       return shms__fail(reason, "%s", shms_strerror(reason));
     }
     if (st == SHMS__SLOT_GRANTED) {
-      if (SHMS__OP(h, k, accept_op(h, k, i, w, lease)) == SHMS_OK)
-        return SHMS_OK;
+      if ((rc = SHMS__OP(h, k, accept_op(h, k, i, w, lease))) <= SHMS_OK)
+        return rc;
       continue;
     }
     if ((rc = wait_queued(h, k, i, w, until_real, timeout_ns)) != SHMS_OK)

@@ -77,6 +77,8 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
 }
 
 void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c) {
+  if (c >= k->ncells)
+    return; /* a torn grant's cell: recovery recounts */
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
   uint32_t tenant = cell->tenant;

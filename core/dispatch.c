@@ -144,8 +144,9 @@ static void hand_off(const struct shms__cls *k, uint64_t now) {
     ;
 }
 
-/* One bounded pass: arrivals and settled requests, tenants, then grants. */
-static int pass(struct shms *h, const struct shms__cls *k) {
+/* One bounded pass: arrivals and settled requests, tenants, then grants. Returns how much it
+ * did; *exhausted says whether it used its whole budget. */
+static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   if (shms__index_corrupt)
     shms__index_rebuild(k);
   uint64_t now = shms__now_ns();
@@ -154,7 +155,9 @@ static int pass(struct shms *h, const struct shms__cls *k) {
     SHMS__STEP();
     shms__index_attend(h, k, (uint32_t)i);
   }
-  for (int64_t t, n = 0; n < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0; n++)
+  int tenants = 0;
+  for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0;
+       tenants++)
     shms__index_attend_tenant(k, (uint32_t)t + 1);
   for (; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
     uint32_t ref = k->ctl->ring_head;
@@ -174,20 +177,26 @@ static int pass(struct shms *h, const struct shms__cls *k) {
   }
   if (shms__index_corrupt)
     shms__index_rebuild(k);
-  return budget == 0;
+  *exhausted = budget == 0;
+  return PASS_BUDGET - budget + tenants;
 }
 
-/* Holding the baton: pass, let go, re-check; at most MAX_PASSES, then hand off. */
+/*
+ * Holding the baton: pass, let go, re-check. After MAX_PASSES a pass that used its whole budget
+ * also asks a waiter to take over, but the re-check still runs: stopping without it would leave
+ * work a failed kick published during the last pass to the poll (found by spin). Only a pass
+ * that did nothing ends the loop early, so one that cannot progress never spins for ever.
+ */
 static void run(struct shms *h, const struct shms__cls *k) {
   for (int passes = 1;; passes++) {
-    int exhausted = pass(h, k);
+    int exhausted, did = pass(h, k, &exhausted);
     if (exhausted && passes >= MAX_PASSES)
       hand_off(k, shms__now_ns());
     /* An atomic exchange: everything the pass wrote is visible before the baton reads free,
      * and (a full barrier) the re-check below is not ordered before it. A process that failed to
      * take the baton published its work first, so one of us sees the other. */
     ck_pr_fas_64(&k->ctl->baton, 0);
-    if (passes >= MAX_PASSES || !work_pending(k) || !baton_try(h, k))
+    if ((passes >= MAX_PASSES && did == 0) || !work_pending(k) || !baton_try(h, k))
       return;
   }
 }

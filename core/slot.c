@@ -82,10 +82,15 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
                       unsigned from_mask, int reason) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
+  uint32_t cell;
   for (;;) {
     uint32_t st = SHMS__SLOT_STATE(w);
     if (SHMS__SLOT_SEQ(w) != (uint32_t)seq || !(from_mask & (1u << st)))
       return 0;
+    /* The granted cell is read while the word still names this request: once our CAS settles
+     * it, the waiter may free the slot and be granted another cell in it (found by spin). */
+    ck_pr_fence_load();
+    cell = shms__load_32(&s->cell);
     uint32_t flags = SLOT_FLAGS(w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
     if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(seq, reason, flags, SHMS__SLOT_SETTLED)))
       break;
@@ -99,7 +104,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
     if (w & SHMS__SLOT_INDEXED)
       shms__hbm_set(k->sattn, k->nslots, i);
   } else {
-    shms__cell_unaccepted(h, k, s->cell);
+    shms__cell_unaccepted(h, k, cell);
   }
   shms__kick(h, k);
   return 1;
