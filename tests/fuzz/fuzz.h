@@ -20,9 +20,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Report a broken contract (printf-style) and abort, so the fuzzer keeps the input. */
 void fuzz_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
-/* Whether the environment variable name is "1" (the targets' switches, docs/testing.md). */
-int fuzz_env(const char *name);
-
 /* err must be a non-empty line (no newline) NUL-terminated within n bytes; what names the call. */
 void fuzz_check_error_line(const char *what, const char *err, size_t n);
 

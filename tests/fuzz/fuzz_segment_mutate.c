@@ -16,11 +16,9 @@
  * out of bounds, and no call may wait for ever (DESIGN.md, "Every index read
  * from shared memory is bounds-checked before use").
  *
- * With bit 6 and SHMS_FUZZ_LIVE=1 in the environment, the segment is made of
- * the unpatched image and the patches land after the observer attached: a
- * writer changing the header under an attached handle, which must go by what
- * it validated. That finds a known defect (docs/testing.md), so it stays off
- * until the defect is fixed.
+ * With bit 6 (live), the segment is made of the unpatched image and the
+ * patches land after the observer attached: a writer changing the header
+ * under an attached handle, which must go by what it validated.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   size_t n;
   const uint8_t *img = image(data[0] % FUZZ_CONFIGS, &n);
-  int member = (data[0] & 0x80) != 0, live = (data[0] & 0x40) && fuzz_env("SHMS_FUZZ_LIVE");
+  int member = (data[0] & 0x80) != 0, live = (data[0] & 0x40) != 0;
   uint8_t *seg = malloc(n);
   if (seg == NULL)
     return 0;
