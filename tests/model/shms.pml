@@ -517,7 +517,9 @@ inline baton_try() {
   }
 }
 
-/* run: pass, let go, re-check for work published meanwhile; at most MAX_PASSES passes. */
+/* run: pass, let go, re-check for work published meanwhile; past MAX_PASSES a pass that did
+ * nothing stops it (core/dispatch.c). -DSTOP_AFTER_MAX_PASSES is the old code, which stopped
+ * after MAX_PASSES passes of any kind without the re-check. */
 inline run_baton() {
   passes = 1;
   do
@@ -530,7 +532,11 @@ inline run_baton() {
      break
 #else
      if
+#if defined(STOP_AFTER_MAX_PASSES)
      :: passes >= MAX_PASSES -> break
+#else
+     :: budget == PASS_BUDGET && passes >= MAX_PASSES -> break /* an idle pass past the limit */
+#endif
      :: else -> skip
      fi;
 #if !defined(RECHECK_BEFORE_RELEASE)
@@ -543,7 +549,12 @@ inline run_baton() {
      baton_try();
      if
      :: !got -> break
-     :: else -> passes++
+#if defined(STOP_AFTER_MAX_PASSES)
+     :: got && passes < MAX_PASSES -> passes++
+#else
+     :: got && passes < MAX_PASSES -> passes++ /* saturates: no new states past the limit */
+#endif
+     :: else -> skip
      fi
 #endif
   od
