@@ -168,10 +168,10 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
       break;
     }
     uint32_t pick = shms__index_select(k, ref, now);
-    if (pick == 0 || pick > k->nslots || shms__index_corrupt) {
-      shms__index_corrupt |= pick > k->nslots || pick == 0;
+    if (pick == 0 || pick > k->nslots)
+      shms__index_corrupt = 1; /* the ring holds only tenants with a queued request */
+    if (shms__index_corrupt)
       break;
-    }
     if (!grant(h, k, ref, pick - 1, now))
       break;
   }

@@ -57,11 +57,17 @@ static uint32_t *thread_mark(struct shms *h) {
 
 /* Wait while k is frozen; if its freezer died, finish its job (recovery is idempotent). */
 static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
+  uint32_t orphaned = 0;
   for (uint32_t spins = 0; shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN; spins++) {
     if (spins % 1024 == 1023) {
       uint32_t freezer = shms__load_32(&k->ctl->freezer);
-      /* A freeze claims its freezer first: FROZEN with none recorded is corruption. */
-      if (freezer == 0 || shms__owner_dead(h, freezer)) {
+      /* A freeze records its freezer before FROZEN and clears it after, so FROZEN read after
+       * a freezer of 0 is corruption, unless a freeze began between the two loads: it must be
+       * seen at two checks running before recovery is called for. */
+      int orphan = freezer == 0 && (shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN);
+      orphaned = orphan ? orphaned + 1 : 0;
+      if (orphaned >= 2 || (freezer != 0 && shms__owner_dead(h, freezer))) {
+        orphaned = 0;
         shms__recover_class(h, k);
         continue;
       }
