@@ -11,13 +11,7 @@
 #include "sched.h"
 
 int shms__owner_dead(const struct shms *h, uint32_t owner) {
-  uint32_t index = SHMS__OWNER_INDEX(owner);
-  if (index >= h->layout.procs_count)
-    return 1;
-  const struct shms__proc *p = shms__proc_at(h, index);
-  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
-    return 1; /* the entry has been claimed again since */
-  return shms__proc_alive(h, h->fd, index, shms__self_index(h)) == 0;
+  return shms__owner_alive(h, h->fd, owner, h->self == UINT32_MAX ? 0 : h->owner) == 0;
 }
 
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {

@@ -18,22 +18,23 @@
 
 #define FLAGS(w) ((uint32_t)(w)&0xff0u)
 
-/* Liveness of owner ids, asked of the kernel once per process entry. */
+/* Liveness of owner ids, asked of the kernel once per process entry. The answer is kept with
+ * the id it was for: an entry claimed again during the run names another owner. */
 struct alive_cache {
   struct shms *h;
-  int8_t *known; /* -1 unknown, 0 dead, 1 alive; per entry */
+  uint32_t *owner; /* per entry: the id whose answer is kept, 0 if none yet */
+  int8_t *alive;   /* per entry: 1 alive, 0 dead */
 };
 
 static int dead(struct alive_cache *a, uint32_t owner) {
   uint32_t i = SHMS__OWNER_INDEX(owner);
-  if (i >= a->h->layout.procs_count)
+  if (owner == 0 || i >= a->h->layout.procs_count)
     return 1;
-  const struct shms__proc *p = shms__proc_at(a->h, i);
-  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
-    return 1;
-  if (a->known[i] < 0)
-    a->known[i] = (int8_t)(shms__owner_dead(a->h, owner) ? 0 : 1);
-  return a->known[i] == 0;
+  if (a->owner[i] != owner) {
+    a->alive[i] = (int8_t)!shms__owner_dead(a->h, owner);
+    a->owner[i] = owner;
+  }
+  return a->alive[i] == 0;
 }
 
 /* Set slot i's state word (same occupant), waking a waiter that sleeps on it. */
@@ -265,16 +266,14 @@ static void count_cells(const struct shms__cls *k, uint32_t *available, uint32_t
   }
 }
 
-static void recover_frozen(struct shms *h, const struct shms__cls *k, int8_t *known,
-                           shms_recovery *r) {
-  struct alive_cache a = {.h = h, .known = known};
+static void recover_frozen(const struct shms__cls *k, struct alive_cache *a, shms_recovery *r) {
   /* Twice: a cell settled by the first look (a grant returned, a start completed) can need a
    * second (its worker dead too); every repair is idempotent. */
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t c = 0; c < k->ncells; c++)
-      repair_cell(k, c, &a, r);
+      repair_cell(k, c, a, r);
   for (uint32_t i = 0; i < k->nslots; i++)
-    repair_slot(k, i, &a, r);
+    repair_slot(k, i, a, r);
   /* A dispatcher that died inside its observation write section left the sequence odd. */
   uint32_t seq = shms__load_32(&k->ctl->obs_seq);
   if (seq & 1)
@@ -297,20 +296,19 @@ static void recover_frozen(struct shms *h, const struct shms__cls *k, int8_t *kn
   shms__unfreeze(k, ((uint64_t)queued << 32) | available);
 }
 
-static int8_t *new_cache(const struct shms *h) {
-  int8_t *known = malloc(h->layout.procs_count);
-  if (known != NULL)
-    memset(known, -1, h->layout.procs_count);
-  return known;
-}
-
 int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_recovery *r) {
-  int8_t *known = new_cache(h);
-  if (known == NULL)
+  struct alive_cache a = {.h = h,
+                          .owner = calloc(h->layout.procs_count, sizeof *a.owner),
+                          .alive = calloc(h->layout.procs_count, sizeof *a.alive)};
+  if (a.owner == NULL || a.alive == NULL) {
+    free(a.owner);
+    free(a.alive);
     return SHMS_ENOMEM;
+  }
   shms__freeze(h, k);
-  recover_frozen(h, k, known, r);
-  free(known);
+  recover_frozen(k, &a, r);
+  free(a.owner);
+  free(a.alive);
   /* Queued work may be grantable now: dispatch once, as anyone would after a change. */
   shms__op_enter(h, k);
   shms__kick(h, k);

@@ -230,6 +230,10 @@ enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };
 /* The file byte that marks the supervisor as running (inside the header, never an entry). */
 #define SHMS__LOCK_SUPERVISOR 1
 
+/* Owner id o's own lock byte is SHMS__LOCK_OWNERS + o: past the end of any segment (POSIX
+ * locks may lie beyond the end of a file), one per owner id (shm/proc.h). */
+#define SHMS__LOCK_OWNERS ((uint64_t)1 << 40)
+
 _Static_assert(sizeof(struct shms__class_ctl) == 8 * (size_t)SHMS__LINE, "class ctl is 8 lines");
 _Static_assert(sizeof(struct shms__cell) == SHMS__LINE, "cell is one line");
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");

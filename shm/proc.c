@@ -45,19 +45,37 @@ struct shms__proc *shms__proc_at(const struct shms *h, uint32_t index) {
   return SHMS__AT(h->base, lock_offset(h, index), struct shms__proc);
 }
 
+static off_t owner_offset(uint32_t owner) { return (off_t)(SHMS__LOCK_OWNERS + owner); }
+
 static int lock_byte(int fd, off_t off, short type) {
   struct flock fl = {.l_type = type, .l_whence = SEEK_SET, .l_start = off, .l_len = 1};
   return fcntl(fd, F_SETLK, &fl);
 }
 
-int shms__proc_alive(const struct shms *h, int fd, uint32_t index, uint32_t self) {
-  if (index == self)
-    return 1;
-  struct flock fl = {
-      .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = lock_offset(h, index), .l_len = 1};
+/* 1 if another process holds a lock on byte off, 0 if not, negative on a system error. */
+static int byte_locked(int fd, off_t off) {
+  struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = off, .l_len = 1};
   if (fcntl(fd, F_GETLK, &fl) != 0)
     return -errno;
   return fl.l_type != F_UNLCK;
+}
+
+int shms__proc_alive(const struct shms *h, int fd, uint32_t index, uint32_t self) {
+  if (index == self)
+    return 1;
+  return byte_locked(fd, lock_offset(h, index));
+}
+
+int shms__owner_alive(const struct shms *h, int fd, uint32_t owner, uint32_t self_owner) {
+  uint32_t index = SHMS__OWNER_INDEX(owner);
+  if (owner == 0 || index >= h->layout.procs_count)
+    return 0;
+  if (self_owner != 0 && index == SHMS__OWNER_INDEX(self_owner))
+    return owner == self_owner; /* our own entry: only our id is alive */
+  const struct shms__proc *p = shms__proc_at(h, index);
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+    return 0; /* the entry has been claimed again since */
+  return byte_locked(fd, owner_offset(owner));
 }
 
 static uint64_t realtime_ns(void) {
@@ -72,7 +90,7 @@ static uint64_t realtime_ns(void) {
  * over. (Recovery of what a dead owner held runs before its entry is freed:
  * see docs/protocol.md, "Process entries".)
  */
-static void claim(const struct shms *h, uint32_t index, uint32_t role) {
+static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
   struct shms__proc *p = shms__proc_at(h, index);
   shms__store_32(&p->state, SHMS__PROC_CLAIMING);
   /* An owner id is (index, gen mod 4096); 0 is no owner, so entry 0 skips gen 0 mod 4096. */
@@ -80,6 +98,16 @@ static void claim(const struct shms *h, uint32_t index, uint32_t role) {
   if (index == 0 && (gen & 0xfffu) == 0)
     gen++;
   shms__store_32(&p->gen, gen);
+  /* The new owner's byte only after the generation moved on: nobody can take it for the
+   * previous owner's, whose byte stays free. Nobody else holds it: only a live owner of this
+   * entry would, and the entry lock is ours. */
+  if (lock_byte(fd, owner_offset(SHMS__OWNER(index, gen)), F_WRLCK) != 0) {
+    int e = errno;
+    shms__store_32(&p->state, SHMS__PROC_FREE);
+    lock_byte(fd, lock_offset(h, index), F_UNLCK);
+    return shms__fail(shms__from_errno(e), "cannot lock the owner byte of process entry %u: %s",
+                      index, strerror(e));
+  }
   shms__store_32((uint32_t *)&p->pid, (uint32_t)getpid());
   shms__store_64(&p->start_time, shms__proc_start_time(getpid()));
   shms__store_64(&p->attached_unix_ns, realtime_ns());
@@ -92,6 +120,7 @@ static void claim(const struct shms *h, uint32_t index, uint32_t role) {
   /* Identity fields must be visible before the entry reads as LIVE. */
   ck_pr_fence_store();
   shms__store_32(&p->state, SHMS__PROC_LIVE);
+  return SHMS_OK;
 }
 
 int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out) {
@@ -106,9 +135,10 @@ int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *i
       return shms__fail(shms__from_errno(errno), "cannot lock process entry %u: %s", i,
                         strerror(errno));
     }
-    claim(h, i, role);
-    *index_out = i;
-    return SHMS_OK;
+    int rc = claim(h, fd, i, role);
+    if (rc == SHMS_OK)
+      *index_out = i;
+    return rc;
   }
   return shms__fail(SHMS_EBUSY, "process table is full: %u live processes attached",
                     h->layout.procs_count);
@@ -116,10 +146,13 @@ int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *i
 
 void shms__proc_unregister(const struct shms *h, int fd, uint32_t index) {
   struct shms__proc *p = shms__proc_at(h, index);
+  uint32_t owner = SHMS__OWNER(index, shms__load_32(&p->gen));
   shms__store_32((uint32_t *)&p->pid, 0);
   ck_pr_fence_store();
   shms__store_32(&p->state, SHMS__PROC_FREE);
-  /* Only after the entry reads FREE may another process claim it. */
+  /* Only after the entry reads FREE may another process claim it. (Reaping a dead owner, we
+   * never held its byte: letting go of it changes nothing.) */
+  lock_byte(fd, owner_offset(owner), F_UNLCK);
   lock_byte(fd, lock_offset(h, index), F_UNLCK);
 }
 

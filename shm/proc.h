@@ -2,9 +2,14 @@
  * The attached-process table and liveness by byte-range lock.
  *
  * A registered process holds a POSIX write lock on the one file byte at its
- * entry's offset. The kernel drops the lock when the process dies, so "is
- * the lock held" is the ground truth for liveness: immune to pid reuse and to
- * pid namespaces. The pid and start time in the entry only name the owner.
+ * entry's offset, and one on its owner id's own byte (SHMS__LOCK_OWNERS +
+ * id). The kernel drops the locks when the process dies, so "is the lock
+ * held" is the ground truth for liveness: immune to pid reuse and to pid
+ * namespaces. The entry byte decides between processes claiming the entry and
+ * says whether the entry's current occupant lives; the owner byte says whether
+ * one owner id lives. They differ while a dead owner's entry is being claimed
+ * again: the claimant holds the entry byte before it moves the generation on,
+ * but never the dead owner's byte. The pid and start time in the entry only name the owner.
  * POSIX locks belong to the process, are not inherited by fork, and all of a
  * process's locks on a file drop when it closes any descriptor of that file:
  * segment.c therefore keeps one registration and one set of descriptors per
@@ -46,6 +51,14 @@ void shms__proc_unregister(const struct shms *h, int fd, uint32_t index);
  * (or never registered), negative on a system error.
  */
 int shms__proc_alive(const struct shms *h, int fd, uint32_t index, uint32_t self);
+
+/*
+ * Whether owner id owner (SHMS__OWNER) is alive: its entry's generation still
+ * its own and its owner byte locked. self_owner is the caller's own id or 0
+ * (then its entry is asked of the kernel like any other). 1 live, 0 dead,
+ * negative on a system error.
+ */
+int shms__owner_alive(const struct shms *h, int fd, uint32_t owner, uint32_t self_owner);
 
 /*
  * Free entry index if its owner is dead: take its lock (so nobody claims it

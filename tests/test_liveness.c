@@ -1,6 +1,7 @@
 /*
  * Liveness by byte-range lock: a registered process is alive exactly while it
- * holds its entry's lock, whatever pid the entry names; one registration per
+ * holds its locks, whatever pid the entry names; a dead owner stays dead while
+ * its entry is claimed again; one registration per
  * process, shared by its handles; destroy refuses live segments.
  */
 #include <fcntl.h>
@@ -95,6 +96,66 @@ START_TEST(dead_owner_is_dead_even_when_its_pid_is_reused) {
   ck_assert_uint_eq(info.live_processes, 1);
   finish(&live);
   ck_assert_int_eq(shms__proc_alive(h, h->fd, live.index, UINT32_MAX), 0);
+  shms_detach(h);
+  harness_remove(name);
+}
+END_TEST
+
+/* A child that holds entry index's lock byte, as a process claiming the entry holds it before
+ * it moves the entry's generation on; it lets go when told. */
+static struct child hold_entry_byte(const char *name, const shms_t *h, uint32_t index) {
+  int ready[2], go[2];
+  ck_assert(pipe(ready) == 0 && pipe(go) == 0);
+  struct child c = {.pid = fork(), .index = index};
+  ck_assert_int_ge(c.pid, 0);
+  if (c.pid == 0) {
+    char path[256];
+    harness_shm_path(path, sizeof path, name);
+    int fd = open(path, O_RDWR);
+    struct flock fl = {.l_type = F_WRLCK,
+                       .l_whence = SEEK_SET,
+                       .l_start = (off_t)(h->layout.procs_off + index * sizeof(struct shms__proc)),
+                       .l_len = 1};
+    char ok = fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0, b;
+    if (write(ready[1], &ok, 1) != 1)
+      _exit(1);
+    ssize_t r = read(go[0], &b, 1);
+    (void)r;
+    _exit(0);
+  }
+  close(ready[1]);
+  close(go[0]);
+  char ok = 0;
+  ck_assert_int_eq(read(ready[0], &ok, 1), 1);
+  ck_assert_msg(ok, "the child could not lock the entry byte");
+  close(ready[0]);
+  c.go = go[1];
+  return c;
+}
+
+START_TEST(a_dead_owner_stays_dead_while_its_entry_is_claimed_again) {
+  const char *name = fresh(8);
+  struct child dead = spawn_attached(name);
+  finish(&dead);
+  shms_t *h;
+  ck_assert_shms_ok(shms_attach(name, SHMS__ATTACH_ADMIN, &h));
+  uint32_t owner = SHMS__OWNER(dead.index, entry_of(h, dead.index)->gen);
+  ck_assert_int_eq(shms__owner_alive(h, h->fd, owner, 0), 0);
+  /* A new process has the entry's lock but has not yet moved its generation on: the entry is
+   * occupied, and its previous owner still dead (recovery must not skip what it left). */
+  struct child claimant = hold_entry_byte(name, h, dead.index);
+  ck_assert_int_eq(shms__proc_alive(h, h->fd, dead.index, UINT32_MAX), 1);
+  ck_assert_int_eq(shms__owner_alive(h, h->fd, owner, 0), 0);
+  finish(&claimant);
+  /* A whole claim: the new owner lives, the old one stays dead. */
+  struct child next = spawn_attached(name);
+  ck_assert_uint_eq(next.index, dead.index);
+  uint32_t next_owner = SHMS__OWNER(next.index, entry_of(h, next.index)->gen);
+  ck_assert_uint_ne(next_owner, owner);
+  ck_assert_int_eq(shms__owner_alive(h, h->fd, next_owner, 0), 1);
+  ck_assert_int_eq(shms__owner_alive(h, h->fd, owner, 0), 0);
+  finish(&next);
+  ck_assert_int_eq(shms__owner_alive(h, h->fd, next_owner, 0), 0);
   shms_detach(h);
   harness_remove(name);
 }
@@ -196,6 +257,7 @@ int main(void) {
   Suite *s = suite_create("liveness");
   TCase *tc = harness_tcase("locks");
   tcase_add_test(tc, dead_owner_is_dead_even_when_its_pid_is_reused);
+  tcase_add_test(tc, a_dead_owner_stays_dead_while_its_entry_is_claimed_again);
   tcase_add_test(tc, a_full_table_refuses_and_a_dead_entry_is_reclaimed);
   tcase_add_test(tc, handles_share_one_registration);
   tcase_add_test(tc, destroy_refuses_while_live_unless_forced);
