@@ -159,6 +159,8 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0;
        tenants++)
     shms__index_attend_tenant(k, (uint32_t)t + 1);
+  if (k->ctl->ring_head == 0 && shms__load_32(&k->ctl->ring_len) != 0)
+    shms__index_corrupt = 1; /* a ring that counts tenants but has no head */
   for (; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
     uint32_t ref = k->ctl->ring_head;
     /* Every index read from the segment is checked before use: a bad one means a torn or
@@ -182,21 +184,31 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
 }
 
 /*
- * Holding the baton: pass, let go, re-check. After MAX_PASSES a pass that used its whole budget
- * also asks a waiter to take over, but the re-check still runs: stopping without it would leave
- * work a failed kick published during the last pass to the poll (found by spin). Only a pass
- * that did nothing ends the loop early, so one that cannot progress never spins for ever.
+ * Holding the baton: pass, let go, re-check, after every pass: a holder that let go without
+ * looking would leave work published meanwhile by a process whose kick found the baton held
+ * to the poll (the spin model found both earlier versions of this loop doing so). Past
+ * MAX_PASSES a pass that used its whole budget also asks a waiter to take over.
+ *
+ * What ends the loop is the re-check finding nothing. A pass finds nothing while the re-check
+ * says there is work only when work arrived during the pass and another kick took the baton
+ * and the work in between: the next pass does something. IDLE_LIMIT idle passes in a row mean
+ * a state no pass can progress on (the pass rebuilds the index it can tell is torn; this is
+ * for what it cannot tell): a holder must never spin inside an operation, which recovery
+ * waits for, so it asks a waiter to carry on and lets go.
  */
+#define IDLE_LIMIT 64
+
 static void run(struct shms *h, const struct shms__cls *k) {
-  for (int passes = 1;; passes++) {
+  for (int passes = 1, idle = 0;; passes += passes < MAX_PASSES) {
     int exhausted, did = pass(h, k, &exhausted);
-    if (exhausted && passes >= MAX_PASSES)
+    idle = did ? 0 : idle + 1;
+    if ((exhausted && passes >= MAX_PASSES) || idle >= IDLE_LIMIT)
       hand_off(k, shms__now_ns());
     /* An atomic exchange: everything the pass wrote is visible before the baton reads free,
      * and (a full barrier) the re-check below is not ordered before it. A process that failed to
      * take the baton published its work first, so one of us sees the other. */
     ck_pr_fas_64(&k->ctl->baton, 0);
-    if ((passes >= MAX_PASSES && did == 0) || !work_pending(k) || !baton_try(h, k))
+    if (idle >= IDLE_LIMIT || !work_pending(k) || !baton_try(h, k))
       return;
   }
 }

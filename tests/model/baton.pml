@@ -28,14 +28,19 @@
  *                            without a full barrier allows on x86, where a
  *                            store waits in the store buffer while later
  *                            loads go ahead): spin finds a lost wake-up;
- *  -DMAX_PASSES=2 -DITERS_A=2
+ *  -DMAX_PASSES=2 -DITERS_A=2 -DSTOP_AFTER_MAX_PASSES
  *                            run stops after MAX_PASSES passes WITHOUT a
- *                            re-check (and hands off only when the last pass
- *                            used its whole budget), as core/dispatch.c does
- *                            with 4: work published during the last pass is
- *                            left for a waiter's 200 ms poll, which the model
- *                            does not have, so spin reports the sleeper. With
- *                            4 passes the same needs more publishers than
+ *                            re-check, as core/dispatch.c once did with 4:
+ *                            work published during the last pass is left
+ *                            for a waiter's 200 ms poll, which the model does
+ *                            not have, so spin reports the sleeper;
+ *  -DMAX_PASSES=2 -DITERS_A=2 -DSTOP_ON_IDLE_PASS
+ *                            run stops without the re-check on a pass past
+ *                            MAX_PASSES that did nothing, as the code did
+ *                            next: the same sleeper, after an idle pass.
+ *                            With 4 passes either needs more publishers than
  *                            these bounds allow (docs/testing.md).
+ * -DITERS_A=2 alone (model_baton_last_pass, label model_long) is the code as
+ * it is under those deeper bounds, and passes.
  */
 #include "shms.pml"

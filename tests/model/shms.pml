@@ -517,9 +517,11 @@ inline baton_try() {
   }
 }
 
-/* run: pass, let go, re-check for work published meanwhile; past MAX_PASSES a pass that did
- * nothing stops it (core/dispatch.c). -DSTOP_AFTER_MAX_PASSES is the old code, which stopped
- * after MAX_PASSES passes of any kind without the re-check. */
+/* run: pass, let go, re-check for work published meanwhile, after every pass (core/dispatch.c;
+ * its stop after IDLE_LIMIT idle passes in a row, a guard against a torn index, is beyond these
+ * bounds and not modelled; nor is hand_off). Variants, each a former version of the code: -DSTOP_AFTER_MAX_PASSES stopped after
+ * MAX_PASSES passes of any kind without the re-check; -DSTOP_ON_IDLE_PASS stopped, without the
+ * re-check, on a pass past MAX_PASSES that did nothing. */
 inline run_baton() {
   passes = 1;
   do
@@ -534,7 +536,7 @@ inline run_baton() {
      if
 #if defined(STOP_AFTER_MAX_PASSES)
      :: passes >= MAX_PASSES -> break
-#else
+#elif defined(STOP_ON_IDLE_PASS)
      :: budget == PASS_BUDGET && passes >= MAX_PASSES -> break /* an idle pass past the limit */
 #endif
      :: else -> skip
@@ -549,9 +551,7 @@ inline run_baton() {
      baton_try();
      if
      :: !got -> break
-#if defined(STOP_AFTER_MAX_PASSES)
-     :: got && passes < MAX_PASSES -> passes++
-#else
+#if defined(STOP_AFTER_MAX_PASSES) || defined(STOP_ON_IDLE_PASS)
      :: got && passes < MAX_PASSES -> passes++ /* saturates: no new states past the limit */
 #endif
      :: else -> skip
