@@ -140,9 +140,10 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
       return refused(h, k, i, SHMS__SLOT_REASON(w));
     if (w & SHMS__SLOT_HELP)
       shms__help(h, k, i, w);
-    else if (shms__sleep_on(h, k, i, w, 0))
+    else if (shms__sleep_on(h, k, i, w, 0)) {
+      SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, seq));
       shms__baton_check_holder(h, k);
-    else
+    } else
       shms__kick(h, k);
   }
   *ticket =
@@ -217,6 +218,7 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
     return shms__fail(SHMS_ETIMEDOUT, "the request is still queued");
   if (shms__sleep_on(h, k, i, w, shms__sleep_limit(s, until_real))) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
+    SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, s->seq));
     shms__baton_check_holder(h, k);
     SHMS__OP_VOID(h, k, shms__reap_unaccepted(h, k));
   }

@@ -65,6 +65,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
   uint64_t limit = st == SHMS__SLOT_QUEUED ? shms__sleep_limit(s, until_real) : until_real;
   if (shms__sleep_on(h, k, i, w, limit)) {
     /* A poll interval passed: nobody dead may hold the job up, dispatcher or worker. */
+    SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, s->seq));
     shms__baton_check_holder(h, k);
     uint32_t c = shms__load_32(&s->cell);
     if (st != SHMS__SLOT_QUEUED && c < k->ncells)

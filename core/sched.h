@@ -151,6 +151,16 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
 void shms__slot_collect(const struct shms__cls *k, uint32_t i);
 /* The index no longer references settled slot i; frees it if collected. */
 void shms__slot_unindexed(const struct shms__cls *k, uint32_t i);
+/*
+ * Waiters call this after sleeping a whole poll interval: if request seq in
+ * slot i is queued but neither indexed nor awaiting the dispatcher, raise its
+ * attention bit again. No protocol step should leave a request so; the chaos
+ * audit has caught it about once in 250 runs without a known cause
+ * (docs/protocol.md, "Known open defects"): this bounds what it costs to one
+ * poll interval instead of a request stranded for ever. Spurious calls are
+ * harmless: the dispatcher ignores a bit on an indexed request.
+ */
+void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq);
 
 /* ---- Dispatch ---- */
 

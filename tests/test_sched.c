@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/hbm.h"
 #include "core/sched.h"
 #include "sched_util.h"
 #include "shm/handle.h"
@@ -224,6 +225,29 @@ START_TEST(cancel_a_queued_request) {
   shms_class_stats s = sched_stats(h);
   ck_assert_uint_eq(s.cancelled, 1);
   ck_assert_uint_eq(s.available, 1);
+  sched_close(h, name);
+}
+END_TEST
+
+/* docs/protocol.md, "Known open defects": a request left queued but neither indexed nor
+ * awaiting the dispatcher is found again by its waiter within a poll interval. */
+START_TEST(a_stranded_request_is_found_again_by_its_waiter) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_lease held, l;
+  shms_request r = sched_req("a", 0);
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t = sched_enqueue(h, "b", 0, 0);
+  /* Strand it: out of the index, its flag cleared, no attention bit. */
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  struct shms__slot *s = shms__slot_at(k, t.slot);
+  shms__index_unlink(k, t.slot);
+  ck_pr_and_64(&s->word, ~(uint64_t)SHMS__SLOT_INDEXED);
+  ck_assert(!shms__hbm_test(k->sattn, k->nslots, t.slot));
+  ck_assert_shms_ok(shms_release(h, &held)); /* its pass finds nobody to grant */
+  ck_assert_uint_eq(sched_stats(h).available, 1);
+  ck_assert_shms_ok(shms_wait(h, &t, 5ull * 1000 * 1000 * 1000, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
   sched_close(h, name);
 }
 END_TEST
@@ -608,6 +632,7 @@ int main(void) {
   tcase_add_test(tc, aged_requests_go_first_oldest_first);
   tcase_add_test(tc, a_tenant_at_its_limit_is_passed_over);
   tcase_add_test(tc, cancel_a_queued_request);
+  tcase_add_test(tc, a_stranded_request_is_found_again_by_its_waiter);
   tcase_add_test(tc, an_unaccepted_grant_returns_its_cell);
   tcase_add_test(tc, deadlines_are_never_extended);
   tcase_add_test(tc, a_waiter_wakes_at_its_deadline);
