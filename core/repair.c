@@ -22,19 +22,21 @@
  * the id it was for: an entry claimed again during the run names another owner. */
 struct alive_cache {
   struct shms *h;
-  uint32_t *owner; /* per entry: the id whose answer is kept, 0 if none yet */
-  int8_t *alive;   /* per entry: 1 alive, 0 dead */
+  struct {
+    uint32_t owner; /* the id whose answer is kept, 0 if none yet */
+    int alive;
+  } * entry; /* one per process entry */
 };
 
 static int dead(struct alive_cache *a, uint32_t owner) {
   uint32_t i = SHMS__OWNER_INDEX(owner);
   if (owner == 0 || i >= a->h->layout.procs_count)
     return 1;
-  if (a->owner[i] != owner) {
-    a->alive[i] = (int8_t)!shms__owner_dead(a->h, owner);
-    a->owner[i] = owner;
+  if (a->entry[i].owner != owner) {
+    a->entry[i].alive = !shms__owner_dead(a->h, owner);
+    a->entry[i].owner = owner;
   }
-  return a->alive[i] == 0;
+  return !a->entry[i].alive;
 }
 
 /* Set slot i's state word (same occupant), waking a waiter that sleeps on it. */
@@ -297,18 +299,12 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a, shm
 }
 
 int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_recovery *r) {
-  struct alive_cache a = {.h = h,
-                          .owner = calloc(h->layout.procs_count, sizeof *a.owner),
-                          .alive = calloc(h->layout.procs_count, sizeof *a.alive)};
-  if (a.owner == NULL || a.alive == NULL) {
-    free(a.owner);
-    free(a.alive);
+  struct alive_cache a = {.h = h};
+  if ((a.entry = calloc(h->layout.procs_count, sizeof *a.entry)) == NULL)
     return SHMS_ENOMEM;
-  }
   shms__freeze(h, k);
   recover_frozen(k, &a, r);
-  free(a.owner);
-  free(a.alive);
+  free(a.entry);
   /* Queued work may be grantable now: dispatch once, as anyone would after a change. */
   shms__op_enter(h, k);
   shms__kick(h, k);

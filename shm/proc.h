@@ -9,7 +9,8 @@
  * says whether the entry's current occupant lives; the owner byte says whether
  * one owner id lives. They differ while a dead owner's entry is being claimed
  * again: the claimant holds the entry byte before it moves the generation on,
- * but never the dead owner's byte. The pid and start time in the entry only name the owner.
+ * but never the dead owner's byte. The pid and start time in the entry only
+ * name the owner.
  * POSIX locks belong to the process, are not inherited by fork, and all of a
  * process's locks on a file drop when it closes any descriptor of that file:
  * segment.c therefore keeps one registration and one set of descriptors per

@@ -16,14 +16,22 @@
 #include "shm/handle.h"
 #include "shm/proc.h"
 
-/* A child that attaches, reports its entry index, and holds on until told to go. */
+/* A child that does something, reports a number (UINT32_MAX: it failed), and holds on until
+ * told to go, then exits without detaching: a crash as far as the segment can tell. */
 struct child {
   pid_t pid;
   int go;
   uint32_t index;
 };
 
-static struct child spawn_attached(const char *name) {
+struct child_args {
+  const char *name;
+  const shms_t *h;
+  uint32_t index;
+};
+
+static struct child spawn_child(uint32_t (*body)(const struct child_args *),
+                                const struct child_args *args) {
   int ready[2], go[2];
   ck_assert(pipe(ready) == 0 && pipe(go) == 0);
   struct child c = {.pid = fork()};
@@ -31,16 +39,13 @@ static struct child spawn_attached(const char *name) {
   if (c.pid == 0) {
     close(ready[0]);
     close(go[1]);
-    shms_t *h;
-    uint32_t index = UINT32_MAX;
-    if (shms_attach(name, 0, &h) == SHMS_OK)
-      index = h->self;
-    if (write(ready[1], &index, sizeof index) != sizeof index)
+    uint32_t v = body(args);
+    if (write(ready[1], &v, sizeof v) != sizeof v)
       _exit(1);
     char b;
     ssize_t r = read(go[0], &b, 1);
     (void)r;
-    _exit(0); /* no detach: a crash as far as the segment can tell */
+    _exit(0);
   }
   close(ready[1]);
   close(go[0]);
@@ -49,6 +54,16 @@ static struct child spawn_attached(const char *name) {
   close(ready[0]);
   c.go = go[1];
   return c;
+}
+
+/* Attach; report the entry index. */
+static uint32_t attach_body(const struct child_args *a) {
+  shms_t *h;
+  return shms_attach(a->name, 0, &h) == SHMS_OK ? h->self : UINT32_MAX;
+}
+
+static struct child spawn_attached(const char *name) {
+  return spawn_child(attach_body, &(struct child_args){.name = name});
 }
 
 static void finish(struct child *c) {
@@ -101,36 +116,22 @@ START_TEST(dead_owner_is_dead_even_when_its_pid_is_reused) {
 }
 END_TEST
 
-/* A child that holds entry index's lock byte, as a process claiming the entry holds it before
- * it moves the entry's generation on; it lets go when told. */
+/* Lock entry index's byte, as a process claiming the entry holds it before it moves the
+ * entry's generation on; report the index. */
+static uint32_t lock_entry_body(const struct child_args *a) {
+  char path[256];
+  harness_shm_path(path, sizeof path, a->name);
+  int fd = open(path, O_RDWR);
+  struct flock fl = {.l_type = F_WRLCK,
+                     .l_whence = SEEK_SET,
+                     .l_start =
+                         (off_t)(a->h->layout.procs_off + a->index * sizeof(struct shms__proc)),
+                     .l_len = 1};
+  return fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0 ? a->index : UINT32_MAX;
+}
+
 static struct child hold_entry_byte(const char *name, const shms_t *h, uint32_t index) {
-  int ready[2], go[2];
-  ck_assert(pipe(ready) == 0 && pipe(go) == 0);
-  struct child c = {.pid = fork(), .index = index};
-  ck_assert_int_ge(c.pid, 0);
-  if (c.pid == 0) {
-    char path[256];
-    harness_shm_path(path, sizeof path, name);
-    int fd = open(path, O_RDWR);
-    struct flock fl = {.l_type = F_WRLCK,
-                       .l_whence = SEEK_SET,
-                       .l_start = (off_t)(h->layout.procs_off + index * sizeof(struct shms__proc)),
-                       .l_len = 1};
-    char ok = fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0, b;
-    if (write(ready[1], &ok, 1) != 1)
-      _exit(1);
-    ssize_t r = read(go[0], &b, 1);
-    (void)r;
-    _exit(0);
-  }
-  close(ready[1]);
-  close(go[0]);
-  char ok = 0;
-  ck_assert_int_eq(read(ready[0], &ok, 1), 1);
-  ck_assert_msg(ok, "the child could not lock the entry byte");
-  close(ready[0]);
-  c.go = go[1];
-  return c;
+  return spawn_child(lock_entry_body, &(struct child_args){.name = name, .h = h, .index = index});
 }
 
 START_TEST(a_dead_owner_stays_dead_while_its_entry_is_claimed_again) {
