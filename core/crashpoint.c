@@ -6,8 +6,11 @@
 
 uint32_t shms__crash_at;
 static uint32_t reached;
+static void (*step_check)(void);
 
 void shms__crash_step(void) {
+  if (step_check != NULL)
+    step_check();
   if (++reached == shms__crash_at)
     kill(getpid(), SIGKILL); /* dies here, at this instruction, like a real crash */
 }
@@ -15,4 +18,9 @@ void shms__crash_step(void) {
 void shms__test_crash_at(uint32_t n) {
   reached = 0;
   shms__crash_at = n;
+}
+
+void shms__test_step_check(void (*check)(void)) {
+  step_check = check;
+  shms__test_crash_at(check != NULL ? UINT32_MAX : 0); /* every point, never a kill */
 }

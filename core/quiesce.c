@@ -99,8 +99,10 @@ static void unmark(struct shms *h, const struct shms__cls *k, struct thread_op *
 
 void shms__op_enter(struct shms *h, const struct shms__cls *k) {
   struct thread_op *t = &cur[k->id];
-  if (t->depth++ > 0)
+  if (t->depth > 0) {
+    t->depth++;
     return;
+  }
   if (t->proc != h->proc) {
     t->proc = h->proc;
     t->word = thread_mark(h);
@@ -108,10 +110,14 @@ void shms__op_enter(struct shms *h, const struct shms__cls *k) {
   for (;;) {
     mark(h, k, t, 1);
     if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN))
-      return;
+      break;
     unmark(h, k, t);
+    /* Outside any operation while it waits: a recovery it runs brackets its own operations,
+     * which must be marked like anyone's (a depth left raised here once made the dispatch
+     * after such a recovery run unmarked, under the next freezer's audit). */
     wait_unfrozen(h, k);
   }
+  t->depth = 1;
 }
 
 int shms__op_enter_fast(struct shms *h, const struct shms__cls *k) {
@@ -132,6 +138,21 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k) {
     unmark(h, k, t);
 }
 
+int shms__test_op_marked(void) {
+  int inside = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    const struct thread_op *t = &cur[c];
+    if (t->depth == 0)
+      continue;
+    inside = 1;
+    uint32_t seen =
+        t->word != NULL ? shms__load_32(t->word) & (1u << c) : shms__load_32(&t->proc->ops[c]);
+    if (seen == 0)
+      return 0;
+  }
+  return inside;
+}
+
 /* Whether entry p counts or marks an operation under way on class c. */
 static int busy_entry(const struct shms__proc *p, int c) {
   if (shms__load_32((uint32_t *)&p->ops[c]) != 0)
@@ -142,11 +163,13 @@ static int busy_entry(const struct shms__proc *p, int c) {
   return 0;
 }
 
-/* Whether some live process other than us has an operation under way on k. */
+/* Whether some live process (or another thread of ours) has an operation under way on k. */
 static int others_busy(struct shms *h, const struct shms__cls *k) {
   for (uint32_t i = 0; i < h->layout.procs_count; i++) {
     const struct shms__proc *p = shms__proc_at(h, i);
-    if (i == h->self || !busy_entry(p, k->id))
+    /* Our own entry too: our other threads' operations count like anyone's (this thread has
+     * none under way on k: a freeze is never called from inside an operation). */
+    if (!busy_entry(p, k->id))
       continue;
     /* Only the lock says whether a count belongs to a live process. */
     if (shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1)

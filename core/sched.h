@@ -37,6 +37,11 @@ void shms__crash_step(void);
   } while (0)
 /* Test only: SIGKILL this process at its n-th crash point from now (0: never). */
 void shms__test_crash_at(uint32_t n);
+/* Test only: call check at every crash point this process reaches (NULL: stop). */
+void shms__test_step_check(void (*check)(void));
+/* Test only: whether this thread is inside an operation, and every class it is inside one on
+ * sees it marked in the segment (what a freezer looks at). */
+int shms__test_op_marked(void);
 
 /* ---- The fast word: free cells (low 32) | queued requests (high 32) ---- */
 #define SHMS__FAST_FREE(w)   ((uint32_t)(w))
@@ -63,8 +68,9 @@ int shms__op_enter_fast(struct shms *h, const struct shms__cls *k);
 void shms__op_leave(struct shms *h, const struct shms__cls *k);
 /*
  * Freeze class k (waiting out a live freezer, taking over a dead one) and
- * wait until no live process has an operation under way on it: from then on
- * the caller alone changes the class, until shms__unfreeze.
+ * wait until no live process, nor another thread of ours, has an operation
+ * under way on it: from then on the caller alone changes the class, until
+ * shms__unfreeze. Never called from inside an operation on k.
  */
 void shms__freeze(struct shms *h, const struct shms__cls *k);
 /* Store the recomputed fast word (without FROZEN): operations resume. */
@@ -154,10 +160,9 @@ void shms__slot_unindexed(const struct shms__cls *k, uint32_t i);
 /*
  * Waiters call this after sleeping a whole poll interval: if request seq in
  * slot i is queued but neither indexed nor awaiting the dispatcher, raise its
- * attention bit again. No protocol step should leave a request so; the chaos
- * audit has caught it about once in 250 runs without a known cause
- * (docs/protocol.md, "Known open defects"): this bounds what it costs to one
- * poll interval instead of a request stranded for ever. Spurious calls are
+ * attention bit again. No protocol step leaves a request so (docs/protocol.md,
+ * "Guards"); should one all the same, this bounds what it costs to one poll
+ * interval instead of a request stranded for ever. Spurious calls are
  * harmless: the dispatcher ignores a bit on an indexed request.
  */
 void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq);

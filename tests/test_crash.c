@@ -87,7 +87,14 @@ static void assert_idle(struct run *r, shms_class_t c) {
   ck_assert_msg(violations == 0, "%s", report);
 }
 
-/* Run the scenario with the victim killed at step k; returns 1 once the victim completes. */
+static uint32_t unmarked_steps;
+static void count_unmarked(void) { unmarked_steps += !shms__test_op_marked(); }
+
+/*
+ * Run the scenario with the victim killed at step k; returns 1 once the victim completes.
+ * k = 0 runs it to the end instead, checking that each crash point lies inside an operation a
+ * freezer sees (else a recovery or an audit could run while the victim is half way).
+ */
 static int run_once(const struct scenario *sc, uint32_t k) {
   struct run r = {0};
   r.h = fresh(&r, sc->worker);
@@ -104,9 +111,12 @@ static int run_once(const struct scenario *sc, uint32_t k) {
       sc->victim_pre(&r, v);
     char go;
     recv_msg(r.to_victim[0], &go, 1);
-    shms__test_crash_at(k);
+    if (k == 0)
+      shms__test_step_check(count_unmarked);
+    else
+      shms__test_crash_at(k);
     sc->victim_op(&r, v);
-    _exit(0); /* completed before step k: no detach, it simply exits */
+    _exit(unmarked_steps == 0 ? 0 : 95); /* completed before step k: it simply exits */
   }
   if (sc->middle)
     sc->middle(&r);
@@ -114,6 +124,8 @@ static int run_once(const struct scenario *sc, uint32_t k) {
   int status;
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   int completed = WIFEXITED(status);
+  ck_assert_msg(!completed || WEXITSTATUS(status) != 95,
+                "%s: the victim reached crash points outside any marked operation", sc->what);
   ck_assert_msg(completed ? WEXITSTATUS(status) == 0 : WTERMSIG(status) == SIGKILL,
                 "%s: victim ended oddly (status 0x%x)", sc->what, status);
   recover_and_audit(&r, sc->what, k);
@@ -127,6 +139,7 @@ static int run_once(const struct scenario *sc, uint32_t k) {
 }
 
 static void run_all_points(const struct scenario *sc) {
+  ck_assert_msg(run_once(sc, 0), "%s: the unarmed run did not complete", sc->what);
   uint32_t k = 1;
   while (k < MAX_STEPS && !run_once(sc, k))
     k++;

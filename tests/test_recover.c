@@ -160,6 +160,42 @@ START_TEST(processes_are_listed_and_dead_workers_cells_come_back) {
 }
 END_TEST
 
+static void freeze_standard(shms_t *h) { shms__freeze(h, &h->cls[SHMS_CLASS_STANDARD]); }
+
+static uint32_t steps_seen, steps_unmarked;
+static void count_unmarked(void) {
+  steps_seen++;
+  steps_unmarked += !shms__test_op_marked();
+}
+
+/*
+ * An operation that finds its class frozen by a dead freezer recovers the class itself, then
+ * dispatches what was queued. A later freezer (an audit, another recovery) must see that
+ * dispatch as an operation under way: every step it takes is marked in the segment.
+ */
+START_TEST(the_dispatch_after_a_recovery_by_a_waiting_operation_is_marked) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_request r = sched_req("holder", 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &l));
+  shms_ticket t = sched_enqueue(h, "waiting", 0, 0);
+  int ready = 0;
+  pid_t pid = doomed(name, freeze_standard, &ready);
+  kill_and_reap(pid);
+  shms__test_step_check(count_unmarked);
+  ck_assert_shms_ok(shms_release(h, &l)); /* waits, finds the freezer dead, recovers */
+  shms__test_step_check(NULL);
+  ck_assert_uint_gt(steps_seen, 0);
+  ck_assert_uint_eq(steps_unmarked, 0);
+  ck_assert_shms_ok(shms_wait(h, &t, 0, &l)); /* and the queued request was granted */
+  ck_assert_shms_ok(shms_release(h, &l));
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(one_supervisor_per_segment) {
   const char *name;
   shms_t *h = sched_open(&name, 1, 1, NULL);
@@ -191,6 +227,7 @@ int main(void) {
   tcase_add_test(tc, a_dead_holders_lease_is_released_when_the_class_says_so);
   tcase_add_test(tc, processes_are_listed_and_dead_workers_cells_come_back);
   tcase_add_test(tc, one_supervisor_per_segment);
+  tcase_add_test(tc, the_dispatch_after_a_recovery_by_a_waiting_operation_is_marked);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
