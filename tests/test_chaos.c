@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/sched.h"
 #include "sched_util.h"
 #include "shm/handle.h"
 
@@ -90,6 +92,13 @@ static void worker_loop(shms_t *h, int beat) {
   }
 }
 
+/* Crash points the children reached outside an operation a freezer sees (shared with them). */
+static uint32_t *unmarked;
+static void count_unmarked(void) {
+  if (!shms__test_op_marked())
+    ck_pr_inc_32(unmarked);
+}
+
 static pid_t spawn(const char *name, int role, unsigned seed, int beat) {
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
@@ -98,6 +107,7 @@ static pid_t spawn(const char *name, int role, unsigned seed, int beat) {
   shms_t *h;
   if (shms_attach(name, 0, &h) != SHMS_OK)
     _exit(2);
+  shms__test_step_check(count_unmarked);
   if (role == 0)
     worker_loop(h, beat);
   for (;;) {
@@ -133,6 +143,9 @@ START_TEST(random_kills_lose_nothing) {
       .configured = 1, .cells = 2, .queue = 64, .mode = SHMS_MODE_WORKER, .payload = 64};
   const char *name;
   shms_t *h = sched_open(&name, 0, 0, &cfg);
+  unmarked =
+      mmap(NULL, sizeof *unmarked, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ck_assert_ptr_ne(unmarked, MAP_FAILED);
   int beat[2];
   ck_assert_int_eq(pipe2(beat, O_NONBLOCK), 0);
   int roles[PROCS] = {0, 0, 1, 1, 1, 2};
@@ -177,6 +190,8 @@ START_TEST(random_kills_lose_nothing) {
   }
   ck_assert_shms_ok(shms_recover(h, NULL));
   audit(h, "at the end");
+  ck_assert_msg(*unmarked == 0, "%u crash points were reached outside a marked operation",
+                *unmarked);
   shms_repair(h, SHMS_CLASS_SMALL, -1);
   shms_repair(h, SHMS_CLASS_STANDARD, -1);
   shms_class_stats s;
