@@ -53,24 +53,33 @@ static void act_unlink(const struct shms__cls *k, uint32_t i) {
 }
 
 /* QUEUED, not yet indexed: refuse it (reason) without ever having linked it. */
-static void refuse(struct shms *h, const struct shms__cls *k, uint32_t i, int reason) {
-  shms__slot_settle(h, k, i, shms__slot_at(k, i)->seq, 1u << SHMS__SLOT_QUEUED, reason);
+/* Refuse request seq (the one whose word the caller read), never a later occupant. */
+static void refuse(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t seq,
+                   int reason) {
+  shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
 }
 
+/*
+ * Index the request whose word w the caller read. Until our CAS marks it INDEXED it may be
+ * cancelled, collected and its slot reused: the fields read before the CAS are that request's
+ * only if the CAS finds the same sequence, and a later occupant is left to its own arrival.
+ */
 static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
   struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t seq = SHMS__SLOT_SEQ(w);
   if (s->activation[0] != '\0' && act_taken(k, s->activation))
-    return refuse(h, k, i, SHMS_EDUPACT);
+    return refuse(h, k, i, seq, SHMS_EDUPACT);
   uint32_t ref = shms__tenant_get(k, s->tenant_name);
   if (ref == 0)
-    return refuse(h, k, i, SHMS_EQUEUEFULL);
+    return refuse(h, k, i, seq, SHMS_EQUEUEFULL);
   /* Mark it indexed first: a cancel racing us then knows to ask for an unlink. */
-  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_INDEXED)) {
+  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_INDEXED) &&
+         SHMS__SLOT_SEQ(w) == seq) {
     uint64_t n = (w | SHMS__SLOT_INDEXED) & ~(uint64_t)SHMS__SLOT_SLEEPING;
     if (shms__slot_cas(k, i, &w, n))
       break;
   }
-  if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
+  if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED || SHMS__SLOT_SEQ(w) != seq) {
     shms__tenant_put_if_idle(k, ref);
     return;
   }

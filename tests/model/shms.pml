@@ -370,8 +370,9 @@ inline index_unlink(i) {
 
 /* insert: CAS INDEXED in (SLEEPING out, waking the enqueuer), then link it. */
 inline insert(i, w, ok) {
+  iseq = SEQ(w);
   do
-  :: ST(w) == S_QUEUED && !(w & INDEXED) ->
+  :: ST(w) == S_QUEUED && !(w & INDEXED) && SEQ(w) == iseq ->
      slot_cas(i, w, (w | INDEXED) & ~SLEEPING, ok);
      if
      :: ok -> break
@@ -380,7 +381,7 @@ inline insert(i, w, ok) {
   :: else -> break
   od;
   if
-  :: ST(w) == S_QUEUED -> d_step { linked[i] = true; nlinked++ }
+  :: ST(w) == S_QUEUED && SEQ(w) == iseq -> d_step { linked[i] = true; nlinked++ }
   :: else -> skip
   fi
 }
@@ -400,7 +401,7 @@ inline attend(i, aw, ok) {
 /* Every process's locals (inlines share the names). */
 #define LOCALS                                                                   \
   bool got, wp, gok, ok, sok;                                                    \
-  byte passes, budget, ai, pick, gr, gc, i, seq, res, c, g, aseq, q, scell;      \
+  byte passes, budget, ai, pick, gr, gc, i, seq, res, c, g, aseq, iseq, q, scell;      \
   int gw, gcw, w, cw, sw, scw
 
 /* ---- the dispatcher ------------------------------------------------------------ */
