@@ -40,7 +40,7 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
   out->tenant_queued = t->queued;
   out->ahead_in_tenant = shms__order_ahead(k, t, i, now);
   out->aged = now >= s->enqueue_ns && now - s->enqueue_ns >= k->starvation_ns;
-  if (SHMS__FAST_FREE(shms__load_64(&k->ctl->fast)) == 0)
+  if (SHMS__FAST_LOW(shms__load_64(&k->ctl->fast)) == 0)
     out->blocked_by |= k->cfg->mode == SHMS_MODE_WORKER ? SHMS_BLOCK_NO_WORKER : SHMS_BLOCK_NO_CELL;
   if (shms__tenant_at_limit(k, s->tenant))
     out->blocked_by |= SHMS_BLOCK_TENANT_LIMIT;

@@ -52,9 +52,10 @@ static int release_op(struct shms *h, const struct shms__cls *k, const shms_leas
   SHMS__STEP();
   if (tenant != 0)
     shms__tenant_lease_ended(k, tenant);
-  shms__store_32(&k->ctl->cell_hint, lease->cell);
+  if (!k->fast_map)
+    shms__store_32(&k->ctl->cell_hint, lease->cell); /* where a counting taker looks first */
   SHMS__STEP();
-  uint64_t fast = shms__fast_add(k, 1, 0);
+  uint64_t fast = shms__fast_put(k, lease->cell);
   SHMS__STEP();
   /* Wake the dispatcher only when someone waits: the uncontended release makes no system call. */
   if (SHMS__FAST_QUEUED(fast) != 0 || tenant != 0)
@@ -104,8 +105,9 @@ static int repair_cell(struct shms *h, const struct shms__cls *k, uint32_t c) {
   ck_pr_dec_32(&k->ctl->quarantined);
   if (worker)
     return 1;
-  shms__store_32(&k->ctl->cell_hint, c);
-  shms__fast_add(k, 1, 0);
+  if (!k->fast_map)
+    shms__store_32(&k->ctl->cell_hint, c);
+  shms__fast_put(k, c);
   shms__kick(h, k);
   return 1;
 }

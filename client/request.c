@@ -105,7 +105,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
     memcpy(shms__slot_payload(k, i), payload, len); /* the one copy in */
   /* Count it queued before it can be granted: a grant takes it off the count. */
   SHMS__STEP();
-  shms__fast_add(k, 0, 1);
+  shms__fast_queue(k, 1);
   ck_pr_fence_store(); /* the request's fields are visible before its state says QUEUED */
   SHMS__STEP();
   shms__store_64(&s->word, SHMS__SLOT_WORD(seq, 0, 0, SHMS__SLOT_QUEUED));
@@ -263,15 +263,15 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
   }
 }
 
-/* The fast path: a free cell and nobody queued; one CAS on the fast word, one on the cell. */
+/* The fast path: a free cell and nobody queued; one CAS on the fast word (and one on the cell
+ * in a class too large for the fast word's map of free cells). */
 static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *lease, int entering) {
-  int r = shms__fast_reserve(k, entering ? SHMS__RESERVE_ENTERING : 1);
-  if (r < 0)
+  int64_t r = shms__cell_take(k, entering ? SHMS__TAKE_ENTERING : 1, h->owner, SHMS__CELL_LEASED);
+  if (r == -2)
     return 1; /* frozen: enter the ordinary way, which waits */
-  if (r == 0)
+  if (r < 0)
     return SHMS_EWOULDBLOCK;
-  SHMS__STEP();
-  uint32_t c = shms__cell_claim(k, h->owner, SHMS__CELL_LEASED), gen;
+  uint32_t c = (uint32_t)r, gen;
   uint64_t token;
   SHMS__STEP();
   int rc = shms__cell_start(k, c, 0, 0, &gen, &token);

@@ -151,8 +151,11 @@ static void audit_class(struct audit *a) {
   audit_slots(a, &queued, &used);
   audit_tenants(a);
   uint64_t fast = shms__load_64(&k->ctl->fast);
-  if (SHMS__FAST_FREE(fast) != available)
-    violation(a, "free count %u, but %u cells are available", SHMS__FAST_FREE(fast), available);
+  uint32_t field = shms__fast_free_field(k);
+  if (k->fast_map && SHMS__FAST_LOW(fast) != field)
+    violation(a, "free-cell map %#x, but the available cells are %#x", SHMS__FAST_LOW(fast), field);
+  else if (!k->fast_map && SHMS__FAST_LOW(fast) != available)
+    violation(a, "free count %u, but %u cells are available", SHMS__FAST_LOW(fast), available);
   if (SHMS__FAST_QUEUED(fast) != queued)
     violation(a, "queued count %u, but %u requests are queued", SHMS__FAST_QUEUED(fast), queued);
   if (shms__load_32(&k->ctl->used) != used)

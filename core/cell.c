@@ -10,23 +10,49 @@
 #include "sched.h"
 #include "tenant.h"
 
-uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueued) {
-  uint64_t w = shms__load_64(&k->ctl->fast), n;
-  do {
-    uint32_t f = SHMS__FAST_FREE(w) + (uint32_t)dfree;
-    /* Masked to its 31 bits: even a count torn below zero never spills into FROZEN. */
-    uint32_t q = (SHMS__FAST_QUEUED(w) + (uint32_t)dqueued) & 0x7fffffffu;
-    n = ((uint64_t)q << 32) | f | (w & SHMS__FAST_FROZEN); /* an operation never unfreezes */
-  } while (!ck_pr_cas_64_value(&k->ctl->fast, w, n, &w));
-  return n;
+/* Apply f to the fast word until one CAS lands; FROZEN is never changed by an operation. */
+#define FAST_UPDATE(k, w, expr)                                                                    \
+  do {                                                                                             \
+    (w) = shms__load_64(&(k)->ctl->fast);                                                          \
+    uint64_t n_;                                                                                   \
+    do                                                                                             \
+      n_ = ((expr) & ~SHMS__FAST_FROZEN) | ((w)&SHMS__FAST_FROZEN);                                \
+    while (!ck_pr_cas_64_value(&(k)->ctl->fast, (w), n_, &(w)));                                   \
+    (w) = n_;                                                                                      \
+  } while (0)
+
+uint64_t shms__fast_queue(const struct shms__cls *k, int32_t dqueued) {
+  uint64_t w;
+  /* Masked to its 31 bits: even a count torn below zero never spills into FROZEN. */
+  FAST_UPDATE(k, w,
+              ((uint64_t)((SHMS__FAST_QUEUED(w) + (uint32_t)dqueued) & 0x7fffffffu) << 32) |
+                  SHMS__FAST_LOW(w));
+  return w;
+}
+
+uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c) {
+  uint64_t w;
+  if (k->fast_map)
+    FAST_UPDATE(k, w, w | (1ull << (c & 31)));
+  else
+    FAST_UPDATE(k, w, (w & ~0xffffffffull) | (uint32_t)(SHMS__FAST_LOW(w) + 1));
+  return w;
+}
+
+uint32_t shms__fast_free_field(const struct shms__cls *k) {
+  uint32_t field = 0;
+  for (uint32_t c = 0; c < k->ncells; c++)
+    if (SHMS__CELL_STATE(shms__load_64(&k->cells[c].word)) == SHMS__CELL_AVAILABLE)
+      field += k->fast_map ? 1u << c : 1u;
+  return field;
 }
 
 int shms__fast_reserve(const struct shms__cls *k, int unqueued_only) {
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
-    if (unqueued_only == SHMS__RESERVE_ENTERING && (w & SHMS__FAST_FROZEN))
+    if (unqueued_only == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
       return -1;
-    if (SHMS__FAST_FREE(w) == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
+    if (SHMS__FAST_LOW(w) == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
       return 0;
     /* One CAS both checks that nobody is queued and takes the cell count. */
     if (ck_pr_cas_64_value(&k->ctl->fast, w, w - 1, &w))
@@ -34,7 +60,8 @@ int shms__fast_reserve(const struct shms__cls *k, int unqueued_only) {
   }
 }
 
-uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state) {
+/* After a count-mode reservation: claim some AVAILABLE cell for owner in state. */
+static uint32_t cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state) {
   uint32_t start = shms__load_32(&k->ctl->cell_hint);
   if (start >= k->ncells)
     start = 0;
@@ -49,6 +76,44 @@ uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t st
     if (n >= k->ncells)
       ck_pr_stall();
   }
+}
+
+/* Map mode: one CAS takes the lowest free cell's bit, and with it the cell. */
+static int64_t take_mapped(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+                           uint32_t state) {
+  uint32_t valid = k->ncells >= 32 ? 0xffffffffu : (1u << k->ncells) - 1;
+  uint64_t w = shms__load_64(&k->ctl->fast);
+  for (;;) {
+    if (unqueued_only == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
+      return -2;
+    uint32_t map = SHMS__FAST_LOW(w) & valid;
+    if (map == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
+      return -1;
+    uint32_t c = (uint32_t)__builtin_ctz(map);
+    if (!ck_pr_cas_64_value(&k->ctl->fast, w, w & ~(1ull << c), &w))
+      continue;
+    struct shms__cell *cell = &k->cells[c];
+    uint64_t cw = shms__load_64(&cell->word);
+    if (SHMS__CELL_STATE(cw) != SHMS__CELL_AVAILABLE) {
+      w = shms__load_64(&k->ctl->fast);
+      continue; /* a bit over a cell that is not free (corrupt): dropped, recovery recounts */
+    }
+    /* Its bit was the right to it: nobody else writes an AVAILABLE cell's word (recovery waits
+     * for us), so a plain store does, with the owner in it for recovery to judge. */
+    shms__store_64(&cell->word, SHMS__CELL_WORD(SHMS__CELL_GEN(cw), owner, state));
+    return c;
+  }
+}
+
+int64_t shms__cell_take(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+                        uint32_t state) {
+  if (k->fast_map)
+    return take_mapped(k, unqueued_only, owner, state);
+  int r = shms__fast_reserve(k, unqueued_only);
+  if (r <= 0)
+    return r < 0 ? -2 : -1;
+  SHMS__STEP();
+  return cell_claim(k, owner, state);
 }
 
 int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uint32_t slot,
@@ -90,7 +155,7 @@ void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c
                            SHMS__CELL_WORD(SHMS__CELL_GEN(w), owner, SHMS__CELL_AVAILABLE), &w)) {
       SHMS__STEP();
       shms__tenant_lease_ended(k, tenant);
-      shms__fast_add(k, 1, 0);
+      shms__fast_put(k, c);
       SHMS__STEP();
       shms__kick(h, k);
       return;

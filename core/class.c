@@ -21,4 +21,5 @@ void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *
   k->ntb = d->tbuckets_count;
   k->nab = d->abuckets_count;
   k->starvation_ns = config->starvation_after_ns;
+  k->fast_map = shms__fast_maps(k->ncells, k->cfg->mode);
 }

@@ -21,6 +21,7 @@ struct shms__cls {
   uint32_t *tbuckets, *abuckets;
   uint64_t *sfree, *sattn, *tattn;
   uint32_t ncells, nslots, slot_size, ntenants, ntb, nab;
+  int fast_map;           /* the fast word holds a map of free cells, not a count (core/sched.h) */
   uint64_t starvation_ns; /* the segment's starvation-after */
 };
 

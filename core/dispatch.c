@@ -30,7 +30,7 @@ static int work_pending(const struct shms__cls *k) {
   if (shms__hbm_any(k->sattn, k->nslots) || shms__hbm_any(k->tattn, k->ntenants))
     return 1;
   uint64_t f = shms__load_64(&k->ctl->fast);
-  return SHMS__FAST_FREE(f) > 0 && shms__load_32(&k->ctl->ring_len) > 0;
+  return SHMS__FAST_LOW(f) != 0 && shms__load_32(&k->ctl->ring_len) > 0;
 }
 
 static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited) {
@@ -81,11 +81,10 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__index_attend(h, k, i);
     return 1;
   }
-  if (!shms__fast_reserve(k, 0))
+  int64_t taken = shms__cell_take(k, 0, s->owner, SHMS__CELL_GRANTED);
+  if (taken < 0)
     return 0;
-  SHMS__STEP();
-  uint32_t limited = k->cfg->tenant_max_active != 0;
-  uint32_t c = shms__cell_claim(k, s->owner, SHMS__CELL_GRANTED), gen;
+  uint32_t limited = k->cfg->tenant_max_active != 0, c = (uint32_t)taken, gen;
   uint64_t token;
   SHMS__STEP();
   if (limited)
@@ -120,7 +119,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
       break;
   }
   SHMS__STEP();
-  shms__fast_add(k, 0, -1);
+  shms__fast_queue(k, -1);
   if (k->cfg->mode == SHMS_MODE_WORKER)
     shms__workcell_wake(k, c);
   SHMS__STEP();

@@ -12,6 +12,7 @@
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "../shm/handle.h"
+#include "sched.h"
 
 static void count_cells(const struct shms *h, const struct shms__class_desc *d, uint64_t now_ns,
                         shms_class_stats *out) {
@@ -88,7 +89,7 @@ int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out) {
   memset(out, 0, sizeof *out);
   out->cells = d->cells_count;
   out->queue_capacity = d->slots_count;
-  out->queue_depth = (uint32_t)(shms__load_64((uint64_t *)&ctl->fast) >> 32);
+  out->queue_depth = SHMS__FAST_QUEUED(shms__load_64((uint64_t *)&ctl->fast)); /* never FROZEN */
   read_counters(ctl, out);
   count_cells(h, d, shms__now_ns(), out);
   return SHMS_OK;

@@ -70,7 +70,7 @@ static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t o
                       SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE)))
       continue;
     shms__tenant_lease_ended(k, tenant);
-    shms__fast_add(k, 1, 0);
+    shms__fast_put(k, c);
     shms__kick(h, k);
   }
 }

@@ -258,14 +258,11 @@ static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t 
   }
 }
 
-/* Counts from the cells: (available, quarantined). */
-static void count_cells(const struct shms__cls *k, uint32_t *available, uint32_t *quarantined) {
-  *available = *quarantined = 0;
-  for (uint32_t c = 0; c < k->ncells; c++) {
-    uint32_t st = SHMS__CELL_STATE(shms__load_64(&k->cells[c].word));
-    *available += st == SHMS__CELL_AVAILABLE;
-    *quarantined += st == SHMS__CELL_QUARANTINED;
-  }
+static uint32_t count_quarantined(const struct shms__cls *k) {
+  uint32_t n = 0;
+  for (uint32_t c = 0; c < k->ncells; c++)
+    n += SHMS__CELL_STATE(shms__load_64(&k->cells[c].word)) == SHMS__CELL_QUARANTINED;
+  return n;
 }
 
 static void recover_frozen(const struct shms__cls *k, struct alive_cache *a, shms_recovery *r) {
@@ -286,16 +283,16 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a, shm
     r->batons_recovered++;
   }
   rebuild_tenants(k);
-  uint32_t queued, used, available, quarantined;
+  uint32_t queued, used, quarantined = count_quarantined(k);
   rebuild_slots(k, &queued, &used);
-  count_cells(k, &available, &quarantined);
   uint64_t old = shms__load_64(&k->ctl->fast);
-  r->counts_fixed += (SHMS__FAST_FREE(old) != available) + (SHMS__FAST_QUEUED(old) != queued) +
+  uint32_t field = shms__fast_free_field(k); /* from the AVAILABLE cells */
+  r->counts_fixed += (SHMS__FAST_LOW(old) != field) + (SHMS__FAST_QUEUED(old) != queued) +
                      (shms__load_32(&k->ctl->used) != used) +
                      (shms__load_32(&k->ctl->quarantined) != quarantined);
   shms__store_32(&k->ctl->used, used);
   shms__store_32(&k->ctl->quarantined, quarantined);
-  shms__unfreeze(k, ((uint64_t)queued << 32) | available);
+  shms__unfreeze(k, ((uint64_t)queued << 32) | field);
 }
 
 int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_recovery *r) {

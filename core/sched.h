@@ -43,9 +43,20 @@ void shms__test_step_check(void (*check)(void));
  * sees it marked in the segment (what a freezer looks at). */
 int shms__test_op_marked(void);
 
-/* ---- The fast word: free cells (low 32) | queued requests (high 32) ---- */
-#define SHMS__FAST_FREE(w)   ((uint32_t)(w))
+/*
+ * ---- The fast word: free cells (low 32) | queued requests (high 31) | FROZEN ----
+ *
+ * A lease class of at most 32 cells keeps the set of its free cells in the low half (bit c:
+ * cell c is AVAILABLE and nobody has taken it): one CAS then both checks that nobody is queued
+ * and takes a named cell, whose word its taker alone may write. Any other class keeps a count
+ * there, and a taker then claims some AVAILABLE cell with a CAS of its own.
+ */
+#define SHMS__FAST_LOW(w)    ((uint32_t)(w))
 #define SHMS__FAST_QUEUED(w) ((uint32_t)((w) >> 32) & 0x7fffffffu)
+/* Free cells the fast word w of class k counts. */
+static inline uint32_t shms__fast_free(const struct shms__cls *k, uint64_t w) {
+  return k->fast_map ? (uint32_t)__builtin_popcount(SHMS__FAST_LOW(w)) : SHMS__FAST_LOW(w);
+}
 /* Set while a recovery holds the class still: operations wait at their start (core/quiesce.c). */
 #define SHMS__FAST_FROZEN (1ull << 63)
 
@@ -76,23 +87,30 @@ void shms__freeze(struct shms *h, const struct shms__cls *k);
 /* Store the recomputed fast word (without FROZEN): operations resume. */
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
 
-/* Add dfree and dqueued to the fast word atomically; returns the new word. */
-uint64_t shms__fast_add(const struct shms__cls *k, int32_t dfree, int32_t dqueued);
+/* Add dqueued to the queued count atomically; returns the new word. */
+uint64_t shms__fast_queue(const struct shms__cls *k, int32_t dqueued);
+/* Cell c has just become AVAILABLE: count it free (its bit, or one more); returns the new word. */
+uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c);
+/* The free field the fast word should hold for cells in these states: recovery and audit. */
+uint32_t shms__fast_free_field(const struct shms__cls *k);
 /*
- * Reserve one free cell: only while nothing is queued (unqueued_only, the
- * fast path, which must never overtake queued work) or regardless (0, the
- * dispatcher granting queued work). Returns 1 if reserved, 0 if not. With
- * SHMS__RESERVE_ENTERING (the fast path's first step, after
- * shms__op_enter_fast) it also returns -1 if the class is frozen: then the
- * caller must not go on.
+ * Count-mode classes only: reserve one free cell, only while nothing is queued (unqueued_only)
+ * or regardless (0). Returns 1 if reserved, 0 if not; the caller claims a cell, or puts it back.
  */
-#define SHMS__RESERVE_ENTERING 2
 int shms__fast_reserve(const struct shms__cls *k, int unqueued_only);
 
 /* ---- Cells ---- */
 
-/* After a reservation: claim some AVAILABLE cell for owner in state (GRANTED or LEASED). */
-uint32_t shms__cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state);
+/*
+ * Take a free cell for owner in state (GRANTED or LEASED): only while nothing is queued
+ * (unqueued_only, the fast path, which must never overtake queued work) or regardless (0, the
+ * dispatcher granting queued work). Returns the cell, or -1 if there is none to take. With
+ * SHMS__TAKE_ENTERING (the fast path's first step, after shms__op_enter_fast) it returns -2
+ * if the class is frozen: then the caller must not go on.
+ */
+#define SHMS__TAKE_ENTERING 2
+int64_t shms__cell_take(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+                        uint32_t state);
 /*
  * Start a lease on claimed cell c: take its next token and record the
  * tenant, slot and start time. SHMS_ESEQEXHAUSTED if its token sequence is

@@ -98,7 +98,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
   SHMS__STEP();
   count_settled(k, reason);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED) {
-    shms__fast_add(k, 0, -1);
+    shms__fast_queue(k, -1);
     /* Still linked into the index: the dispatcher unlinks it when it attends to the bit. */
     SHMS__STEP();
     if (w & SHMS__SLOT_INDEXED)

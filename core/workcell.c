@@ -25,7 +25,7 @@ int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owne
     shms__store_32(&cell->worker_futex, 0);
     shms__store_32(&cell->worker, owner);
     ck_pr_fence_store(); /* named before the free count lets the dispatcher grant to it */
-    shms__fast_add(k, 1, 0);
+    shms__fast_put(k, c);
     shms__kick(h, k);
     *out = c;
     return SHMS_OK;
@@ -57,13 +57,13 @@ static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint
     uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING);
     if (again) {
       s->options |= SHMS__OPT_RETRIED;
-      shms__fast_add(k, 0, 1);
+      shms__fast_queue(k, 1);
       if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
         shms__hbm_set(k->sattn, k->nslots, i);
         shms__kick(h, k);
         return;
       }
-      shms__fast_add(k, 0, -1);
+      shms__fast_queue(k, -1);
       continue;
     }
     if (shms__slot_cas(k, i, &w,
@@ -79,7 +79,7 @@ static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint
 static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
-  shms__fast_add(k, 0, 1);
+  shms__fast_queue(k, 1);
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_GRANTED && s->cell == c) {
     uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING);
     if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
@@ -87,7 +87,7 @@ static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
       return 1;
     }
   }
-  shms__fast_add(k, 0, -1);
+  shms__fast_queue(k, -1);
   return 0;
 }
 
@@ -113,7 +113,7 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
         shms__store_32(&cell->worker, 0);
         return;
       }
-      shms__fast_add(k, 1, 0);
+      shms__fast_put(k, c);
       continue;
     case SHMS__CELL_GRANTED: { /* granted, never taken */
       uint32_t slot = shms__load_32(&cell->slot);

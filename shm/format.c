@@ -14,7 +14,9 @@ static void format_class(char *base, const shms_class_config *k, const struct sh
   struct shms__class_ctl *ctl = SHMS__AT(base, d->ctl_off, struct shms__class_ctl);
   int worker = k->mode == SHMS_MODE_WORKER;
   /* A worker class starts with every cell offline: no worker is bound yet. */
-  ctl->fast = worker ? 0 : k->cells;
+  ctl->fast = worker                               ? 0
+              : shms__fast_maps(k->cells, k->mode) ? (uint64_t)(uint32_t)(~0u >> (32 - k->cells))
+                                                   : k->cells;
   ctl->request_seq = 1;
   ctl->token_limit = UINT64_MAX;
   for (uint32_t i = 0; i < d->cells_count; i++) {

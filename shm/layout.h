@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 1u
+#define SHMS__LAYOUT_VERSION 2u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -64,7 +64,8 @@ struct shms__header {
  */
 struct shms__class_ctl {
   /* Line 0, written by every acquire and release: the fast-path word (free cells in the
-   * low 32 bits, queued requests in the high 32) and a hint of a free cell. */
+   * low 32 bits, a map or a count; queued requests in the high 31; FROZEN) and, for a class
+   * that counts, a hint of a free cell. */
   uint64_t fast SHMS__ALIGNED;
   uint32_t cell_hint;
   /* Line 1: the dispatcher baton: 0 free, else (1 << 32) | the holder's owner id. */
@@ -185,7 +186,7 @@ enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
 
 /* Cell states (the low 4 bits of shms__cell.word). */
 enum {
-  SHMS__CELL_AVAILABLE = 1,   /* free; counted in the fast word's free count */
+  SHMS__CELL_AVAILABLE = 1,   /* free; counted (or mapped) free in the fast word */
   SHMS__CELL_GRANTED = 2,     /* bound to a request slot, not yet accepted: never exposed */
   SHMS__CELL_LEASED = 3,      /* an accepted lease */
   SHMS__CELL_QUARANTINED = 4, /* out of service until repaired */
@@ -239,6 +240,12 @@ _Static_assert(sizeof(struct shms__cell) == SHMS__LINE, "cell is one line");
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 2 * (size_t)SHMS__LINE, "tenant is two lines");
 _Static_assert(sizeof(struct shms__proc) == 2 * (size_t)SHMS__LINE, "proc entry is two lines");
+
+/* Whether a class's fast word holds a map of its free cells (a lease class of at most 32
+ * cells) rather than a count (core/sched.h, "The fast word"). */
+static inline int shms__fast_maps(uint32_t cells, uint32_t mode) {
+  return cells <= 32 && mode == SHMS_MODE_LEASE;
+}
 
 /* The layout computed from a configuration. */
 struct shms__layout {

@@ -63,16 +63,40 @@ START_TEST(the_audit_finds_corruption_and_recovery_fixes_it) {
   char report[4096];
   ck_assert_uint_eq(audit(h, report, sizeof report), 0);
   const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
-  shms__fast_add(k, -1, 1); /* a free count one short, a queued count one over */
+  ck_pr_and_64(&k->ctl->fast, ~1ull); /* cell 0 missing from the free-cell map */
+  shms__fast_queue(k, 1);             /* a queued count one over */
   ck_pr_store_32(&k->ctl->used, 3);
   ck_assert_uint_eq(audit(h, report, sizeof report), 3);
-  ck_assert_ptr_nonnull(strstr(report, "free count 1, but 2 cells are available"));
+  ck_assert_ptr_nonnull(strstr(report, "free-cell map 0x2, but the available cells are 0x3"));
   ck_assert_ptr_nonnull(strstr(report, "queued count 1, but 0 requests are queued"));
   ck_assert_ptr_nonnull(strstr(report, "used count 3, but 0 slots are in use"));
   shms_recovery r;
   ck_assert_shms_ok(shms_recover(h, &r));
   ck_assert_uint_eq(r.counts_fixed, 3);
   ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+END_TEST
+
+/* A class of more than 32 cells counts its free cells instead of mapping them. */
+START_TEST(the_audit_checks_a_large_class_free_count) {
+  const char *name;
+  shms_t *h = sched_open(&name, 40, 4, NULL);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  ck_assert_int_eq(k->fast_map, 0);
+  shms_request r = sched_req("t", 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &l));
+  ck_pr_sub_64(&k->ctl->fast, 1); /* one free cell short */
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 1);
+  ck_assert_ptr_nonnull(strstr(report, "free count 38, but 39 cells are available"));
+  shms_recovery rec;
+  ck_assert_shms_ok(shms_recover(h, &rec));
+  ck_assert_uint_eq(rec.counts_fixed, 1);
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_uint_eq(sched_stats(h).available, 40);
   sched_close(h, name);
 }
 END_TEST
@@ -223,6 +247,7 @@ int main(void) {
   Suite *s = suite_create("recover");
   TCase *tc = harness_tcase("recovery");
   tcase_add_test(tc, the_audit_finds_corruption_and_recovery_fixes_it);
+  tcase_add_test(tc, the_audit_checks_a_large_class_free_count);
   tcase_add_test(tc, a_dead_holders_lease_is_quarantined_by_default);
   tcase_add_test(tc, a_dead_holders_lease_is_released_when_the_class_says_so);
   tcase_add_test(tc, processes_are_listed_and_dead_workers_cells_come_back);

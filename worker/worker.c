@@ -259,7 +259,7 @@ static int finish(struct shms_worker *w, uint32_t i, int status, const void *res
   ck_pr_cas_64(&cell->word, cw,
                SHMS__CELL_WORD(SHMS__CELL_GEN(cw) + 1, h->owner, SHMS__CELL_AVAILABLE));
   SHMS__STEP();
-  uint64_t fast = shms__fast_add(k, 1, 0);
+  uint64_t fast = shms__fast_put(k, w->cell);
   if (SHMS__FAST_QUEUED(fast) != 0)
     shms__kick(h, k);
   return SHMS_OK;

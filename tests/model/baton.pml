@@ -2,7 +2,7 @@
  * baton.pml -- the dispatcher baton and its release-then-recheck protocol
  * (core/dispatch.c: shms__kick, run, baton_try, work_pending), with the
  * SLEEPING/futex wait (client/request.c: shms__sleep_on) and the fast path
- * (shms__fast_reserve), checked with spin. The operations themselves, and how
+ * (shms__cell_take), checked with spin. The operations themselves, and how
  * each corresponds to the code, are in shms.pml.
  *
  * Bounds: one cell, two request slots; client A acquires and releases once,

@@ -25,7 +25,11 @@
  *  slot_seq/_cell/_gen[i]    shms__slot.seq, .cell, .generation
  *  cell_w[c]                 shms__cell.word: state, generation
  *  cell_slot[c]              shms__cell.slot (slot index + 1 while GRANTED)
- *  fast_free, fast_queued    the fast word (ctl->fast): one CAS changes both
+ *  fbit[], fast_queued       the fast word (ctl->fast) of a class of at most 32
+ *                            cells: its map of free cells and the queued count;
+ *                            one CAS changes both (a larger class counts its
+ *                            free cells and claims one with a CAS of its own:
+ *                            not modelled)
  *  freebit[], used           the free-slot bitmap (sfree) and ctl->used
  *  sattn[]                   the slots' attention bitmap (hbm_take: lowest)
  *  baton                     ctl->baton: 0 free, else the holder's _pid + 1
@@ -36,8 +40,8 @@
  *  inline / proctype         code
  *  futex_wait, futex_wake    shm/futex.c (FUTEX_WAIT_BITSET, FUTEX_WAKE)
  *  raw_cas, slot_cas         ck_pr_cas_64_value; shms__slot_cas (core/slot.c)
- *  fast_add, fast_reserve    shms__fast_add, shms__fast_reserve (core/cell.c)
- *  cell_claim                shms__cell_claim + shms__cell_start's fields
+ *  fast_queue, fast_put      shms__fast_queue, shms__fast_put (core/cell.c)
+ *  cell_take, cell_store     shms__cell_take (its CAS; its store) + shms__cell_start
  *  cell_unaccepted           shms__cell_unaccepted
  *  slot_free/_collect/       shms__slot_free, shms__slot_collect,
  *   _unindexed               shms__slot_unindexed (core/slot.c)
@@ -150,7 +154,7 @@ byte next_seq = 1;
 
 int  cell_w[N_CELLS];
 byte cell_slot[N_CELLS];
-byte fast_free = N_CELLS;
+bool fbit[N_CELLS];
 byte fast_queued;
 byte baton;
 
@@ -171,12 +175,17 @@ byte done;
 /* ---- what must hold in every state ---------------------------------------- */
 
 #if N_CELLS == 1
-#define AVAIL      (CST(cell_w[0]) == C_AVAILABLE -> 1 : 0)
+/* A free bit only over an AVAILABLE cell: its taker alone writes that cell's word. */
+#define MAP_OK     (!fbit[0] || CST(cell_w[0]) == C_AVAILABLE)
+#define FREE_ANY   fbit[0]
+#define FREE_ALL   fbit[0]
 #define HELD_OK(c) (holders[c] <= 1 && (holders[c] == 0 || CST(cell_w[c]) == C_LEASED))
 #define CELLS_OK   HELD_OK(0)
 #define CELLS_FREE (CST(cell_w[0]) == C_AVAILABLE)
 #elif N_CELLS == 2
-#define AVAIL      ((CST(cell_w[0]) == C_AVAILABLE -> 1 : 0) + (CST(cell_w[1]) == C_AVAILABLE -> 1 : 0))
+#define MAP_OK     ((!fbit[0] || CST(cell_w[0]) == C_AVAILABLE) && (!fbit[1] || CST(cell_w[1]) == C_AVAILABLE))
+#define FREE_ANY   (fbit[0] || fbit[1])
+#define FREE_ALL   (fbit[0] && fbit[1])
 #define HELD_OK(c) (holders[c] <= 1 && (holders[c] == 0 || CST(cell_w[c]) == C_LEASED))
 #define CELLS_OK   (HELD_OK(0) && HELD_OK(1))
 #define CELLS_FREE (CST(cell_w[0]) == C_AVAILABLE && CST(cell_w[1]) == C_AVAILABLE)
@@ -195,7 +204,7 @@ byte done;
 #else
 #error "N_SLOTS is 1 or 2"
 #endif
-#define INVARIANT (CELLS_OK && SLOTS_OK && fast_free <= AVAIL)
+#define INVARIANT (CELLS_OK && SLOTS_OK && MAP_OK)
 
 proctype Monitor() {
 end:
@@ -264,35 +273,39 @@ inline slot_cas(i, exp, want, ok) {
 
 /* ---- the fast word and the cells -------------------------------------------- */
 
-inline fast_add(df, dq) {
-  d_step { fast_free = fast_free + df; fast_queued = fast_queued + dq }
+inline fast_queue(dq) {
+  d_step { fast_queued = fast_queued + dq }
 }
 
-/* shms__fast_reserve: one CAS checks (unqueued_only) that nobody queues and takes a free cell. */
-inline fast_reserve(unqueued_only, ok) {
+/* shms__fast_put: cell c just became AVAILABLE; its bit goes back. */
+inline fast_put(c) {
+  fbit[c] = true
+}
+
+/*
+ * shms__cell_take's CAS: take the bit of some free cell (spin picks any; the
+ * code the lowest), only while nobody queues if unqueued_only. The cell is
+ * the taker's from here.
+ */
+inline cell_take(unqueued_only, ok, c) {
   atomic {
     if
-    :: fast_free > 0 && (!unqueued_only || fast_queued == 0) -> fast_free--; ok = true
+    :: fbit[0] && (!unqueued_only || fast_queued == 0) -> c = 0; fbit[0] = false; ok = true
+#if N_CELLS == 2
+    :: fbit[1] && (!unqueued_only || fast_queued == 0) -> c = 1; fbit[1] = false; ok = true
+#endif
     :: else -> ok = false
     fi
   }
 }
 
 /*
- * shms__cell_claim: CAS some AVAILABLE cell to st (the reservation guarantees
- * one; if there is none the code spins for ever, here the step blocks). A
- * lease counts its holder in the same step.
+ * shms__cell_take's store: nobody else writes the cell meanwhile, so a plain
+ * store does. A lease counts its holder in the same step.
  */
-inline cell_claim(st, c) {
+inline cell_store(st, c) {
   atomic {
-#if N_CELLS == 1
-    CST(cell_w[0]) == C_AVAILABLE -> c = 0;
-#else
-    if
-    :: CST(cell_w[0]) == C_AVAILABLE -> c = 0
-    :: CST(cell_w[1]) == C_AVAILABLE -> c = 1
-    fi;
-#endif
+    assert(CST(cell_w[c]) == C_AVAILABLE);
     cell_w[c] = CWORD(CGEN(cell_w[c]), st);
     if
     :: st == C_LEASED -> holders[c]++
@@ -313,7 +326,7 @@ inline cell_unaccepted_core(c, cw, ok) {
        fi
      }
      if
-     :: ok -> fast_add(1, 0); break
+     :: ok -> fast_put(c); break
      :: else -> skip
      fi
   :: else -> ok = false; break
@@ -415,11 +428,11 @@ inline grant(i, gr) {
   if
   :: ST(gw) != S_QUEUED -> attend(i, gw, gok); gr = 1 /* settled meanwhile: unlink it */
   :: else ->
-     fast_reserve(0, gok);
+     cell_take(0, gok, gc);
      if
      :: !gok -> gr = 0
      :: else ->
-        cell_claim(C_GRANTED, gc);
+        cell_store(C_GRANTED, gc);
         d_step { cell_slot[gc] = i + 1; slot_gen[i] = CGEN(cell_w[gc]) } /* shms__cell_start */
         slot_cell[i] = gc;
         index_unlink(i);
@@ -441,7 +454,7 @@ inline grant(i, gr) {
            fi
         od;
         if
-        :: gr == 1 -> fast_add(0, -1)
+        :: gr == 1 -> fast_queue(-1)
         :: else -> gr = 1
         fi
      fi
@@ -503,7 +516,7 @@ inline work_pending() {
     od
   }
   if
-  :: !wp && fast_free > 0 -> wp = nlinked > 0
+  :: !wp && FREE_ANY -> wp = nlinked > 0
   :: else -> skip
   fi
 }
@@ -568,7 +581,7 @@ inline run_baton() {
  * then nothing. This widens the interleavings (the passes need no client to
  * be between its own steps) and leaves the baton's protocol to baton.pml.
  */
-#define DISPATCH_WORK (sattn[0] || sattn[N_SLOTS - 1] || (fast_free > 0 && nlinked > 0))
+#define DISPATCH_WORK (sattn[0] || sattn[N_SLOTS - 1] || (FREE_ANY && nlinked > 0))
 inline kick() { skip }
 
 proctype Dispatcher() {
@@ -614,7 +627,7 @@ inline settle(i, seq, mask, reason, res) {
   :: res == 1 ->
      if
      :: ST(sw) == S_QUEUED ->
-        fast_add(0, -1);
+        fast_queue(-1);
         if
         :: sw & INDEXED -> sattn[i] = true /* the dispatcher unlinks it */
         :: else -> skip
@@ -690,7 +703,7 @@ inline enqueue(i, seq, res) {
         fi
      od;
      atomic { slot_seq[i] = seq; slot_cell[i] = 0 } /* s->seq, then fill() */
-     fast_add(0, 1);
+     fast_queue(1);
      slot_w[i] = WORD(seq, 0, 0, S_QUEUED);
      sattn[i] = true;
      kick();
@@ -755,7 +768,7 @@ inline wait_req(i, seq, res) {
   od
 }
 
-/* shms_release: present the exact lease; generation+1; free+1; kick if requests queue. */
+/* shms_release: present the exact lease; generation+1; its free bit; kick if requests queue. */
 inline release(c, g) {
   cw = cell_w[c];
   assert(CST(cw) == C_LEASED && CGEN(cw) == g); /* else lease-mismatch: the lease we hold */
@@ -764,7 +777,7 @@ inline release(c, g) {
     cell_w[c] = CWORD(g + 1, C_AVAILABLE);
     holders[c]--
   }
-  d_step { fast_free++; q = fast_queued }
+  d_step { fbit[c] = true; q = fast_queued }
   if
   :: q != 0 -> kick()
   :: else -> skip
@@ -785,11 +798,11 @@ proctype Client(byte iters; byte hold; bool pub) {
 #if defined(NO_FAST_PATH)
         ok = false; /* a class with tenant-max-active: acquire always enqueues */
 #else
-        fast_reserve(1, ok);
+        cell_take(1, ok, c);
 #endif
         if
         :: ok -> /* take_now */
-           cell_claim(C_LEASED, c);
+           cell_store(C_LEASED, c);
            g = CGEN(cell_w[c]);
            res = 1
         :: else ->
@@ -861,7 +874,7 @@ proctype Final() {
 #else
   done == NPROCS;
 #endif
-  assert(CELLS_FREE && fast_free == N_CELLS && fast_queued == 0 && used == 0);
+  assert(CELLS_FREE && FREE_ALL && fast_queued == 0 && used == 0);
   assert(SLOTS_FREE && nlinked == 0 && baton == 0)
 }
 
@@ -874,7 +887,7 @@ init {
     od;
     k = 0;
     do
-    :: k < N_CELLS -> cell_w[k] = CWORD(1, C_AVAILABLE); k++
+    :: k < N_CELLS -> cell_w[k] = CWORD(1, C_AVAILABLE); fbit[k] = true; k++
     :: else -> break
     od;
     run Monitor();
