@@ -10,7 +10,8 @@
 #include "sched.h"
 #include "tenant.h"
 
-/* Apply f to the fast word until one CAS lands; FROZEN is never changed by an operation. */
+/* Replace the fast word w by expr (computed from w) with one CAS, retrying until it lands; the
+ * new word is left in w. FROZEN is never changed by an operation. */
 #define FAST_UPDATE(k, w, expr)                                                                    \
   do {                                                                                             \
     (w) = shms__load_64(&(k)->ctl->fast);                                                          \
