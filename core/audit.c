@@ -47,15 +47,14 @@ static void violation(struct audit *a, const char *fmt, ...) {
 
 static int alive(struct audit *a, uint32_t owner) { return !shms__owner_dead(a->h, owner); }
 
-static void audit_cells(struct audit *a, uint32_t *available, uint32_t *quarantined) {
+static void audit_cells(struct audit *a, uint32_t *quarantined) {
   const struct shms__cls *k = a->k;
-  *available = *quarantined = 0;
+  *quarantined = 0;
   for (uint32_t c = 0; c < k->ncells; c++) {
     const struct shms__cell *cell = &k->cells[c];
     uint64_t w = shms__load_64((uint64_t *)&cell->word);
     uint32_t st = SHMS__CELL_STATE(w), ref = cell->slot;
     int worker = k->cfg->mode == SHMS_MODE_WORKER;
-    *available += st == SHMS__CELL_AVAILABLE;
     *quarantined += st == SHMS__CELL_QUARANTINED;
     if (st < SHMS__CELL_AVAILABLE || st > SHMS__CELL_OFFLINE)
       violation(a, "cell %u: state %u is not a cell state", c, st);
@@ -146,16 +145,17 @@ static void audit_tenants(struct audit *a) {
 
 static void audit_class(struct audit *a) {
   const struct shms__cls *k = a->k;
-  uint32_t available, quarantined, queued, used;
-  audit_cells(a, &available, &quarantined);
+  uint32_t quarantined, queued, used;
+  audit_cells(a, &quarantined);
   audit_slots(a, &queued, &used);
   audit_tenants(a);
   uint64_t fast = shms__load_64(&k->ctl->fast);
   uint32_t field = shms__fast_free_field(k);
-  if (k->fast_map && SHMS__FAST_LOW(fast) != field)
-    violation(a, "free-cell map %#x, but the available cells are %#x", SHMS__FAST_LOW(fast), field);
-  else if (!k->fast_map && SHMS__FAST_LOW(fast) != available)
-    violation(a, "free count %u, but %u cells are available", SHMS__FAST_LOW(fast), available);
+  if (SHMS__FAST_LOW(fast) != field)
+    violation(a,
+              k->fast_map ? "free-cell map %#x, but the available cells are %#x"
+                          : "free count %u, but %u cells are available",
+              SHMS__FAST_LOW(fast), field);
   if (SHMS__FAST_QUEUED(fast) != queued)
     violation(a, "queued count %u, but %u requests are queued", SHMS__FAST_QUEUED(fast), queued);
   if (shms__load_32(&k->ctl->used) != used)
