@@ -5,9 +5,13 @@
  *
  * grant_ns: a release that hands the cell to the next request (the grant
  * happens inside the release's dispatch pass). cancel_ns: cancelling a queued
- * request (settle, then the dispatcher unlinks it). Both are medians.
+ * request of a random tenant (settle, then the dispatcher unlinks it): its
+ * slot, tenant and neighbours are usually cold in the cache. cancelhot_ns: the
+ * same, always of one tenant, whose data the previous cancel and enqueue just
+ * touched: the operation's own cost, without the cache misses. All medians.
  *
- * Output: CSV rows `scaling,shmsched,grant_ns_qQ_tT,VALUE,ns` (and cancel_ns).
+ * Output: CSV rows `scaling,shmsched,grant_ns_qQ_tT,VALUE,ns` (and cancel_ns,
+ * cancelhot_ns).
  * Usage: bench_scaling [--ops N] [Q:T ...]
  */
 #include <stdio.h>
@@ -63,6 +67,26 @@ static shms_ticket pop(struct tenant *t) {
   return tk;
 }
 
+/* ops cancels, each of the newest request of a random tenant (or always of the first one), which
+ * is then replaced: the queue stays at its size. */
+static void cancel_phase(shms_t *h, struct tenant *ts, unsigned nt, int ops, int same,
+                         uint64_t *cancel) {
+  for (int n = 0; n < ops; n++) {
+    struct tenant *t = &ts[same ? 0 : (unsigned)rand() % nt];
+    /* The newest request of a tenant: cancelling it leaves the others' order alone. */
+    shms_ticket victim = t->ring[(t->head + t->len - 1) % t->cap];
+    uint64_t t0 = now_ns();
+    int rc = shms_cancel(h, &victim);
+    cancel[n] = now_ns() - t0;
+    if (rc != 1)
+      die("cancel", rc);
+    t->len--;
+    shms_lease unused;
+    shms_wait(h, &victim, 0, &unused); /* collect the outcome: the slot comes free */
+    push(h, t);
+  }
+}
+
 static void run(unsigned q, unsigned nt, int ops) {
   char name[64];
   snprintf(name, sizeof name, "shms-bench-scaling-%d", (int)getpid());
@@ -106,23 +130,13 @@ static void run(unsigned q, unsigned nt, int ops) {
       die("wait on the predicted grant", rc);
     push(h, t); /* back to Q queued; t rotated to the ring's tail and keeps its place */
   }
-  for (int n = 0; n < ops; n++) {
-    struct tenant *t = &ts[(unsigned)rand() % nt];
-    /* The newest request of a tenant: cancelling it leaves the others' order alone. */
-    shms_ticket victim = t->ring[(t->head + t->len - 1) % t->cap];
-    uint64_t t0 = now_ns();
-    rc = shms_cancel(h, &victim);
-    cancel[n] = now_ns() - t0;
-    if (rc != 1)
-      die("cancel", rc);
-    t->len--;
-    shms_lease unused;
-    shms_wait(h, &victim, 0, &unused); /* collect the outcome: the slot comes free */
-    push(h, t);
-  }
+  cancel_phase(h, ts, nt, ops, 0, cancel);
   printf("scaling,shmsched,grant_ns_q%u_t%u,%llu,ns\n", q, nt,
          (unsigned long long)median(grant, ops));
   printf("scaling,shmsched,cancel_ns_q%u_t%u,%llu,ns\n", q, nt,
+         (unsigned long long)median(cancel, ops));
+  cancel_phase(h, ts, nt, ops, 1, cancel);
+  printf("scaling,shmsched,cancelhot_ns_q%u_t%u,%llu,ns\n", q, nt,
          (unsigned long long)median(cancel, ops));
   fflush(stdout);
   shms_release(h, &lease);

@@ -67,7 +67,7 @@ END {
   }
   close(csv)
 
-  printf "%-17s %-24s %-15s %14s %-9s %9s %4s\n", "bench", "metric", "system", "median", "unit",
+  printf "%-17s %-27s %-15s %14s %-9s %9s %4s\n", "bench", "metric", "system", "median", "unit",
          "shms/this", "n"
   nb = split("acquire-release handoff contended worker-roundtrip scaling fairness memory", bo, " ")
   for (m = 1; m <= nmetrics; m++) {
@@ -93,7 +93,7 @@ END {
         ratio = ""
         if (p[2] != "shmsched" && (base in med) && med[k] > 0)
           ratio = sprintf(med[base] / med[k] >= 0.1 ? "%.2f" : "%.2g", med[base] / med[k])
-        printf "%-17s %-24s %-15s %14s %-9s %9s %4d\n", p[1], p[3], p[2], num(med[k], unit[k]),
+        printf "%-17s %-27s %-15s %14s %-9s %9s %4d\n", p[1], p[3], p[2], num(med[k], unit[k]),
                unit[k], ratio, count[k]
       }
   }
