@@ -53,10 +53,6 @@ int shms__test_op_marked(void);
  */
 #define SHMS__FAST_LOW(w)    ((uint32_t)(w))
 #define SHMS__FAST_QUEUED(w) ((uint32_t)((w) >> 32) & 0x7fffffffu)
-/* Free cells the fast word w of class k counts. */
-static inline uint32_t shms__fast_free(const struct shms__cls *k, uint64_t w) {
-  return k->fast_map ? (uint32_t)__builtin_popcount(SHMS__FAST_LOW(w)) : SHMS__FAST_LOW(w);
-}
 /* Set while a recovery holds the class still: operations wait at their start (core/quiesce.c). */
 #define SHMS__FAST_FROZEN (1ull << 63)
 
@@ -95,7 +91,8 @@ uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c);
 uint32_t shms__fast_free_field(const struct shms__cls *k);
 /*
  * Count-mode classes only: reserve one free cell, only while nothing is queued (unqueued_only)
- * or regardless (0). Returns 1 if reserved, 0 if not; the caller claims a cell, or puts it back.
+ * or regardless (0). Returns 1 if reserved, 0 if not (-1 if frozen, with SHMS__TAKE_ENTERING);
+ * the caller claims a cell, or puts it back.
  */
 int shms__fast_reserve(const struct shms__cls *k, int unqueued_only);
 

@@ -229,7 +229,7 @@ START_TEST(cancel_a_queued_request) {
 }
 END_TEST
 
-/* docs/protocol.md, "Known open defects": a request left queued but neither indexed nor
+/* docs/protocol.md, "Guards": a request left queued but neither indexed nor
  * awaiting the dispatcher is found again by its waiter within a poll interval. */
 START_TEST(a_stranded_request_is_found_again_by_its_waiter) {
   const char *name;
