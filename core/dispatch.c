@@ -222,6 +222,21 @@ void shms__kick(struct shms *h, const struct shms__cls *k) {
   shms__op_leave(h, k);
 }
 
+void shms__unlink_settled(struct shms *h, const struct shms__cls *k, uint32_t i) {
+  shms__op_enter(h, k);
+  /* Directly, when we can: the attention bit's way costs a locked set and a locked take per
+   * level of the bitmap, which grows with the queue. */
+  if (baton_try(h, k)) {
+    SHMS__STEP();
+    shms__index_attend(h, k, i);
+    run(h, k);
+  } else {
+    shms__hbm_set(k->sattn, k->nslots, i);
+    shms__kick(h, k);
+  }
+  shms__op_leave(h, k);
+}
+
 static int holder_dead(const struct shms *h, uint64_t baton) {
   return shms__owner_dead(h, (uint32_t)baton);
 }

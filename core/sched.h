@@ -190,6 +190,12 @@ void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq);
  * holder re-checks before letting go, so leaving is safe. Non-blocking.
  */
 void shms__kick(struct shms *h, const struct shms__cls *k);
+/*
+ * Settled request i is still in the index: unlink it at once if the baton is
+ * free (then dispatch as a kick would), else leave its attention bit for the
+ * holder. Non-blocking, like a kick.
+ */
+void shms__unlink_settled(struct shms *h, const struct shms__cls *k, uint32_t i);
 /* Take the baton, waiting for a live holder; recover it from a dead one. */
 int shms__baton_acquire(struct shms *h, const struct shms__cls *k, uint64_t timeout_ns);
 /* Let the baton go after shms__baton_acquire, doing the re-check protocol. */

@@ -99,10 +99,11 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
   count_settled(k, reason);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED) {
     shms__fast_queue(k, -1);
-    /* Still linked into the index: the dispatcher unlinks it when it attends to the bit. */
     SHMS__STEP();
-    if (w & SHMS__SLOT_INDEXED)
-      shms__hbm_set(k->sattn, k->nslots, i);
+    if (w & SHMS__SLOT_INDEXED) {
+      shms__unlink_settled(h, k, i); /* still linked into the index */
+      return 1;
+    }
   } else {
     shms__cell_unaccepted(h, k, cell);
   }

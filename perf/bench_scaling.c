@@ -10,13 +10,21 @@
  * same, always of one tenant, whose data the previous cancel and enqueue just
  * touched: the operation's own cost, without the cache misses. All medians.
  *
+ * Beside them, what one cache miss costs at that size: `scaling,memory,
+ * load_ns_qQ_tT` is one load from a random line of a buffer as large as the
+ * segment, each load's address depending on the one before (a pointer
+ * chase), so misses cannot overlap; the mean over the chase. A cancel of a
+ * cold request must at least read its slot: cancel_ns cannot be below
+ * cancelhot_ns plus about one such load.
+ *
  * Output: CSV rows `scaling,shmsched,grant_ns_qQ_tT,VALUE,ns` (and cancel_ns,
- * cancelhot_ns).
+ * cancelhot_ns; and `scaling,memory,load_ns_qQ_tT`).
  * Usage: bench_scaling [--ops N] [Q:T ...]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,6 +95,34 @@ static void cancel_phase(shms_t *h, struct tenant *ts, unsigned nt, int ops, int
   }
 }
 
+/* Mean ns of one dependent load from a random cache line of a buffer of size bytes. */
+static double chase_ns(size_t size, int loads) {
+  size_t n = size / 64 < 2 ? 2 : size / 64;
+  size_t *line = aligned_alloc(64, n * 64), *perm = malloc(n * sizeof *perm);
+  if (line == NULL || perm == NULL)
+    die("chase buffer", 0);
+  for (size_t i = 0; i < n; i++)
+    perm[i] = i;
+  for (size_t i = n - 1; i > 0; i--) { /* a random cycle through every line: Sattolo */
+    size_t j = (size_t)rand() % i, t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  for (size_t i = 0; i < n; i++)
+    line[perm[i] * 8] = perm[(i + 1) % n] * 8;
+  size_t at = perm[0] * 8;
+  for (size_t i = 0; i < n; i++) /* once round: in the TLB and caches as far as they reach */
+    at = line[at];
+  uint64_t t0 = now_ns();
+  for (int i = 0; i < loads; i++)
+    at = line[at];
+  double ns = (double)(now_ns() - t0) / loads;
+  __asm__ volatile("" : : "r"(at)); /* the chase's result is used: it cannot be dropped */
+  free(line);
+  free(perm);
+  return ns;
+}
+
 static void run(unsigned q, unsigned nt, int ops) {
   char name[64];
   snprintf(name, sizeof name, "shms-bench-scaling-%d", (int)getpid());
@@ -138,6 +174,11 @@ static void run(unsigned q, unsigned nt, int ops) {
   cancel_phase(h, ts, nt, ops, 1, cancel);
   printf("scaling,shmsched,cancelhot_ns_q%u_t%u,%llu,ns\n", q, nt,
          (unsigned long long)median(cancel, ops));
+  char path[96];
+  struct stat st;
+  snprintf(path, sizeof path, "/dev/shm/%s", name);
+  if (stat(path, &st) == 0)
+    printf("scaling,memory,load_ns_q%u_t%u,%.1f,ns\n", q, nt, chase_ns((size_t)st.st_size, ops));
   fflush(stdout);
   shms_release(h, &lease);
   shms_detach(h);

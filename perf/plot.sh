@@ -4,7 +4,8 @@
 #   handoff.png           distribution (CDF) of release-to-waiter-running latency
 #   worker-roundtrip.png  distribution (CDF) of submit-to-result latency
 #   contended.png         throughput against the number of processes
-#   scaling.png           grant and cancel cost (random and same-tenant) against queued requests
+#   scaling.png           grant and cancel cost (random and same-tenant) against queued requests,
+#                         beside one cache miss's cost at each size
 # Usage: perf/plot.sh DIR
 set -euo pipefail
 dir=${1:?usage: perf/plot.sh DIR}
@@ -90,18 +91,20 @@ plot $(IFS=,; echo "${plots[*]}")
 EOF
 fi
 
-# scaling: grant_ns, cancel_ns and cancelhot_ns against queued requests, one line per tenant count.
+# scaling: grant_ns, cancel_ns and cancelhot_ns against queued requests, one line per tenant count;
+# and memory's load_ns, what one cache miss costs at that size, for reference.
 awk -F, '$1 == "scaling" { split($3, a, "_"); q = substr(a[3], 2); t = substr(a[4], 2)
                            print a[1], t, q, $4 }' "$csv" | sort -k1,1 -k2,2n -k3,3n >"$work/scal.dat"
 if [ -s "$work/scal.dat" ]; then
   plots=()
-  for kind in grant cancel cancelhot; do
+  for kind in grant cancel cancelhot load; do
     for t in $(awk -v k="$kind" '$1 == k { print $2 }' "$work/scal.dat" | uniq); do
       awk -v k="$kind" -v t="$t" '$1 == k && $2 == t { print $3, $4 }' "$work/scal.dat" \
         >"$work/scal-$kind-$t.dat"
       dash=1
       [ "$kind" = cancel ] && dash=2
       [ "$kind" = cancelhot ] && dash=3
+      [ "$kind" = load ] && dash=4
       plots+=("'$work/scal-$kind-$t.dat' using 1:2 with linespoints lw 2 dt $dash title '${kind}_ns, $t tenants'")
     done
   done

@@ -50,6 +50,7 @@
  *  work_pending, baton_try,  work_pending, baton_try, run, shms__kick
  *   run_baton, kick
  *  settle                    shms__slot_settle (core/slot.c)
+ *  unlink_settled            shms__unlink_settled (core/dispatch.c)
  *  sleep_on                  shms__sleep_on (client/request.c)
  *  enqueue                   shms__enqueue_slot
  *  accept, wait_req          accept, shms_wait
@@ -580,6 +581,8 @@ inline run_baton() {
  * it runs a pass whenever there is work a kick would have found. A kick is
  * then nothing. This widens the interleavings (the passes need no client to
  * be between its own steps) and leaves the baton's protocol to baton.pml.
+ * A settler may still take the baton to unlink its request at once
+ * (unlink_settled); the Dispatcher then waits for it to let go.
  */
 #define DISPATCH_WORK (sattn[0] || sattn[N_SLOTS - 1] || (FREE_ANY && nlinked > 0))
 inline kick() { skip }
@@ -588,7 +591,7 @@ proctype Dispatcher() {
   LOCALS;
 end:
   do
-  :: atomic { DISPATCH_WORK -> baton = _pid + 1 }
+  :: atomic { DISPATCH_WORK && baton == 0 -> baton = _pid + 1 } /* a canceller may hold it */
      dpass();
      baton = 0
   od
@@ -603,6 +606,21 @@ inline kick() {
   fi
 }
 #endif
+
+/* shms__unlink_settled: unlink at once under a free baton, or leave the bit to its holder. */
+inline unlink_settled(i) {
+  baton_try();
+  if
+  :: got ->
+     attend(i, scw, sok);
+#if defined(DISPATCHER_PROCESS)
+     baton = 0 /* the Dispatcher process stands for the run that follows in the code */
+#else
+     run_baton()
+#endif
+  :: else -> sattn[i] = true; kick()
+  fi
+}
 
 /* ---- what clients and cancellers call ------------------------------------------ */
 
@@ -629,8 +647,8 @@ inline settle(i, seq, mask, reason, res) {
      :: ST(sw) == S_QUEUED ->
         fast_queue(-1);
         if
-        :: sw & INDEXED -> sattn[i] = true /* the dispatcher unlinks it */
-        :: else -> skip
+        :: sw & INDEXED -> unlink_settled(i)
+        :: else -> kick()
         fi
      :: else ->
 #if defined(SETTLE_CELL_AFTER_CAS)
@@ -640,9 +658,9 @@ inline settle(i, seq, mask, reason, res) {
         if
         :: sok -> kick()
         :: else -> skip
-        fi
-     fi;
-     kick()
+        fi;
+        kick()
+     fi
   :: else -> skip
   fi
 }
