@@ -125,8 +125,10 @@ END {
   f = fig("handoff", "futex", "p50_ns")
   if (h != "" && f != "")
     target("handoff: p50 at most 1.3x futex", h <= 1.3 * f, sprintf("%.2fx", h / f))
-  for (what = 1; what <= 2; what++) {
-    prefix = what == 1 ? "grant_ns_" : "cancel_ns_"
+  # cancelhot_ns: the same cancel with its data in the cache (bench_scaling.c), so the
+  # operation's own scaling shows beside the random one's, which adds a cache miss.
+  for (what = 1; what <= 3; what++) {
+    prefix = what == 1 ? "grant_ns_" : what == 2 ? "cancel_ns_" : "cancelhot_ns_"
     lo = ""
     hi = ""
     for (i = 1; i <= nkeys; i++) {
@@ -137,8 +139,9 @@ END {
       if (lo == "" || v < lo) { lo = v; lom = p[3] }
       if (hi == "" || v > hi) { hi = v; him = p[3] }
     }
+    label = "scaling: " prefix "* flat within 25%" (what == 3 ? " (data cached)" : "")
     if (lo != "" && lo > 0)
-      target("scaling: " prefix "* flat within 25%", hi <= 1.25 * lo,
+      target(label, hi <= 1.25 * lo,
              sprintf("max/min %.2f (%s %s .. %s %s)", hi / lo, lom, num(lo), him, num(hi)))
   }
   j = fig("fairness", "shmsched", "jain_index")
