@@ -12,6 +12,7 @@
 #include "core/hbm.h"
 #include "core/sched.h"
 #include "sched_util.h"
+#include "shm/atomic.h"
 #include "shm/handle.h"
 
 START_TEST(acquire_and_release_round_trip) {
@@ -225,6 +226,56 @@ START_TEST(cancel_a_queued_request) {
   shms_class_stats s = sched_stats(h);
   ck_assert_uint_eq(s.cancelled, 1);
   ck_assert_uint_eq(s.available, 1);
+  sched_close(h, name);
+}
+END_TEST
+
+static int slot_indexed(const shms_t *h, uint32_t i) {
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  return (shms__load_64(&shms__slot_at(k, i)->word) & SHMS__SLOT_INDEXED) != 0;
+}
+
+/* docs/protocol.md, "The dispatcher baton": a cancel unlinks its request itself when the baton
+ * is free, and otherwise leaves its attention bit to the holder, whose re-check unlinks it. */
+START_TEST(a_cancelled_request_is_unlinked_with_or_without_the_baton) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_lease held, l;
+  shms_request r = sched_req("a", 0);
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t = sched_enqueue(h, "a", 0, 0), u = sched_enqueue(h, "b", 0, 0),
+              v = sched_enqueue(h, "c", 0, 0);
+  ck_assert(slot_indexed(h, t.slot) && slot_indexed(h, u.slot) && slot_indexed(h, v.slot));
+  /* The baton is free: out of the index before the cancel returns, no bit left behind. */
+  ck_assert_int_eq(shms_cancel(h, &t), 1);
+  ck_assert(!slot_indexed(h, t.slot));
+  ck_assert(!shms__hbm_any(k->sattn, k->nslots));
+  /* Someone holds the baton: the request is settled at once, and left to the holder. */
+  shms__op_enter(h, k);
+  ck_assert_shms_ok(shms__baton_acquire(h, k, 1000000000ull));
+  ck_assert_int_eq(shms_cancel(h, &u), 1);
+  ck_assert(slot_indexed(h, u.slot));
+  ck_assert(shms__hbm_any(k->sattn, k->nslots));
+  ck_assert_uint_eq(sched_stats(h).queue_depth, 1);
+  shms__baton_done(h, k); /* the holder's re-check finds the bit */
+  shms__op_leave(h, k);
+  ck_assert(!slot_indexed(h, u.slot));
+  ck_assert(!shms__hbm_any(k->sattn, k->nslots));
+  char report[512];
+  uint32_t violations = 1;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  /* Neither cancelled request gets the cell; both slots come free once collected. */
+  ck_assert_shms_err(shms_wait(h, &t, 0, &l), SHMS_ECANCELLED, "cancelled");
+  ck_assert_shms_err(shms_wait(h, &u, 0, &l), SHMS_ECANCELLED, "cancelled");
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert_shms_ok(shms_wait(h, &v, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  shms_class_stats st = sched_stats(h);
+  ck_assert_uint_eq(st.cancelled, 2);
+  ck_assert_uint_eq(st.queue_depth, 0);
+  ck_assert_uint_eq(shms__load_32(&k->ctl->used), 0);
   sched_close(h, name);
 }
 END_TEST
@@ -632,6 +683,7 @@ int main(void) {
   tcase_add_test(tc, aged_requests_go_first_oldest_first);
   tcase_add_test(tc, a_tenant_at_its_limit_is_passed_over);
   tcase_add_test(tc, cancel_a_queued_request);
+  tcase_add_test(tc, a_cancelled_request_is_unlinked_with_or_without_the_baton);
   tcase_add_test(tc, a_stranded_request_is_found_again_by_its_waiter);
   tcase_add_test(tc, an_unaccepted_grant_returns_its_cell);
   tcase_add_test(tc, deadlines_are_never_extended);
