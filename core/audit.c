@@ -97,7 +97,11 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
     if (st == SHMS__SLOT_QUEUED) {
       (*queued)++;
       if (!(w & SHMS__SLOT_INDEXED) && !shms__hbm_test(k->sattn, k->nslots, i))
-        violation(a, "slot %u: queued but neither indexed nor awaiting the dispatcher", i);
+        violation(a,
+                  "slot %u: queued but neither indexed nor awaiting the dispatcher (sequence "
+                  "%llu, flags 0x%x, owner %u %s, tenant '%.*s')",
+                  i, (unsigned long long)shms__load_64((uint64_t *)&s->seq), (unsigned)(w & 0xff0u),
+                  s->owner, alive(a, s->owner) ? "alive" : "dead", SHMS_TENANT_MAX, s->tenant_name);
     }
     if ((w & SHMS__SLOT_INDEXED) && st != SHMS__SLOT_QUEUED && st != SHMS__SLOT_SETTLED)
       violation(a, "slot %u: indexed in state %u", i, st);

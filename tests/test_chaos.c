@@ -132,7 +132,9 @@ static void audit(shms_t *h, const char *when) {
   char report[8192];
   uint32_t violations;
   ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
-  ck_assert_msg(violations == 0, "%s: %u violations:\n%s", when, violations, report);
+  ck_assert_msg(violations == 0,
+                "%s: %u violations (crash points reached unmarked so far: %u):\n%s", when,
+                violations, *unmarked, report);
 }
 
 START_TEST(random_kills_lose_nothing) {
