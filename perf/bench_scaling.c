@@ -99,8 +99,10 @@ static void cancel_phase(shms_t *h, struct tenant *ts, unsigned nt, int ops, int
 static double chase_ns(size_t size, int loads) {
   size_t n = size / 64 < 2 ? 2 : size / 64;
   size_t *line = aligned_alloc(64, n * 64), *perm = malloc(n * sizeof *perm);
-  if (line == NULL || perm == NULL)
-    die("chase buffer", 0);
+  if (line == NULL || perm == NULL) {
+    fprintf(stderr, "bench_scaling: no memory for a %zu-byte chase buffer\n", n * 64);
+    exit(1);
+  }
   for (size_t i = 0; i < n; i++)
     perm[i] = i;
   for (size_t i = n - 1; i > 0; i--) { /* a random cycle through every line: Sattolo */
