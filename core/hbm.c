@@ -64,10 +64,24 @@ static void propagate(uint64_t *w, const struct levels *l, uint32_t k, uint32_t 
       return;
 }
 
+/*
+ * The leaf is always written with a locked instruction, even when the bit is
+ * there already. A setter publishes what it stored just before (a slot's new
+ * state) by the bit: a taker takes the bit, then reads that state. Had the
+ * setter only read a bit that was there already (left by an earlier setter),
+ * its own store could still sit in its store buffer while a taker took that
+ * bit and read the old state, and the new state would be left with no bit at
+ * all. The locked write orders the store before it, and either comes after
+ * the take (the bit is set again) or before it (the taker sees the state).
+ */
 void shms__hbm_set(uint64_t *w, uint32_t n, uint32_t i) {
   struct levels l;
   levels_of(n, &l);
-  if (fetch_or(word(w, &l, 0, i / 64), 1ull << (i % 64)) == 0)
+  uint64_t *leaf = word(w, &l, 0, i / 64), bit = 1ull << (i % 64);
+  uint64_t prev = shms__load_64(leaf);
+  while (!ck_pr_cas_64_value(leaf, prev, prev | bit, &prev))
+    ;
+  if (prev == 0)
     propagate(w, &l, 0, i / 64);
 }
 

@@ -135,5 +135,5 @@ void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq) {
   uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
       !(w & SHMS__SLOT_INDEXED))
-    shms__hbm_set(k->sattn, k->nslots, i); /* no write if the bit is already there */
+    shms__hbm_set(k->sattn, k->nslots, i);
 }
