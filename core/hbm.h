@@ -24,7 +24,8 @@
 uint32_t shms__hbm_words(uint32_t n);
 /* Set every index 0..n-1 (at create time, single-threaded). */
 void shms__hbm_fill(uint64_t *w, uint32_t n);
-/* Add index i. Lock-free; may be called by any process at any time. */
+/* Add index i. Lock-free; may be called by any process at any time. Always a locked write, so
+ * what the caller stored before is visible to whoever takes i after (see hbm.c). */
 void shms__hbm_set(uint64_t *w, uint32_t n, uint32_t i);
 /* Take (clear and return) some set index, lowest first, or -1 if none. Lock-free. */
 int64_t shms__hbm_take(uint64_t *w, uint32_t n);
