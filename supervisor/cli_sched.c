@@ -94,6 +94,18 @@ int cli_attach(const char *name, unsigned flags, shms_t **out) {
   return rc == SHMS_OK ? 0 : cli_sched_fail(rc);
 }
 
+int cli_attach_to_queue(const char *cmd, const char *name, shms_t **out) {
+  int rc = shms_attach(name, 0, out);
+  if (rc != SHMS_EBUSY)
+    return rc == SHMS_OK ? 0 : cli_sched_fail(rc);
+  /* The only busy an attach knows: every process-table entry is held by a live process. */
+  cli_fail(rc,
+           "%s: %s (segment '%s'; try again once a process detaches, or create the segment "
+           "with a larger --max-processes)",
+           cmd, shms_last_error_detail(), name);
+  return CLI_EXIT_SCHED;
+}
+
 int cli_request_option(const char *cmd, int c, const char **cls, shms_request *req,
                        uint64_t *deadline_in_ns) {
   char err[256], q[96];

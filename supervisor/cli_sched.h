@@ -55,4 +55,11 @@ int cli_request_option(const char *cmd, int c, const char **cls, shms_request *r
 /* Attach to name (flags as for shms_attach); on failure print why and return the exit code. */
 int cli_attach(const char *name, unsigned flags, shms_t **out);
 
+/*
+ * cli_attach for the commands that queue work or serve it (run, submit,
+ * worker): a full process table is temporary, like a full queue, so it
+ * returns CLI_EXIT_SCHED (75) after printing why, naming the command.
+ */
+int cli_attach_to_queue(const char *cmd, const char *name, shms_t **out);
+
 #endif

@@ -46,7 +46,8 @@ static const char help[] =
     "Exit status: CMD's status (128+N if signal N killed it); 75 the scheduler did\n"
     "not grant a lease (queue-full, class-denied, duplicate-activation, cancelled,\n"
     "deadline-exceeded, all-cells-quarantined, shutdown, sequence-exhausted,\n"
-    "owner-lost); 1 run failed otherwise (not-found, permission-denied, ...);\n"
+    "owner-lost), or busy: the segment's process table is full; 1 run failed\n"
+    "otherwise (not-found, permission-denied, ...);\n"
     "2 usage error; 126/127 CMD could not be executed / was not found.\n"
     "\n"
     "Examples:\n"
@@ -173,7 +174,7 @@ int cmd_run(int argc, char **argv) {
   struct run_signals sigs;
   run_signals_block(&sigs);
   shms_t *h;
-  if ((rc = cli_attach(a.name, 0, &h)) != 0)
+  if ((rc = cli_attach_to_queue("run", a.name, &h)) != 0)
     return rc;
   /* The fast path never queues; with a tenant limit the library would queue and cancel. */
   shms_config cfg;

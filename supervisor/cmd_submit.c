@@ -62,7 +62,8 @@ static const char help[] =
     "--wait the job's status (a status outside 0..255 exits 255); 75 the job did\n"
     "not start or did not complete (queue-full, class-denied, duplicate-activation,\n"
     "cancelled, deadline-exceeded, all-cells-quarantined, shutdown, worker-lost,\n"
-    "owner-lost, timed-out, ...); 1 submit failed otherwise (not-found, ...);\n"
+    "owner-lost, timed-out, ...) or busy: the segment's process table is full;\n"
+    "1 submit failed otherwise (not-found, ...);\n"
     "2 usage error, including a payload larger than the class's payload size.\n"
     "\n"
     "Examples:\n"
@@ -188,7 +189,7 @@ int cmd_submit(int argc, char **argv) {
   if (a.deadline_in_ns != 0)
     a.req.deadline_ns = run_monotonic_ns() + a.deadline_in_ns;
   shms_t *h;
-  if ((rc = cli_attach(a.name, 0, &h)) != 0)
+  if ((rc = cli_attach_to_queue("submit", a.name, &h)) != 0)
     return rc;
   size_t limit = 0;
   struct payload p = {0};

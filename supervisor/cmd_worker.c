@@ -54,7 +54,8 @@ static const char help[] =
     "Exit status: 0 stopped (by --jobs, SIGINT, SIGTERM or a drain); 1 CMD was\n"
     "killed by a signal and its cell quarantined, or the worker failed (busy:\n"
     "every cell of the class has a worker; not-found; ...); 75 the scheduler took\n"
-    "its cell (all-cells-quarantined, ...); 2 usage error.\n"
+    "its cell (all-cells-quarantined, ...), or busy: the segment's process table\n"
+    "is full; 2 usage error.\n"
     "\n"
     "Examples:\n"
     "  shmsched worker jobs --class small -- sha256sum\n"
@@ -364,7 +365,7 @@ int cmd_worker(int argc, char **argv) {
   struct worker k = {.a = &a, .sigfd = -1};
   if ((rc = block_signals(&k)) != 0)
     return rc;
-  if ((rc = cli_attach(a.name, 0, &k.h)) != 0)
+  if ((rc = cli_attach_to_queue("worker", a.name, &k.h)) != 0)
     return rc;
   if ((rc = check_class(&k)) == 0 && (k.out = malloc(k.cap + 1)) == NULL)
     rc = cli_fail(SHMS_ENOMEM, "worker: no memory for a %zu-byte result", k.cap);

@@ -78,6 +78,19 @@ const char *cli_segment(const char *tag, const char *spec, const char *extra) {
   return name;
 }
 
+const char *cli_segment_opts(const char *tag, const char *const opts[]) {
+  static char out[1024], err[1024];
+  ck_assert_int_lt(left->nsegs, MAX_SEGMENTS);
+  char *name = left->segs[left->nsegs++];
+  snprintf(name, sizeof left->segs[0], "%s", harness_name(tag));
+  const char *argv[32] = {"create", name};
+  for (size_t i = 0; opts[i] != NULL && i < 29; i++)
+    argv[i + 2] = opts[i];
+  int rc = harness_cli(out, sizeof out, err, sizeof err, argv);
+  ck_assert_msg(rc == 0, "create %s: exit %d: %s", name, rc, err);
+  return name;
+}
+
 void cli_spawn(struct cli_proc *p, const char *const argv[]) {
   int pi[2], po[2], pe[2];
   ck_assert(pipe2(pi, O_CLOEXEC) == 0 && pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0);

@@ -34,6 +34,13 @@ const char *cli_path(char *buf, size_t n, const char *file);
 /* A fresh segment made by `create NAME --class spec [--class extra]`, removed at teardown. */
 const char *cli_segment(const char *tag, const char *spec, const char *extra);
 
+/*
+ * A fresh segment made by `create NAME` with the options in opts (NULL-ended),
+ * removed at teardown.
+ */
+const char *cli_segment_opts(const char *tag, const char *const opts[]);
+#define CLI_SEGMENT(tag, ...) cli_segment_opts((tag), (const char *const[]){__VA_ARGS__, NULL})
+
 /* Start the CLI with argv (NULL-ended, without argv[0]) in the background. */
 void cli_spawn(struct cli_proc *p, const char *const argv[]);
 #define CLI_SPAWN(p, ...) cli_spawn((p), (const char *const[]){__VA_ARGS__, NULL})

@@ -444,6 +444,31 @@ static const struct {
     {{"status", "@", "--tenants=yes"}, "no argument allowed for option '--tenants'"},
 };
 
+/*
+ * A full process table is a temporary condition, like a full queue: the
+ * commands that queue work exit 75 with its reason, so a retrying script
+ * tries again later.
+ */
+START_TEST(process_table_full) {
+  const char *name =
+      CLI_SEGMENT("procs", "--class", "standard:cells=1,queue=4", "--class",
+                  "small:cells=1,queue=4,mode=worker,payload=64", "--max-processes", "1");
+  struct cli_proc holder;
+  hold(&holder, name); /* the one entry of the process table */
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "true"), 75);
+  assert_error_line(err, "busy", "process table is full");
+  ck_assert_msg(strstr(err, "max-processes") != NULL, "no way out named: %s", err);
+  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--wait"), 75);
+  assert_error_line(err, "busy", "process table is full");
+  ck_assert_int_eq(CLI("worker", name, "-c", "small", "--", "cat"), 75);
+  assert_error_line(err, "busy", "process table is full");
+  /* Nothing was queued or granted by the refused commands. */
+  assert_status(name, "rejected", "0");
+  let_go(&holder);
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "true"), 0);
+}
+END_TEST
+
 START_TEST(usage_errors) {
   const char *name = cli_segment("usage", "standard:cells=1,queue=4", NULL);
   const char *argv[13] = {NULL};
@@ -526,6 +551,7 @@ static Suite *cli_sched_suite(void) {
   tcase_add_test(tc, queue_full);
   tcase_add_test(tc, duplicate_activation);
   tcase_add_test(tc, class_denied_and_deadline);
+  tcase_add_test(tc, process_table_full);
   tcase_add_loop_test(tc, usage_errors, 0, sizeof bad_runs / sizeof bad_runs[0]);
   tcase_add_test(tc, missing_segment);
   suite_add_tcase(s, tc);
