@@ -46,7 +46,8 @@ static const char help[] =
     "Exit status: CMD's status (128+N if signal N killed it); 75 the scheduler did\n"
     "not grant a lease (queue-full, class-denied, duplicate-activation, cancelled,\n"
     "deadline-exceeded, all-cells-quarantined, shutdown, sequence-exhausted,\n"
-    "owner-lost), or busy: the segment's process table is full; 1 run failed\n"
+    "owner-lost), or busy: the segment's process table is full, or system-error:\n"
+    "CMD could not be forked for lack of processes (EAGAIN); 1 run failed\n"
     "otherwise (not-found, permission-denied, ...);\n"
     "2 usage error; 126/127 CMD could not be executed / was not found.\n"
     "\n"
@@ -190,10 +191,14 @@ int cmd_run(int argc, char **argv) {
   }
   int st;
   if (run_command(a.cmd, &sigs, &st) != 0) {
-    cli_fail(SHMS_ESYSTEM, "run: cannot start '%s': %s", a.cmd[0], strerror(errno));
+    /* EAGAIN: the system's process table (or the user's RLIMIT_NPROC) is full; temporary. */
+    int again = errno == EAGAIN;
+    cli_fail(SHMS_ESYSTEM, "run: cannot start '%s': %s%s", a.cmd[0], strerror(errno),
+             again ? " (the process limit is reached; the lease was released: try again later)"
+                   : "");
     shms_release(h, &lease);
     shms_detach(h);
-    return CLI_EXIT_FAIL;
+    return again ? CLI_EXIT_SCHED : CLI_EXIT_FAIL;
   }
   int code = dispose(h, &a, &lease, st);
   shms_detach(h);

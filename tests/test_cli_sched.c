@@ -8,11 +8,14 @@
  * command's stdin; a queued run with --print-ticket is known to be queued
  * once its first stderr line (the ticket) arrives.
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -469,6 +472,47 @@ START_TEST(process_table_full) {
 }
 END_TEST
 
+/*
+ * The system's process table, for run's command: `run NAME ... -- true` as
+ * user nobody allowed one process (RLIMIT_NPROC binds a user that is not
+ * root), so its fork fails with EAGAIN. Returns run's exit status; stderr in err.
+ */
+static int run_without_fork(const char *name) {
+  int pe[2];
+  ck_assert(pipe(pe) == 0);
+  pid_t pid = fork();
+  ck_assert(pid >= 0);
+  if (pid == 0) {
+    struct rlimit one = {1, 1};
+    dup2(pe[1], 2);
+    if (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setrlimit(RLIMIT_NPROC, &one) != 0 ||
+        setuid(65534) != 0)
+      _exit(99);
+    execl(SHMS_BIN_DIR "/shmsched", "shmsched", "run", name, "-c", "standard", "-t", "a", "--",
+          "true", (char *)NULL);
+    _exit(98);
+  }
+  close(pe[1]);
+  cli_slurp(pe[0], err, sizeof err);
+  close(pe[0]);
+  int st;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+START_TEST(system_process_limit) {
+  const char *name = CLI_SEGMENT("nproc", "--class", "standard:cells=1,queue=4", "--mode", "0666");
+  int rc = run_without_fork(name);
+  ck_assert_msg(rc == 75, "exit %d: %s", rc, err);
+  assert_error_line(err, "system-error", "cannot start 'true'");
+  ck_assert_msg(strstr(err, "try again later") != NULL, "%s", err);
+  /* The lease it got was given back. */
+  assert_status(name, "cells_available", "1");
+  assert_status(name, "granted", "1");
+}
+END_TEST
+
 START_TEST(usage_errors) {
   const char *name = cli_segment("usage", "standard:cells=1,queue=4", NULL);
   const char *argv[13] = {NULL};
@@ -552,6 +596,7 @@ static Suite *cli_sched_suite(void) {
   tcase_add_test(tc, duplicate_activation);
   tcase_add_test(tc, class_denied_and_deadline);
   tcase_add_test(tc, process_table_full);
+  tcase_add_test(tc, system_process_limit);
   tcase_add_loop_test(tc, usage_errors, 0, sizeof bad_runs / sizeof bad_runs[0]);
   tcase_add_test(tc, missing_segment);
   suite_add_tcase(s, tc);
