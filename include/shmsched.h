@@ -184,7 +184,11 @@ enum { SHMS_DESTROY_FORCE = 1u << 0 };
 /*
  * Unlink NAME. Refuses with SHMS_EBUSY while other live processes are
  * attached, unless SHMS_DESTROY_FORCE. Attached processes keep their
- * mappings; new attaches fail.
+ * mappings; new attaches fail. A segment that fails validation
+ * (SHMS_EINCOMPAT: corrupt, of another layout version, or half-made) is
+ * removed only with SHMS_DESTROY_FORCE; a file that is not a shmsched
+ * segment (its first 8 bytes are not the magic, and it is not a half-made
+ * segment of this build) never is: SHMS_EINCOMPAT, nothing changed.
  */
 SHMS_EXTERN int shms_destroy(const char *name, unsigned flags);
 

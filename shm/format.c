@@ -130,3 +130,15 @@ int shms__validate_config_copy(const shms_config *cfg, uint64_t file_size) {
     return SHMS_EINCOMPAT;
   return shms__layout_size(cfg) == file_size ? SHMS_OK : SHMS_EINCOMPAT;
 }
+
+int shms__format_recognise(const void *head, size_t len, uint64_t file_size) {
+  struct shms__header h;
+  memset(&h, 0, sizeof h);
+  memcpy(&h, head, len < sizeof h ? len : sizeof h);
+  if (len >= sizeof h.magic && h.magic == SHMS__MAGIC)
+    return 1;
+  /* shms__format writes these fields before anything else, and the magic last. */
+  return len >= offsetof(struct shms__header, incarnation) && h.magic == 0 &&
+         h.layout_version == SHMS__LAYOUT_VERSION && h.header_size == sizeof h &&
+         h.total_size == file_size;
+}

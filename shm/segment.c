@@ -77,12 +77,17 @@ static int open_fail(int e, const char *name, const char *what) {
   return shms__fail(shms__from_errno(e), "cannot %s segment '%s': %s", what, name, strerror(e));
 }
 
-/* Remove the file we created, but only if NAME still names it. */
-static void unlink_if_ours(const char *name, int fd) {
+/* Whether NAME still names the file open as fd. */
+static int same_file(int fd, const char *name) {
   struct stat a, b;
   char path[256];
   shm_path(path, sizeof path, name);
-  if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+  return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* Remove the file we created, but only if NAME still names it. */
+static void unlink_if_ours(const char *name, int fd) {
+  if (same_file(fd, name)) {
     char shm_name[SHMS_NAME_MAX + 2];
     snprintf(shm_name, sizeof shm_name, "/%s", name);
     shm_unlink(shm_name);
@@ -367,6 +372,46 @@ static int refuse_if_busy(struct shms *h, const char *name, unsigned flags, uint
                     live, live == 1 ? "" : "es", list, live > 8 ? ", ..." : "");
 }
 
+/*
+ * NAME failed validation. An operator must be able to remove a corrupt or
+ * foreign-version segment (with force), but never a file that is not a
+ * shmsched segment at all: that is someone else's, and /dev/shm is shared.
+ * It is judged from an open descriptor, and unlinked only if NAME still
+ * names that file.
+ */
+static int destroy_invalid(const char *name, unsigned flags) {
+  char why[256], shm_name[SHMS_NAME_MAX + 2];
+  snprintf(why, sizeof why, "%s", shms_last_error_detail());
+  snprintf(shm_name, sizeof shm_name, "/%s", name);
+  int fd = shm_open(shm_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0)
+    return open_fail(errno, name, "open");
+  struct stat st;
+  char head[sizeof(struct shms__header)];
+  ssize_t len = fstat(fd, &st) == 0 ? pread(fd, head, sizeof head, 0) : -1;
+  int e = errno;
+  if (len < 0) {
+    close(fd);
+    return open_fail(e, name, "read");
+  }
+  int ours = shms__format_recognise(head, (size_t)len, (uint64_t)st.st_size);
+  int rc = SHMS_OK;
+  if (!ours)
+    rc = shms__fail(SHMS_EINCOMPAT,
+                    "/dev/shm/%s (%lld bytes) is not a shmsched segment: its first 8 bytes are "
+                    "not the magic, nor is it one of ours whose creation was cut short; not "
+                    "removed, with or without --force (remove it by hand if you know whose it is)",
+                    name, (long long)st.st_size);
+  else if (!(flags & SHMS_DESTROY_FORCE))
+    rc = shms__fail(SHMS_EINCOMPAT, "%s; --force removes it anyway", why);
+  else if (!same_file(fd, name))
+    rc = shms__fail(SHMS_EBUSY, "segment '%s' was replaced while it was being removed", name);
+  else if (shm_unlink(shm_name) != 0)
+    rc = open_fail(errno, name, "remove");
+  close(fd);
+  return rc;
+}
+
 int shms_destroy(const char *name, unsigned flags) {
   int rc = shms_name_check(name);
   if (rc != SHMS_OK)
@@ -375,20 +420,10 @@ int shms_destroy(const char *name, unsigned flags) {
   snprintf(shm_name, sizeof shm_name, "/%s", name);
   shms_t *h;
   rc = shms_attach(name, SHMS__ATTACH_ADMIN, &h);
-  if (rc == SHMS_EINCOMPAT && (flags & SHMS_DESTROY_FORCE)) {
-    /* An operator must be able to remove a corrupt or foreign-version segment. */
-    if (shm_unlink(shm_name) != 0)
-      return open_fail(errno, name, "remove");
-    return SHMS_OK;
-  }
-  if (rc != SHMS_OK) {
-    if (rc == SHMS_EINCOMPAT) {
-      char why[256];
-      snprintf(why, sizeof why, "%s", shms_last_error_detail());
-      return shms__fail(rc, "%s; --force removes it anyway", why);
-    }
+  if (rc == SHMS_EINCOMPAT)
+    return destroy_invalid(name, flags);
+  if (rc != SHMS_OK)
     return rc;
-  }
   uint32_t old = SHMS_SEG_ACTIVE;
   rc = refuse_if_busy(h, name, flags, &old);
   if (rc == SHMS_OK && shm_unlink(shm_name) != 0) {

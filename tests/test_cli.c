@@ -3,6 +3,7 @@
  * harness_cli and checks exit codes, the one-line error format, the output
  * and the segment left behind (or not).
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,82 @@ START_TEST(missing_segment) {
 }
 END_TEST
 
+/* Write len bytes of data at offset at of /dev/shm/NAME, creating it if need be. */
+static void shm_write(const char *name, long at, const void *data, size_t len) {
+  char path[256];
+  harness_shm_path(path, sizeof path, name);
+  FILE *f = fopen(path, "r+");
+  if (f == NULL)
+    f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, at, SEEK_SET), 0);
+  ck_assert_uint_eq(fwrite(data, 1, len, f), len);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The bytes of /dev/shm/NAME (at most n), or -1 if it does not exist. */
+static long shm_read(const char *name, char *buf, size_t n) {
+  char path[256];
+  harness_shm_path(path, sizeof path, name);
+  FILE *f = fopen(path, "r");
+  if (f == NULL)
+    return -1;
+  size_t got = fread(buf, 1, n, f);
+  fclose(f);
+  return (long)got;
+}
+
+/*
+ * destroy, forced or not, never removes a file that is not a shmsched
+ * segment: one whose first 8 bytes are not the magic, unless it is a
+ * half-made segment of ours (magic not yet stored over a header we wrote).
+ */
+START_TEST(destroy_refuses_foreign_files) {
+  static const char *const contents[] = {"not a segment, someone's data\n", "", "zeros"};
+  for (size_t i = 0; i < sizeof contents / sizeof contents[0]; i++) {
+    const char *name = seg_name("foreign");
+    static char zeros[8192];
+    int zero = strcmp(contents[i], "zeros") == 0;
+    const char *data = zero ? zeros : contents[i];
+    size_t len = zero ? sizeof zeros : strlen(contents[i]);
+    shm_write(name, 0, data, len);
+    for (int force = 0; force < 2; force++) {
+      ck_assert_int_eq(force ? CLI("destroy", name, "--force") : CLI("destroy", name), 1);
+      assert_error_line("incompatible-segment", "is not a shmsched segment");
+      ck_assert_msg(strstr(err, "not removed") != NULL, "%s", err);
+      ck_assert_msg(strstr(err, "--force removes") == NULL, "suggests --force: %s", err);
+      char back[8192];
+      ck_assert_int_eq(shm_read(name, back, sizeof back), (long)len);
+      ck_assert_msg(memcmp(back, data, len) == 0, "destroy changed /dev/shm/%s", name);
+    }
+    harness_remove(name);
+  }
+}
+END_TEST
+
+/* Segments of ours that fail validation: --force removes them (and only --force). */
+START_TEST(destroy_force_removes_broken_segments) {
+  /* A corrupt one (its layout version): the magic is there. */
+  const char *name = seg_name("corrupt");
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=1,queue=1"), 0);
+  uint32_t version = 99;
+  shm_write(name, 8, &version, sizeof version);
+  ck_assert_int_eq(CLI("destroy", name), 1);
+  assert_error_line("incompatible-segment", "--force removes it");
+  ck_assert_int_eq(CLI("destroy", name, "--force"), 0);
+  ck_assert(!shm_exists(name));
+  /* A half-made one: its creator died before storing the magic over the header it wrote. */
+  name = seg_name("halfmade");
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=1,queue=1"), 0);
+  uint64_t no_magic = 0;
+  shm_write(name, 0, &no_magic, sizeof no_magic);
+  ck_assert_int_eq(CLI("destroy", name), 1);
+  assert_error_line("incompatible-segment", "magic: not set");
+  ck_assert_int_eq(CLI("destroy", name, "--force"), 0);
+  ck_assert(!shm_exists(name));
+}
+END_TEST
+
 /* ---- bad configurations: exit 2, one error line, nothing created --------- */
 
 static const struct {
@@ -429,6 +506,8 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, status_counts_live_processes);
   tcase_add_test(tc, create_twice_leaves_first);
   tcase_add_test(tc, missing_segment);
+  tcase_add_test(tc, destroy_refuses_foreign_files);
+  tcase_add_test(tc, destroy_force_removes_broken_segments);
   suite_add_tcase(s, tc);
   tc = harness_tcase("errors");
   tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
