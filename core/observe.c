@@ -20,16 +20,23 @@ static void count_cells(const struct shms *h, const struct shms__class_desc *d, 
     const struct shms__cell *cell = SHMS__AT(
         h->base, d->cells_off + (uint64_t)i * sizeof(struct shms__cell), const struct shms__cell);
     out->granted += shms__load_64((uint64_t *)&cell->leases);
-    switch (SHMS__CELL_STATE(shms__load_64((uint64_t *)&cell->word))) {
+    uint32_t state = SHMS__CELL_STATE(shms__load_64((uint64_t *)&cell->word));
+    switch (state) {
     case SHMS__CELL_AVAILABLE:
       out->available++;
       break;
     case SHMS__CELL_GRANTED:
     case SHMS__CELL_LEASED: {
-      out->leased++;
+      /* Granted is not leased: its waiter may be stopped or dead, the cell unused meanwhile. */
+      int granted = state == SHMS__CELL_GRANTED;
+      uint64_t *oldest = granted ? &out->oldest_grant_age_ns : &out->oldest_lease_age_ns;
+      if (granted)
+        out->granted_unaccepted++;
+      else
+        out->leased++;
       uint64_t start = shms__load_64((uint64_t *)&cell->lease_start_ns);
-      if (start != 0 && now_ns > start && now_ns - start > out->oldest_lease_age_ns)
-        out->oldest_lease_age_ns = now_ns - start;
+      if (start != 0 && now_ns > start && now_ns - start > *oldest)
+        *oldest = now_ns - start;
       break;
     }
     case SHMS__CELL_QUARANTINED:

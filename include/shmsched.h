@@ -203,6 +203,8 @@ typedef struct {
   uint32_t state;          /* shms_segment_state_t */
   uint32_t live_processes; /* registered and proven alive by their lock */
   uint32_t max_processes;
+  uint32_t file_mode; /* the segment file's permission bits now (fstat) */
+  uint32_t file_gid;  /* the segment file's group now (fstat) */
 } shms_segment_info;
 
 typedef enum {
@@ -217,7 +219,7 @@ SHMS_EXTERN int shms_segment_info_get(const shms_t *h, shms_segment_info *out);
 typedef struct {
   uint32_t cells;
   uint32_t available;
-  uint32_t leased;
+  uint32_t leased; /* accepted leases (worker classes: jobs a worker runs) */
   uint32_t quarantined;
   uint32_t offline;
   uint32_t queue_capacity;
@@ -229,7 +231,11 @@ typedef struct {
   uint64_t expired;
   uint64_t total_wait_ns;
   uint64_t max_wait_ns;
-  uint64_t oldest_lease_age_ns;
+  uint64_t oldest_lease_age_ns; /* of the accepted leases */
+  /* Cells granted to a request whose waiter has not accepted yet (for a job: its worker has not
+   * taken it), and the oldest such grant's age: a waiter that is stopped or dead shows here. */
+  uint32_t granted_unaccepted;
+  uint64_t oldest_grant_age_ns;
 } shms_class_stats;
 
 /* SHMS_EINVAL for a class the segment does not configure. */

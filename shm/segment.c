@@ -460,6 +460,12 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
       .live_processes = shms__proc_count_live(h, h->fd, shms__self_index(h), NULL, 0),
       .max_processes = h->layout.procs_count,
   };
+  /* The file as it is now: an operator may have changed its mode or group since create. */
+  struct stat st;
+  if (fstat(h->fd, &st) != 0)
+    return shms__fail(shms__from_errno(errno), "cannot stat the segment file: %s", strerror(errno));
+  out->file_mode = (uint32_t)(st.st_mode & 07777);
+  out->file_gid = (uint32_t)st.st_gid;
   return SHMS_OK;
 }
 

@@ -4,6 +4,7 @@
  * "# Section" headers, the JSON sink nests them as
  * {"segment": {...}, "classes": {"NAME": {...}}}.
  */
+#include <grp.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +48,17 @@ static void iso_time(char *buf, size_t n, uint64_t unix_ns) {
   snprintf(buf, n, "%s.%03uZ", date, (unsigned)(unix_ns / 1000000u % 1000u));
 }
 
+/* The name of group gid, or its number when it has none. */
+static const char *group_name(char *buf, size_t n, uint32_t gid) {
+  struct group g, *found = NULL;
+  char scratch[4096];
+  if (getgrgid_r((gid_t)gid, &g, scratch, sizeof scratch, &found) == 0 && found != NULL)
+    snprintf(buf, n, "%s", g.gr_name);
+  else
+    snprintf(buf, n, "%" PRIu32, gid);
+  return buf;
+}
+
 static void emit_segment(const struct status_view *v, const struct sink *s) {
   char buf[64];
   s->section(s->ctx, NULL);
@@ -63,9 +75,10 @@ static void emit_segment(const struct status_view *v, const struct sink *s) {
   s->u64(s->ctx, "max_processes", v->info.max_processes);
   s->u64(s->ctx, "max_tenants", v->cfg.max_tenants);
   s->u64(s->ctx, "starvation_after_ns", v->cfg.starvation_after_ns);
-  snprintf(buf, sizeof buf, "%04o", v->cfg.file_mode);
+  snprintf(buf, sizeof buf, "%04o", v->info.file_mode);
   s->str(s->ctx, "mode", buf);
-  s->i64(s->ctx, "group", v->cfg.group);
+  s->str(s->ctx, "group", group_name(buf, sizeof buf, v->info.file_gid));
+  s->u64(s->ctx, "gid", v->info.file_gid);
 }
 
 static void emit_class(int c, const shms_class_config *k, const shms_class_stats *st,
@@ -81,6 +94,7 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->allow(s->ctx, k, k->allow_count == 0 && c != SHMS_CLASS_EXTRA_LARGE);
   s->u64(s->ctx, "cells_available", st->available);
   s->u64(s->ctx, "cells_leased", st->leased);
+  s->u64(s->ctx, "cells_granted", st->granted_unaccepted);
   s->u64(s->ctx, "cells_quarantined", st->quarantined);
   s->u64(s->ctx, "cells_offline", st->offline);
   s->u64(s->ctx, "queue_depth", st->queue_depth);
@@ -93,6 +107,7 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "total_wait_ns", st->total_wait_ns);
   s->u64(s->ctx, "max_wait_ns", st->max_wait_ns);
   s->u64(s->ctx, "oldest_lease_age_ns", st->oldest_lease_age_ns);
+  s->u64(s->ctx, "oldest_grant_age_ns", st->oldest_grant_age_ns);
 }
 
 static void emit(const struct status_view *v, const struct sink *s) {

@@ -213,6 +213,25 @@ START_TEST(create_status_destroy) {
 }
 END_TEST
 
+/* status shows the segment file's real group, by name and gid, however it came to have it. */
+START_TEST(status_shows_the_files_group) {
+  const char *name = seg_name("group");
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=1,queue=1", "--group", "65534",
+                       "--mode", "0660"),
+                   0);
+  ck_assert_int_eq(CLI("status", name), 0);
+  ck_assert_msg(strstr(out, "\ngroup: nogroup\ngid: 65534\n") != NULL, "%s", out);
+  ck_assert_int_eq(CLI("status", name, "--json"), 0);
+  ck_assert_msg(strstr(out, "\"group\": \"nogroup\",\n    \"gid\": 65534") != NULL, "%s", out);
+  char path[256];
+  harness_shm_path(path, sizeof path, name);
+  ck_assert_int_eq(chown(path, (uid_t)-1, 0), 0); /* an operator's chgrp */
+  ck_assert_int_eq(CLI("status", name), 0);
+  ck_assert_msg(strstr(out, "\ngroup: root\ngid: 0\n") != NULL, "%s", out);
+  ck_assert_int_eq(CLI("destroy", name), 0);
+}
+END_TEST
+
 START_TEST(status_counts_live_processes) {
   const char *name = seg_name("live");
   shms_config cfg;
@@ -504,6 +523,7 @@ static Suite *cli_suite(void) {
   tcase_add_test(tc, json_checker_sanity);
   tcase_add_test(tc, create_status_destroy);
   tcase_add_test(tc, status_counts_live_processes);
+  tcase_add_test(tc, status_shows_the_files_group);
   tcase_add_test(tc, create_twice_leaves_first);
   tcase_add_test(tc, missing_segment);
   tcase_add_test(tc, destroy_refuses_foreign_files);

@@ -543,6 +543,35 @@ START_TEST(missing_segment) {
 }
 END_TEST
 
+/*
+ * A cell granted to a waiter that has not accepted it (here: stopped) is not
+ * leased: status counts it apart, as cells_granted, and explain says granted.
+ */
+START_TEST(status_counts_granted_apart) {
+  const char *name = cli_segment("granted", "standard:cells=1,queue=4", NULL);
+  struct cli_proc holder, q;
+  char ticket[SHMS_TICKET_STRLEN];
+  hold(&holder, name);
+  queue_run(&q, name, "b", ticket, NULL, NULL);
+  ck_assert_int_eq(kill(q.pid, SIGSTOP), 0);
+  int st;
+  ck_assert_int_eq(waitpid(q.pid, &st, WUNTRACED), q.pid);
+  ck_assert(WIFSTOPPED(st));
+  let_go(&holder); /* its release dispatched: the cell is granted to the stopped waiter */
+  ck_assert_int_eq(CLI("explain", name, ticket), 0);
+  ck_assert_msg(strstr(out, "\nstate: granted\n") != NULL, "%s", out);
+  assert_status(name, "cells_leased", "0");
+  assert_status(name, "cells_granted", "1");
+  assert_status(name, "cells_available", "0");
+  ck_assert_int_eq(CLI("status", name, "--json"), 0);
+  ck_assert_msg(strstr(out, "\"cells_granted\": 1") != NULL, "%s", out);
+  ck_assert_int_eq(kill(q.pid, SIGCONT), 0);
+  ck_assert_int_eq(finish(&q), 0);
+  assert_status(name, "cells_granted", "0");
+  assert_status(name, "cells_available", "1");
+}
+END_TEST
+
 /* ---- help ------------------------------------------------------------------ */
 
 static const char *const help_commands[][3] = {
@@ -588,6 +617,7 @@ static Suite *cli_sched_suite(void) {
   tcase_add_test(tc, explain_queued);
   tcase_add_test(tc, signal_cancels_wait);
   tcase_add_test(tc, tenants_take_turns);
+  tcase_add_test(tc, status_counts_granted_apart);
   suite_add_tcase(s, tc);
   tc = harness_tcase("failures");
   tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);

@@ -79,7 +79,7 @@ static void assert_idle(struct run *r, shms_class_t c) {
   shms_class_stats s;
   ck_assert_shms_ok(shms_observe(r->h, c, &s)); /* returns: a writer's death cannot hang it */
   ck_assert_uint_eq(s.queue_depth, 0);
-  ck_assert_uint_eq(s.leased + s.quarantined, 0);
+  ck_assert_uint_eq(s.leased + s.granted_unaccepted + s.quarantined, 0);
   ck_assert_uint_eq(ck_pr_load_32(&r->h->cls[c].ctl->used), 0);
   char report[4096];
   uint32_t violations;

@@ -88,7 +88,7 @@ static void round_trip(const shms_config *cfg) {
     /* A lease class starts with every cell available, a worker class with every cell offline. */
     ck_assert_uint_eq(s.available, k->mode == SHMS_MODE_LEASE ? k->cells : 0);
     ck_assert_uint_eq(s.offline, k->mode == SHMS_MODE_WORKER ? k->cells : 0);
-    ck_assert_uint_eq(s.leased + s.quarantined, 0);
+    ck_assert_uint_eq(s.leased + s.granted_unaccepted + s.quarantined, 0);
     ck_assert_uint_eq(s.queue_capacity, k->queue);
     ck_assert_uint_eq(s.queue_depth + s.granted + s.rejected, 0);
   }

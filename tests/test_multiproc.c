@@ -284,7 +284,7 @@ START_TEST(many_processes_churning_conserve_everything) {
   ck_assert_uint_eq(sum.cancelled, sum.cancelled_by_us);
   shms_class_stats s = sched_stats(h);
   ck_assert_uint_eq(s.available, cells);
-  ck_assert_uint_eq(s.leased + s.quarantined, 0);
+  ck_assert_uint_eq(s.leased + s.granted_unaccepted + s.quarantined, 0);
   ck_assert_uint_eq(s.queue_depth, 0);
   ck_assert_uint_eq(s.queued_tenants, 0);
   ck_assert_uint_eq(s.cancelled, sum.cancelled);

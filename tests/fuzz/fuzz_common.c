@@ -90,10 +90,13 @@ static void observe_class(shms_t *h, const shms_config *cfg, int c) {
   if (st.cells != cfg->classes[c].cells || st.queue_capacity != cfg->classes[c].queue)
     fuzz_fail("class %d: observed %u cells and %u slots, configured %u and %u", c, st.cells,
               st.queue_capacity, cfg->classes[c].cells, cfg->classes[c].queue);
-  uint64_t sum = (uint64_t)st.available + st.leased + st.quarantined + st.offline;
+  uint64_t sum =
+      (uint64_t)st.available + st.leased + st.granted_unaccepted + st.quarantined + st.offline;
   if (sum != st.cells)
-    fuzz_fail("class %d: available %u + leased %u + quarantined %u + offline %u != cells %u", c,
-              st.available, st.leased, st.quarantined, st.offline, st.cells);
+    fuzz_fail("class %d: available %u + leased %u + granted %u + quarantined %u + offline %u != "
+              "cells %u",
+              c, st.available, st.leased, st.granted_unaccepted, st.quarantined, st.offline,
+              st.cells);
 }
 
 /* Overwrite the segment NAME with size bytes: a writer changing it under an attached handle. */
