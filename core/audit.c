@@ -23,26 +23,47 @@ struct audit {
   uint32_t violations;
 };
 
-static void violation(struct audit *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void violation(struct audit *a, const char *fmt, ...) {
-  a->violations++;
+/* Append to the report, never past its end. */
+static void append(struct audit *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void append(struct audit *a, const char *fmt, ...) {
   if (a->len + 1 >= a->cap)
     return;
-  int n = snprintf(a->out + a->len, a->cap - a->len, "class %s: ", shms_class_name(a->k->id));
-  if (n > 0 && (size_t)n < a->cap - a->len) {
-    a->len += (size_t)n;
-    va_list ap;
-    va_start(ap, fmt);
-    n = vsnprintf(a->out + a->len, a->cap - a->len, fmt,
-                  ap); // NOLINT(clang-analyzer-valist.Uninitialized)
-    va_end(ap);
-    if (n > 0)
-      a->len += (size_t)n < a->cap - a->len ? (size_t)n : a->cap - a->len - 1;
-  }
-  if (a->len + 1 < a->cap) {
-    a->out[a->len++] = '\n';
-    a->out[a->len] = '\0';
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(a->out + a->len, a->cap - a->len, fmt,
+                    ap); // NOLINT(clang-analyzer-valist.Uninitialized)
+  va_end(ap);
+  if (n > 0)
+    a->len += (size_t)n < a->cap - a->len ? (size_t)n : a->cap - a->len - 1;
+}
+
+/* One line: "class C: " what, then suffix. */
+static void vreport(struct audit *a, const char *suffix, const char *fmt, va_list ap) {
+  a->violations++;
+  char what[512];
+  vsnprintf(what, sizeof what, fmt, ap); // NOLINT(clang-analyzer-valist.Uninitialized)
+  append(a, "class %s: %s%s\n", shms_class_name(a->k->id), what, suffix);
+}
+
+static void violation(struct audit *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void violation(struct audit *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(a, "", fmt, ap);
+  va_end(ap);
+}
+
+/*
+ * A violation recovery cannot repair: a state word holding no valid state.
+ * Recovery settles what the dead left and recomputes every count and index
+ * from the state words; it cannot know what a corrupt word should have said.
+ */
+static void corrupt(struct audit *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void corrupt(struct audit *a, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vreport(a, " " SHMS_CHECK_UNREPAIRABLE ": a corrupt state word)", fmt, ap);
+  va_end(ap);
 }
 
 static int alive(struct audit *a, uint32_t owner) { return !shms__owner_dead(a->h, owner); }
@@ -57,9 +78,9 @@ static void audit_cells(struct audit *a, uint32_t *quarantined) {
     int worker = k->cfg->mode == SHMS_MODE_WORKER;
     *quarantined += st == SHMS__CELL_QUARANTINED;
     if (st < SHMS__CELL_AVAILABLE || st > SHMS__CELL_OFFLINE)
-      violation(a, "cell %u: state %u is not a cell state", c, st);
+      corrupt(a, "cell %u: state %u is not a cell state", c, st);
     else if (st == SHMS__CELL_OFFLINE && !worker)
-      violation(a, "cell %u: offline in a lease class", c);
+      corrupt(a, "cell %u: offline in a lease class", c);
     if (st == SHMS__CELL_GRANTED) {
       const struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
       if (s == NULL || SHMS__SLOT_STATE(s->word) != SHMS__SLOT_GRANTED || s->cell != c)
@@ -83,7 +104,7 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
     uint32_t st = SHMS__SLOT_STATE(w);
     int free_bit = shms__hbm_test(k->sfree, k->nslots, i);
     if (st > SHMS__SLOT_RUNNING)
-      violation(a, "slot %u: state %u is not a slot state", i, st);
+      corrupt(a, "slot %u: state %u is not a slot state", i, st);
     if (st == SHMS__SLOT_FREE) {
       if (!free_bit)
         violation(a, "slot %u: free but missing from the free-slot map (lost)", i);

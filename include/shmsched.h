@@ -507,7 +507,11 @@ SHMS_EXTERN int shms_recover(shms_t *h, shms_recovery *out);
  * processes), holding each class still while it is read. Writes one line per
  * violation into report (cap bytes, NUL-terminated) and their number into
  * *violations. Returns SHMS_OK whether or not it found violations.
+ * Recovery (shms_recover) repairs every violation but one kind: a state word
+ * that holds no valid state (corrupt memory). Its line ends with
+ * SHMS_CHECK_UNREPAIRABLE, then ": a corrupt state word)".
  */
+#define SHMS_CHECK_UNREPAIRABLE "(cannot be repaired"
 SHMS_EXTERN int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations);
 
 /* One registered process, as the process table names it. */

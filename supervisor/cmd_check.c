@@ -18,7 +18,10 @@ static const char check_help[] =
     "\n"
     "With --repair, first recover what dead processes left behind, exactly as the\n"
     "supervisor does at each death (and put dead workers' quarantined cells back\n"
-    "offline), print what was done, then audit.\n"
+    "offline), print what was done, then audit. Recovery repairs every violation\n"
+    "but a corrupt state word (a cell or slot in no valid state): those lines say\n"
+    "'cannot be repaired', and the error line says what to do instead (drain the\n"
+    "segment, destroy it, create it again).\n"
     "\n"
     "Options:\n"
     "      --repair   recover first (without a supervisor, this is the recovery)\n"
@@ -39,6 +42,38 @@ static void print_recovery(const shms_recovery *r, int repaired) {
          r->dead_processes, r->requests_owner_lost, r->grants_returned, r->leases_released,
          r->leases_quarantined, r->jobs_requeued, r->jobs_lost, r->workers_unbound, r->slots_freed,
          r->batons_recovered, r->counts_fixed, repaired);
+}
+
+/* The report's lines that recovery cannot repair (shms_check marks them). */
+static uint32_t count_unrepairable(const char *report) {
+  uint32_t n = 0;
+  for (const char *p = report; (p = strstr(p, SHMS_CHECK_UNREPAIRABLE)) != NULL; p++)
+    n++;
+  return n;
+}
+
+/*
+ * The closing error line: what --repair would fix (never offered after it ran,
+ * nor when it would fix nothing), what it cannot, and what to do about that.
+ */
+static int report_violations(const char *name, uint32_t n, uint32_t corrupt, int repaired) {
+  const char *s = n == 1 ? "" : "s";
+  if (corrupt == 0)
+    return cli_fail(SHMS_EVIOLATION, "check: %u violation%s in segment '%s'%s", n, s, name,
+                    repaired ? ""
+                             : " (shmsched check --repair recovers what the dead left and "
+                               "recomputes every count and index)");
+  char fixable[160] = "";
+  if (!repaired && corrupt < n)
+    snprintf(fixable, sizeof fixable, "; --repair fixes %u of them, but", n - corrupt);
+  else
+    snprintf(fixable, sizeof fixable, "%s; recovery", repaired ? " left after recovery" : "");
+  return cli_fail(SHMS_EVIOLATION,
+                  "check: %u violation%s in segment '%s'%s cannot repair %u (the lines marked "
+                  "'cannot be repaired': corrupt memory): stop using the segment, drain it "
+                  "(shmsched drain %s), let its leases end, destroy it and create it again; "
+                  "please report what check printed",
+                  n, s, name, fixable, corrupt, name);
 }
 
 int cmd_check(int argc, char **argv) {
@@ -81,7 +116,5 @@ int cmd_check(int argc, char **argv) {
     return CLI_EXIT_OK;
   }
   fputs(report, stdout);
-  return cli_fail(SHMS_EVIOLATION, "check: %u violation%s in segment '%s'%s", violations,
-                  violations == 1 ? "" : "s", name,
-                  repair ? "" : " (shmsched check --repair recovers what the dead left)");
+  return report_violations(name, violations, count_unrepairable(report), repair);
 }

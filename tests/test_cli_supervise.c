@@ -144,12 +144,53 @@ START_TEST(check_reports_violations_and_repair_fixes_them) {
 }
 END_TEST
 
+/*
+ * A corrupt state word is beyond recovery: check says which violations
+ * --repair cannot fix and what to do instead, and never suggests --repair for
+ * those alone.
+ */
+START_TEST(check_names_what_repair_cannot_fix) {
+  shms_config cfg;
+  harness_config(&cfg, 2, 4);
+  const char *name = harness_name("corrupt");
+  harness_create(name, &cfg);
+  char out[4096], err[1024];
+  const char *check[] = {"check", name, NULL}, *repair[] = {"check", name, "--repair", NULL};
+  shms_t *h;
+  ck_assert_shms_ok(shms_attach(name, 0, &h));
+  /* Cell 1 gets a state that is no cell state; the free-cell map still counts it free. */
+  ck_pr_store_64(&h->cls[SHMS_CLASS_STANDARD].cells[1].word, SHMS__CELL_WORD(1, 0, 9));
+  shms_detach(h);
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, check), 1);
+  ck_assert_ptr_nonnull(strstr(out, "class standard: cell 1: state 9 is not a cell state"));
+  ck_assert_ptr_nonnull(strstr(out, "(cannot be repaired"));
+  ck_assert_ptr_nonnull(strstr(out, "free-cell map 0x3, but the available cells are 0x1"));
+  ck_assert_msg(strstr(err, "2 violations") && strstr(err, "--repair fixes 1 of them") &&
+                    strstr(err, "cannot repair 1") && strstr(err, "shmsched drain ") &&
+                    strstr(err, "destroy"),
+                "%s", err);
+  /* --repair fixes the map, then says what it could not fix, and what to do. */
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, repair), 1);
+  ck_assert_ptr_nonnull(strstr(out, "counts_fixed=1"));
+  ck_assert_ptr_null(strstr(out, "free-cell map"));
+  ck_assert_ptr_nonnull(strstr(out, "cell 1: state 9 is not a cell state"));
+  ck_assert_msg(strstr(err, "1 violation") && strstr(err, "cannot repair") &&
+                    strstr(err, "shmsched drain ") && strstr(err, "check --repair") == NULL,
+                "%s", err);
+  /* Checked again, it no longer suggests --repair at all. */
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, check), 1);
+  ck_assert_msg(strstr(err, "--repair") == NULL && strstr(err, "cannot repair"), "%s", err);
+  harness_remove(name);
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("cli_supervise");
   TCase *tc = harness_tcase("supervise");
   tcase_add_test(tc, the_supervisor_recovers_a_dead_processes_lease);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
+  tcase_add_test(tc, check_names_what_repair_cannot_fix);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
