@@ -12,6 +12,8 @@ enum {
   CLI_EXIT_USAGE = 2, /* usage or configuration error: nothing was attempted */
   /* run: the scheduler said no (queue-full, cancelled, shutdown, ...): sysexits' EX_TEMPFAIL */
   CLI_EXIT_SCHED = 75,
+  /* the segment was truncated under the process (SIGBUS on it): sysexits' EX_IOERR */
+  CLI_EXIT_SEGMENT_LOST = 74,
 };
 
 /*

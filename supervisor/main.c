@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "cli_config.h"
+#include "sigbus.h"
 
 static const char top_help[] =
     "Usage: shmsched COMMAND [ARGS...]\n"
@@ -37,7 +38,8 @@ static const char top_help[] =
     "\n"
     "Exit status: 0 success, 1 the operation failed, 2 usage or configuration error;\n"
     "run: CMD's status, or 75 when the scheduler did not grant a lease;\n"
-    "submit --wait: the job's status, or 75 when the job did not complete.\n"
+    "submit --wait: the job's status, or 75 when the job did not complete;\n"
+    "74 the segment was truncated under the command (SIGBUS on it).\n"
     "Errors are one line on stderr: 'shmsched: <reason>: <what, and where>'.\n"
     "\n"
     "Examples:\n"
@@ -96,5 +98,6 @@ int main(int argc, char **argv) {
   const struct command *c = find_command(name);
   if (c == NULL)
     return cli_usage("unknown command '%s' (see 'shmsched --help')", cli_quote(q, sizeof q, name));
+  cli_sigbus_install(c->name);
   return c->run(argc - 1, argv + 1);
 }

@@ -572,6 +572,26 @@ START_TEST(status_counts_granted_apart) {
 }
 END_TEST
 
+/*
+ * The segment truncated under a running `run` (an operator's mistake, or a
+ * full tmpfs): when run next touches it (to release its lease, once its
+ * command ended) it says so in one line and exits 74, rather than dying of SIGBUS.
+ */
+START_TEST(truncated_segment_is_one_line) {
+  const char *name = cli_segment("trunc", "standard:cells=1,queue=4", NULL);
+  struct cli_proc holder;
+  hold(&holder, name);
+  char path[256];
+  harness_shm_path(path, sizeof path, name);
+  ck_assert_int_eq(truncate(path, 0), 0);
+  int rc = finish(&holder);
+  ck_assert_msg(rc == 74, "exit %d: %s", rc, perr);
+  char needle[160];
+  snprintf(needle, sizeof needle, "run: segment '%s' was truncated under this process", name);
+  assert_error_line(perr, "incompatible-segment", needle);
+}
+END_TEST
+
 /* ---- help ------------------------------------------------------------------ */
 
 static const char *const help_commands[][3] = {
@@ -627,6 +647,7 @@ static Suite *cli_sched_suite(void) {
   tcase_add_test(tc, class_denied_and_deadline);
   tcase_add_test(tc, process_table_full);
   tcase_add_test(tc, system_process_limit);
+  tcase_add_test(tc, truncated_segment_is_one_line);
   tcase_add_loop_test(tc, usage_errors, 0, sizeof bad_runs / sizeof bad_runs[0]);
   tcase_add_test(tc, missing_segment);
   suite_add_tcase(s, tc);

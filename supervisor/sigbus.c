@@ -1,0 +1,132 @@
+/*
+ * The SIGBUS handler (sigbus.h). Everything here runs inside a signal handler,
+ * so it uses only async-signal-safe calls (open, read, close, write, _exit, and
+ * the string functions POSIX.1-2017 lists as such: strstr, strcspn, strlen,
+ * memcpy) and formats by hand: no stdio, no malloc.
+ */
+#include "sigbus.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *who = "shmsched";
+
+/* A line of text under construction, never past its end. */
+struct line {
+  char buf[512];
+  size_t len;
+};
+
+static void put(struct line *l, const char *s) {
+  while (*s != '\0' && l->len + 1 < sizeof l->buf)
+    l->buf[l->len++] = *s++;
+}
+
+static void put_hex(struct line *l, uintptr_t v) {
+  char digits[2 * sizeof v + 1];
+  size_t n = sizeof digits - 1;
+  digits[n] = '\0';
+  do {
+    digits[--n] = "0123456789abcdef"[v & 15];
+    v >>= 4;
+  } while (v != 0 && n > 0);
+  put(l, "0x");
+  put(l, digits + n);
+}
+
+static uintptr_t parse_hex(const char **p) {
+  uintptr_t v = 0;
+  for (;; (*p)++) {
+    char c = **p;
+    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0)
+      return v;
+    v = v << 4 | (uintptr_t)d;
+  }
+}
+
+/*
+ * One line of /proc/self/maps ("start-end perms offset dev inode   path"):
+ * if it maps addr from a /dev/shm file, copy the segment's name (the path
+ * after "/dev/shm/", less a " (deleted)" suffix) into name. Returns 1 then.
+ */
+static int maps_line(const char *p, uintptr_t addr, char *name, size_t n) {
+  uintptr_t start = parse_hex(&p);
+  if (*p++ != '-')
+    return 0;
+  uintptr_t end = parse_hex(&p);
+  if (addr < start || addr >= end)
+    return 0;
+  const char *path = strstr(p, " /dev/shm/");
+  if (path == NULL)
+    return 0;
+  path += strlen(" /dev/shm/");
+  size_t len = strcspn(path, " \n");
+  if (len == 0 || len >= n)
+    return 0;
+  memcpy(name, path, len);
+  name[len] = '\0';
+  return 1;
+}
+
+/* The segment mapped at addr, from /proc/self/maps: 1 with its name, or 0. */
+static int segment_at(uintptr_t addr, char *name, size_t n) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  char buf[4096], line[1024];
+  size_t used = 0;
+  int found = 0;
+  ssize_t r;
+  while (!found && (r = read(fd, buf, sizeof buf)) > 0)
+    for (ssize_t i = 0; i < r && !found; i++) {
+      if (buf[i] != '\n') {
+        if (used + 1 < sizeof line)
+          line[used++] = buf[i];
+        continue;
+      }
+      line[used] = '\0';
+      found = maps_line(line, addr, name, n);
+      used = 0;
+    }
+  close(fd);
+  return found;
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc) {
+  (void)sig;
+  (void)uc;
+  char name[256];
+  if (!segment_at((uintptr_t)si->si_addr, name, sizeof name))
+    return; /* not a segment: SA_RESETHAND restored the default, the access faults again */
+  struct line l = {.len = 0};
+  put(&l, "shmsched: incompatible-segment: ");
+  put(&l, who);
+  put(&l, ": segment '");
+  put(&l, name);
+  put(&l, "' was truncated under this process (SIGBUS at ");
+  put_hex(&l, (uintptr_t)si->si_addr);
+  put(&l, ", past the end of /dev/shm/");
+  put(&l, name);
+  put(&l, "): it can no longer be used; remove it (shmsched destroy --force, or rm if it is "
+           "empty now) and create it again\n");
+  ssize_t w = write(STDERR_FILENO, l.buf, l.len);
+  (void)w;
+  _exit(CLI_EXIT_SEGMENT_LOST);
+}
+
+void cli_sigbus_install(const char *cmd) {
+  who = cmd;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, NULL);
+}

@@ -1,0 +1,20 @@
+/*
+ * A segment truncated (or replaced by a shorter file) under a running command
+ * makes its next access to the lost pages raise SIGBUS. The CLI turns that into
+ * one error line naming the segment and exit CLI_EXIT_SEGMENT_LOST, instead of
+ * dying of the signal. docs/cli.md, "Exit status", is the user's view.
+ */
+#ifndef SHMS_SUPERVISOR_SIGBUS_H
+#define SHMS_SUPERVISOR_SIGBUS_H
+
+/*
+ * Install the SIGBUS handler for subcommand cmd (named in the error line; the
+ * string must outlive the process). A SIGBUS on a mapping of a /dev/shm file
+ * prints "shmsched: incompatible-segment: CMD: segment 'NAME' was truncated
+ * under this process (...)" and _exits CLI_EXIT_SEGMENT_LOST. Any other SIGBUS
+ * (a bug) is left to the default action: the handler resets itself and returns,
+ * so the faulting access faults again and the process dies of it as before.
+ */
+void cli_sigbus_install(const char *cmd);
+
+#endif
