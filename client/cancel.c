@@ -1,9 +1,24 @@
 /* Cancellation by ticket, from any attached process. */
 #include <ck_pr.h>
 
+#include "../core/held.h"
 #include "../shm/atomic.h"
 #include "../shm/error.h"
 #include "client.h"
+
+/*
+ * The ticket's slot no longer holds it. An accepted lease-mode request gave
+ * it back: if its lease is still held, the request ended (accepted), and a
+ * lease is never revoked. Else the ticket is stale or retired.
+ */
+static int cancel_held(const struct shms__cls *k, const shms_ticket *ticket) {
+  struct shms__held held;
+  if (!shms__held_find(k, ticket->slot, ticket->seq, &held))
+    return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
+  shms__detail("the request holds its lease on class %s cell %u: a lease cannot be cancelled",
+               shms_class_name(k->id), held.cell);
+  return 0;
+}
 
 static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms_ticket *ticket) {
   struct shms__slot *s = shms__slot_at(k, i);
@@ -12,7 +27,7 @@ static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms
     uint32_t st = SHMS__SLOT_STATE(w);
     if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
         st < SHMS__SLOT_QUEUED)
-      return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
+      return cancel_held(k, ticket);
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       if (reason == SHMS_ECANCELLED)

@@ -6,11 +6,13 @@
 #include <ck_pr.h>
 #include <string.h>
 
+#include "../core/held.h"
 #include "../core/order.h"
 #include "../core/tenant.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
+#include "../shm/proc.h"
 #include "client.h"
 
 #define BATON_WAIT_NS (1000ull * 1000 * 1000)
@@ -50,6 +52,33 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
     out->blocked_by |= SHMS_BLOCK_TURN;
 }
 
+/*
+ * The ticket's slot no longer holds it: an accepted lease-mode request gave it
+ * back. Its lease may still be held: say where, by whom, since when.
+ */
+static int explain_held(struct shms *h, const struct shms__cls *k, const shms_ticket *ticket,
+                        shms_explanation *out) {
+  struct shms__held held;
+  if (!shms__held_find(k, ticket->slot, ticket->seq, &held))
+    return SHMS_ENOTFOUND; /* the detail says so already */
+  shms__clear_detail();
+  memset(out, 0, sizeof *out);
+  out->state = SHMS_REQ_HELD;
+  out->cell = held.cell;
+  uint32_t idx = SHMS__OWNER_INDEX(held.owner);
+  if (idx < h->layout.procs_count) {
+    const struct shms__proc *p = shms__proc_at(h, idx);
+    int32_t pid = (int32_t)shms__load_32((uint32_t *)&p->pid);
+    /* The entry still names the holder only if its generation is the owner id's. */
+    if (SHMS__OWNER(idx, shms__load_32((uint32_t *)&p->gen)) == held.owner)
+      out->holder_pid = pid;
+  }
+  out->holder_alive = !shms__owner_dead(h, held.owner);
+  uint64_t now = shms__coarse_now_ns();
+  out->held_ns = now > held.start_ns ? now - held.start_ns : 0;
+  return SHMS_OK;
+}
+
 int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
   struct shms__cls *k = NULL;
   uint32_t i = 0;
@@ -81,7 +110,7 @@ int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
   }
   shms__baton_done(h, k);
   shms__op_leave(h, k);
-  return rc;
+  return rc == SHMS_ENOTFOUND ? explain_held(h, k, ticket, out) : rc;
 }
 
 int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max, uint32_t *count) {

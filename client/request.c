@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../core/hbm.h"
+#include "../core/held.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
@@ -196,7 +197,8 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
     return shms__fail(SHMS_EVIOLATION, "cell %u was not granted to this request", c);
   }
   shms__cell_count_lease(k, c);
-  shms__slot_free(k, i); /* a lease-mode request gives its slot back once accepted */
+  shms__held_record(k, c, gen, seq); /* its ticket goes on naming the lease (core/held.h) */
+  shms__slot_free(k, i);             /* a lease-mode request gives its slot back once accepted */
   make_lease(h, k, c, gen, token, lease);
   return SHMS_OK;
 }

@@ -310,8 +310,9 @@ SHMS_EXTERN int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease 
 /*
  * Cancel a request from any attached process. Returns 1 when this call
  * installed the cancellation; 0 when the request had already been cancelled
- * or had already ended (the detail says which; nothing changed);
- * SHMS_ENOTFOUND for an unknown or stale ticket.
+ * or had already ended, including one whose lease is held (a lease is never
+ * revoked: the detail says which; nothing changed); SHMS_ENOTFOUND for an
+ * unknown or stale ticket.
  */
 SHMS_EXTERN int shms_cancel(shms_t *h, const shms_ticket *ticket);
 
@@ -338,7 +339,8 @@ typedef enum {
   SHMS_REQ_QUEUED = 1,
   SHMS_REQ_GRANTED = 2, /* granted, not yet accepted */
   SHMS_REQ_ENDED = 3,   /* settled; outcome says how (0: accepted, or completed) */
-  SHMS_REQ_RUNNING = 4  /* worker classes: a worker runs the job */
+  SHMS_REQ_RUNNING = 4, /* worker classes: a worker runs the job */
+  SHMS_REQ_HELD = 5     /* lease classes: accepted, and its lease is held (cell, holder, held_ns) */
 } shms_request_state_t;
 
 enum {
@@ -361,9 +363,18 @@ typedef struct {
   uint32_t ahead_in_tenant; /* its tenant's requests that go before it */
   uint32_t tenant_queued;   /* its tenant's queued requests */
   uint32_t blocked_by;      /* SHMS_BLOCK_* */
+  /* SHMS_REQ_HELD only (its slot was given back at acceptance: tenant and priority are gone): */
+  uint32_t cell;         /* the cell its lease holds */
+  int32_t holder_pid;    /* the process holding the lease; 0 if its process entry is gone */
+  uint32_t holder_alive; /* that process is alive (its liveness lock is held) */
+  uint64_t held_ns;      /* how long ago the lease was granted */
 } shms_explanation;
 
-/* Explain why ticket's request waits (or how it ended). SHMS_ENOTFOUND for a stale ticket. */
+/*
+ * Explain why ticket's request waits (or how it ended, or, for a lease class,
+ * where its lease is held while it is). SHMS_ENOTFOUND for a stale ticket, or
+ * a request whose lease has ended and whose outcome was collected.
+ */
 SHMS_EXTERN int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out);
 
 /* One tenant's figures in one class. */

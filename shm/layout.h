@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 2u
+#define SHMS__LAYOUT_VERSION 3u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -110,7 +110,11 @@ struct shms__cell {
   uint32_t reason;       /* why it was quarantined (shms_errno_t or a caller's code) */
   uint32_t worker_futex; /* a bound worker sleeps here: a counter (high 31) | sleeping (bit 0) */
   uint32_t worker;       /* worker classes: owner id of the bound worker, 0 if none */
-  uint8_t reserved[12];
+  /* The ticket of the lease the cell carries, recorded by the waiter that accepted it (the slot
+   * index is `slot` above, kept after acceptance): valid while the word is LEASED with this
+   * generation. Lets explain and cancel answer for a request whose slot was given back. */
+  uint32_t ticket_gen;
+  uint64_t ticket_seq;
 } SHMS__ALIGNED;
 
 /*

@@ -14,6 +14,8 @@ enum {
   CLI_EXIT_SCHED = 75,
   /* the segment was truncated under the process (SIGBUS on it): sysexits' EX_IOERR */
   CLI_EXIT_SEGMENT_LOST = 74,
+  /* cancel: the request was accepted and its lease is held; a lease is never revoked */
+  CLI_EXIT_HELD = 3,
 };
 
 /*

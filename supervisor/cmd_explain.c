@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "cli_config.h"
@@ -24,7 +25,8 @@ static const char help[] =
     "draining, turn (other tenants' turns or its own tenant's earlier work).\n"
     "A job of a worker class that a worker runs shows state running; a request\n"
     "that has ended shows its outcome instead (accepted, or for a job completed,\n"
-    "or the reason it ended).\n"
+    "or the reason it ended). The ticket of an accepted lease shows state held\n"
+    "while its lease is: the cell, the holder's pid, and since when.\n"
     "\n"
     "Options:\n"
     "  -j, --json   print one JSON object instead of 'key: value' lines\n"
@@ -58,6 +60,7 @@ static const char *state_name(uint32_t s) {
          : s == SHMS_REQ_GRANTED ? "granted"
          : s == SHMS_REQ_ENDED   ? "ended"
          : s == SHMS_REQ_RUNNING ? "running"
+         : s == SHMS_REQ_HELD    ? "held"
                                  : "unknown";
 }
 
@@ -69,6 +72,16 @@ static void human_ns(char *buf, size_t n, uint64_t ns) {
     snprintf(buf, n, "%.1fms", (double)ns / 1e6);
   else
     snprintf(buf, n, "%.2fs", (double)ns / 1e9);
+}
+
+/* An RFC 3339 UTC time with milliseconds: "2026-11-30T15:40:01.123Z". */
+static void rfc3339(char *buf, size_t n, uint64_t unix_ns) {
+  time_t secs = (time_t)(unix_ns / 1000000000u);
+  struct tm tm;
+  char date[32] = "?";
+  if (gmtime_r(&secs, &tm) != NULL)
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf, n, "%s.%03uZ", date, (unsigned)(unix_ns / 1000000u % 1000u));
 }
 
 /* Append to buf (n bytes, *o used so far), never past its end. */
@@ -128,6 +141,30 @@ static void emit_queued(const shms_explanation *x, const struct sink *s) {
   s->str(s->ctx, "why", buf);
 }
 
+/* A held lease: where, by whom, since when (its slot, with tenant and priority, is gone). */
+static void emit_held(const shms_explanation *x, const struct sink *s) {
+  char buf[64];
+  s->u64(s->ctx, "cell", x->cell);
+  if (x->holder_pid > 0)
+    s->i64(s->ctx, "holder_pid", x->holder_pid);
+  else
+    s->none(s->ctx, "holder_pid", "(unknown: its process entry was reused)");
+  s->flag(s->ctx, "holder_alive", x->holder_alive != 0);
+  s->u64(s->ctx, "held_ns", x->held_ns);
+  human_ns(buf, sizeof buf, x->held_ns);
+  s->str(s->ctx, "held", buf);
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  uint64_t real = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+  rfc3339(buf, sizeof buf, real > x->held_ns ? real - x->held_ns : 0);
+  s->str(s->ctx, "held_since", buf);
+  s->str(s->ctx, "why",
+         x->holder_alive ? "accepted: its lease is held, and a held lease cannot be cancelled; "
+                           "to end it, stop the holder's command"
+                         : "accepted: its lease is held by a dead process; recovery disposes "
+                           "of it by the class's on-holder-death");
+}
+
 /* worker: the ticket names a job of a worker class, which ends "completed", not "accepted". */
 static void emit(const char *ticket, const shms_ticket *t, const shms_explanation *x, int worker,
                  const struct sink *s) {
@@ -135,6 +172,10 @@ static void emit(const char *ticket, const shms_ticket *t, const shms_explanatio
   s->str(s->ctx, "ticket", ticket);
   s->str(s->ctx, "class", shms_class_name((shms_class_t)t->cls));
   s->str(s->ctx, "state", state_name(x->state));
+  if (x->state == SHMS_REQ_HELD) {
+    emit_held(x, s);
+    return;
+  }
   if (x->state == SHMS_REQ_ENDED)
     s->str(s->ctx, "outcome",
            x->outcome != 0 ? shms_err_name(x->outcome)

@@ -115,7 +115,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc) {
   put(&l, ", past the end of /dev/shm/");
   put(&l, name);
   put(&l, "): it can no longer be used; remove it (shmsched destroy --force, or rm if it is "
-           "empty now) and create it again\n");
+          "empty now) and create it again\n");
   ssize_t w = write(STDERR_FILENO, l.buf, l.len);
   (void)w;
   _exit(CLI_EXIT_SEGMENT_LOST);

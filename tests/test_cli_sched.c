@@ -294,6 +294,53 @@ START_TEST(explain_queued) {
 }
 END_TEST
 
+/*
+ * The ticket of a request whose lease is held (its command runs) still
+ * answers: explain says held, on which cell, by which pid, since when; cancel
+ * says it cannot cancel a running lease (exit 3) and changes nothing. Its slot
+ * was given back at acceptance: another request reusing it does not confuse it.
+ */
+START_TEST(ticket_of_a_held_lease) {
+  const char *name = cli_segment("held", "standard:cells=1,queue=1", NULL);
+  struct cli_proc holder, q, r;
+  char ticket[SHMS_TICKET_STRLEN], other[SHMS_TICKET_STRLEN], line[64];
+  hold(&holder, name);
+  CLI_SPAWN(&q, "run", name, "-c", "standard", "-t", "b", "--print-ticket", "--", "sh", "-c",
+            "echo running; read x; exit 0");
+  cli_read_line(q.err, ticket, sizeof ticket);
+  let_go(&holder);
+  cli_read_line(q.out, line, sizeof line);
+  ck_assert_str_eq(line, "running");           /* q's lease is accepted and held */
+  queue_run(&r, name, "c", other, NULL, NULL); /* the same (only) slot, reused */
+  ck_assert_str_ne(other, ticket);
+  char pid[48];
+  snprintf(pid, sizeof pid, "\nholder_pid: %d\n", (int)q.pid);
+  ck_assert_int_eq(CLI("explain", name, ticket), 0);
+  static const char *const needles[] = {
+      "\nstate: held\n",  "\ncell: 0\n", "\nholder_alive: yes\n", "\nheld_ns: ", "\nheld: ",
+      "\nheld_since: 20", "Z\n"};
+  for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++)
+    ck_assert_msg(strstr(out, needles[i]) != NULL, "explain lacks '%s':\n%s", needles[i], out);
+  ck_assert_msg(strstr(out, pid) != NULL, "explain lacks '%s':\n%s", pid, out);
+  ck_assert_int_eq(CLI("explain", name, ticket, "--json"), 0);
+  snprintf(pid, sizeof pid, "\"holder_pid\": %d", (int)q.pid);
+  ck_assert_msg(strstr(out, "\"state\": \"held\"") && strstr(out, pid) &&
+                    strstr(out, "\"holder_alive\": true"),
+                "%s", out);
+  ck_assert_int_eq(CLI("cancel", name, ticket), 3);
+  snprintf(pid, sizeof pid, "pid %d", (int)q.pid);
+  assert_error_line(err, "busy", "holds its lease on class standard cell 0");
+  ck_assert_msg(strstr(err, pid) && strstr(err, "cannot be cancelled") &&
+                    strstr(err, "nothing changed"),
+                "%s", err);
+  /* Nothing changed: the command runs on, and ends as it will. */
+  ck_assert_int_eq(finish(&q), 0);
+  ck_assert_int_eq(finish(&r), 0);
+  ck_assert_int_eq(CLI("explain", name, ticket), 1);
+  assert_error_line(err, "not-found", "ticket");
+}
+END_TEST
+
 /* SIGTERM while waiting cancels the request. */
 START_TEST(signal_cancels_wait) {
   const char *name = cli_segment("sigw", "standard:cells=1,queue=4", NULL);
@@ -635,6 +682,7 @@ static Suite *cli_sched_suite(void) {
   tcase_add_test(tc, print_ticket_then_cancel);
   tcase_add_test(tc, cancel_outcomes);
   tcase_add_test(tc, explain_queued);
+  tcase_add_test(tc, ticket_of_a_held_lease);
   tcase_add_test(tc, signal_cancels_wait);
   tcase_add_test(tc, tenants_take_turns);
   tcase_add_test(tc, status_counts_granted_apart);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/hbm.h"
 #include "core/sched.h"
@@ -319,12 +320,21 @@ START_TEST(an_unaccepted_grant_returns_its_cell) {
   ck_assert_uint_eq(s.available, 1); /* back in service, not quarantined */
   ck_assert_uint_eq(s.quarantined, 0);
   ck_assert_int_eq(shms_wait(h, &t, 0, &l), SHMS_ECANCELLED);
-  /* An accepted lease is the holder's: a later cancel cannot touch it. */
+  /* An accepted lease is the holder's: a later cancel cannot touch it, but still finds it. */
   t = sched_enqueue(h, "a", 0, 0);
   ck_assert_shms_ok(shms_wait(h, &t, 0, &l));
-  ck_assert_int_eq(shms_cancel(h, &t), SHMS_ENOTFOUND);
+  ck_assert_int_eq(shms_cancel(h, &t), 0);
+  ck_assert_ptr_nonnull(strstr(shms_last_error_detail(), "holds its lease on class standard"));
   ck_assert_uint_eq(sched_stats(h).leased, 1);
+  ck_assert_shms_ok(shms_explain(h, &t, &e));
+  ck_assert_uint_eq(e.state, SHMS_REQ_HELD);
+  ck_assert_uint_eq(e.cell, l.cell);
+  ck_assert_int_eq(e.holder_pid, getpid());
+  ck_assert_uint_eq(e.holder_alive, 1);
   ck_assert_shms_ok(shms_release(h, &l));
+  /* Its lease ended: the ticket is retired. */
+  ck_assert_int_eq(shms_cancel(h, &t), SHMS_ENOTFOUND);
+  ck_assert_int_eq(shms_explain(h, &t, &e), SHMS_ENOTFOUND);
   sched_close(h, name);
 }
 END_TEST
