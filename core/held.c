@@ -21,7 +21,8 @@ void shms__held_record(const struct shms__cls *k, uint32_t c, uint32_t gen, uint
  * so a record whose generation is the cell's current one is the current
  * lease's, never a previous one's.
  */
-int shms__held_find(const struct shms__cls *k, uint32_t slot, uint64_t seq, struct shms__held *out) {
+int shms__held_find(const struct shms__cls *k, uint32_t slot, uint64_t seq,
+                    struct shms__held *out) {
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
     uint64_t w = shms__load_64(&cell->word);
