@@ -49,12 +49,14 @@ static int held(const shms_explanation *x, const shms_ticket *t, const char *tex
   struct tm tm;
   if (gmtime_r(&secs, &tm) == NULL || strftime(since, sizeof since, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
     snprintf(since, sizeof since, "?");
+  char how[64] = "";
+  if (x->holder_pid > 0 && x->holder_alive)
+    snprintf(how, sizeof how, " (signal the holder, e.g. kill %d)", (int)x->holder_pid);
   cli_fail(SHMS_EBUSY,
            "cancel: request %s holds its lease on class %s cell %u (%s, since %s, %.1fs): a held "
-           "lease cannot be cancelled; stop its command instead (signal the holder, e.g. kill "
-           "%d); nothing changed",
+           "lease cannot be cancelled; stop its command instead%s; nothing changed",
            text, shms_class_name((shms_class_t)t->cls), x->cell, by, since,
-           (double)x->held_ns / 1e9, (int)x->holder_pid);
+           (double)x->held_ns / 1e9, how);
   return CLI_EXIT_HELD;
 }
 
@@ -67,9 +69,10 @@ static int not_cancelled(shms_t *h, const shms_ticket *t, const char *text) {
   snprintf(detail, sizeof detail, "%s", shms_last_error_detail());
   shms_explanation x;
   int reason = SHMS_ENOTFOUND;
-  if (shms_explain(h, t, &x) == SHMS_OK && x.state == SHMS_REQ_HELD)
+  int explained = shms_explain(h, t, &x) == SHMS_OK;
+  if (explained && x.state == SHMS_REQ_HELD)
     return held(&x, t, text);
-  if (shms_explain(h, t, &x) == SHMS_OK && x.state == SHMS_REQ_ENDED && x.outcome != 0)
+  if (explained && x.state == SHMS_REQ_ENDED && x.outcome != 0)
     reason = x.outcome;
   return cli_fail(reason, "cancel: %s; nothing changed",
                   detail[0] != '\0' ? detail : "the request had already ended");
