@@ -213,8 +213,9 @@ static void clear_words(uint64_t *w, uint32_t n) {
 }
 
 /* Tenant records: keep those counted by live leases (same index: cells refer to it), with the
- * count recomputed from the cells; reset every other index structure. */
-static void rebuild_tenants(const struct shms__cls *k) {
+ * count recomputed from the cells, and those with a turn in the ring; reset every other index
+ * structure. Returns the chain of old turns (shms__tenant_reset). */
+static uint32_t rebuild_tenants(const struct shms__cls *k) {
   for (uint32_t t = 0; t < k->ntenants; t++)
     k->tenants[t].active = 0;
   for (uint32_t c = 0; c < k->ncells; c++) {
@@ -226,9 +227,10 @@ static void rebuild_tenants(const struct shms__cls *k) {
     else
       cell->tenant = 0;
   }
-  shms__tenant_reset(k);
+  uint32_t turns = shms__tenant_reset(k);
   for (uint32_t b = 0; b < k->nab; b++)
     k->abuckets[b] = 0;
+  return turns;
 }
 
 /* Every slot's flags and bitmaps from its state; returns (queued, used). */
@@ -251,10 +253,13 @@ static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t 
     (*used)++;
     s->tenant = 0;
     set_slot(k, i, st, SHMS__SLOT_REASON(w), 0, SHMS__SLOT_INDEXED | SHMS__SLOT_HELP);
-    if (st == SHMS__SLOT_QUEUED) { /* to be indexed again by the next pass */
-      (*queued)++;
+    if (st != SHMS__SLOT_QUEUED)
+      continue;
+    (*queued)++;
+    /* What the index held goes back at once, so that the ring keeps its order; arrivals, and
+     * requests to be refused, are left to the next pass. */
+    if (!(w & SHMS__SLOT_INDEXED) || !shms__index_reinsert(k, i))
       shms__hbm_set(k->sattn, k->nslots, i);
-    }
   }
 }
 
@@ -282,9 +287,10 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a, shm
     shms__store_64(&k->ctl->baton, 0);
     r->batons_recovered++;
   }
-  rebuild_tenants(k);
+  uint32_t turns = rebuild_tenants(k);
   uint32_t queued, used, quarantined = count_quarantined(k);
   rebuild_slots(k, &queued, &used);
+  shms__ring_restore(k, turns);
   uint64_t old = shms__load_64(&k->ctl->fast);
   uint32_t field = shms__fast_free_field(k); /* from the AVAILABLE cells */
   r->counts_fixed += (SHMS__FAST_LOW(old) != field) + (SHMS__FAST_QUEUED(old) != queued) +

@@ -220,6 +220,69 @@ START_TEST(the_dispatch_after_a_recovery_by_a_waiting_operation_is_marked) {
 }
 END_TEST
 
+static void rebuild_by_recovery(shms_t *h, const char *name) {
+  (void)name;
+  ck_assert_shms_ok(shms_recover(h, NULL));
+}
+
+static void hold_the_baton(shms_t *h) {
+  ck_pr_store_64(&h->cls[SHMS_CLASS_STANDARD].ctl->baton, (1ull << 32) | h->owner);
+}
+
+/* The dispatcher baton's holder dies (its index possibly torn): the next to look rebuilds. */
+static void rebuild_after_a_dead_baton_holder(shms_t *h, const char *name) {
+  int ready = 0;
+  kill_and_reap(doomed(name, hold_the_baton, &ready));
+  shms__baton_check_holder(h, &h->cls[SHMS_CLASS_STANDARD]);
+  ck_assert_uint_eq(ck_pr_load_64(&h->cls[SHMS_CLASS_STANDARD].ctl->baton), 0);
+}
+
+/*
+ * The order in which tenants and requests are served survives a rebuild of the index. Tenants
+ * a, b and c join the ring in that order and a's first request is granted, so the ring turns to
+ * b, c, a. A request of a queued after its others takes the lowest slot, so slot order is not
+ * sequence order. After the rebuild the grants must go on b, c, then a's in sequence order: a
+ * ring rebuilt in slot order would put a first again.
+ */
+static void ring_order_survives(void (*rebuild)(shms_t *h, const char *name)) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 8, NULL);
+  shms_request r = sched_req("holder", 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &l));
+  shms_ticket x = sched_enqueue(h, "x", 0, 0), t[5];
+  t[0] = sched_enqueue(h, "a", 0, 0);
+  t[1] = sched_enqueue(h, "b", 0, 0);
+  t[2] = sched_enqueue(h, "c", 0, 0);
+  t[3] = sched_enqueue(h, "a", 0, 0);
+  ck_assert_int_eq(shms_cancel(h, &x), 1);
+  shms_lease none;
+  ck_assert_int_eq(shms_wait(h, &x, 0, &none), SHMS_ECANCELLED);
+  t[4] = sched_enqueue(h, "a", 0, 0);
+  ck_assert_uint_eq(t[4].slot, x.slot);
+  ck_assert_uint_lt(t[4].slot, t[3].slot);
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_int_eq(sched_granted(h, t, 5, &l), 0); /* a's first; the ring is now b, c, a */
+  rebuild(h, name);
+  static const int expected[] = {1, 2, 3, 4};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_shms_ok(shms_release(h, &l));
+    ck_assert_int_eq(sched_granted(h, t, 5, &l), expected[i]);
+  }
+  ck_assert_shms_ok(shms_release(h, &l));
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+
+START_TEST(the_ring_order_survives_a_recovery) { ring_order_survives(rebuild_by_recovery); }
+END_TEST
+
+START_TEST(the_ring_order_survives_a_dead_baton_holder) {
+  ring_order_survives(rebuild_after_a_dead_baton_holder);
+}
+END_TEST
+
 START_TEST(one_supervisor_per_segment) {
   const char *name;
   shms_t *h = sched_open(&name, 1, 1, NULL);
@@ -253,6 +316,8 @@ int main(void) {
   tcase_add_test(tc, processes_are_listed_and_dead_workers_cells_come_back);
   tcase_add_test(tc, one_supervisor_per_segment);
   tcase_add_test(tc, the_dispatch_after_a_recovery_by_a_waiting_operation_is_marked);
+  tcase_add_test(tc, the_ring_order_survives_a_recovery);
+  tcase_add_test(tc, the_ring_order_survives_a_dead_baton_holder);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
