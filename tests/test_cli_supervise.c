@@ -5,6 +5,7 @@
  * and --repair fixes it. Ordered by reading the supervisor's log lines.
  */
 #include <ck_pr.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,114 @@ START_TEST(the_supervisor_recovers_a_dead_processes_lease) {
 }
 END_TEST
 
+/*
+ * A shell that runs `shmsched run NAME --tenant TENANT -- sleep 0.02` again and again (n times,
+ * or until killed with n = 0), in its own process group, writing one byte to out per grant.
+ */
+static pid_t looper(const char *name, const char *tenant, int n, int out) {
+  static const char script[] = "i=0\n"
+                               "while [ \"$4\" -eq 0 ] || [ \"$i\" -lt \"$4\" ]; do\n"
+                               "  \"$1\" run \"$2\" --class standard --tenant \"$3\" -- sleep 0.02"
+                               " || exit 1\n"
+                               "  printf x\n"
+                               "  i=$((i + 1))\n"
+                               "done\n";
+  char count[16];
+  snprintf(count, sizeof count, "%d", n);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(out, 1);
+    execl("/bin/sh", "sh", "-c", script, "sh", SHMS_BIN_DIR "/shmsched", name, tenant, count,
+          (char *)NULL);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+/* Read the supervisor's log to its end in a child of ours, so that it never blocks on it. */
+static pid_t drain(struct sup *s) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    char buf[4096];
+    while (fread(buf, 1, sizeof buf, s->log) > 0)
+      ;
+    _exit(0);
+  }
+  return pid;
+}
+
+/*
+ * Churn of short-lived clients, as in issue 12: tenants a, b and c with 4, 2 and 1 looping
+ * `run` clients, each looping a fixed number of times, and one looping client of tenant d, on
+ * 2 cells. Returns d's share of all grants made until the others are done, in thousandths.
+ */
+static unsigned lone_tenants_share(int supervised) {
+  shms_config cfg;
+  harness_config(&cfg, 2, 64);
+  cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = SHMS_ON_DEATH_RELEASE;
+  const char *name = harness_name(supervised ? "fairsup" : "fair");
+  harness_create(name, &cfg);
+  struct sup s = {0};
+  pid_t drainer = 0;
+  if (supervised) {
+    s = start_supervisor(name);
+    await_line(&s, "supervising segment");
+    drainer = drain(&s);
+  }
+  enum { ROUNDS = 5 };
+  static const struct {
+    const char *tenant;
+    int loopers;
+  } busy[] = {{"a", 12}, {"b", 6}, {"c", 2}};
+  int null = open("/dev/null", O_WRONLY), d[2];
+  ck_assert_int_ge(null, 0);
+  ck_assert_int_eq(pipe(d), 0);
+  pid_t lone = looper(name, "d", 0, d[1]), others[20];
+  close(d[1]);
+  int n = 0, grants = 0;
+  for (size_t t = 0; t < sizeof busy / sizeof busy[0]; t++)
+    for (int i = 0; i < busy[t].loopers; i++, grants += ROUNDS)
+      others[n++] = looper(name, busy[t].tenant, ROUNDS, null);
+  for (int i = 0; i < n; i++) {
+    int status;
+    ck_assert_int_eq(waitpid(others[i], &status, 0), others[i]);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a looper failed: %#x", status);
+  }
+  kill(-lone, SIGKILL);
+  ck_assert_int_eq(waitpid(lone, NULL, 0), lone);
+  char buf[4096];
+  unsigned mine = 0;
+  for (ssize_t got; (got = read(d[0], buf, sizeof buf)) > 0;)
+    mine += (unsigned)got;
+  close(d[0]);
+  close(null);
+  if (supervised) {
+    int status = stop(&s, SIGTERM);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_eq(waitpid(drainer, NULL, 0), drainer);
+    fclose(s.log);
+  }
+  const char *destroy[] = {"destroy", name, "--force", NULL};
+  char out[256], err[512];
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, destroy), 0);
+  fprintf(stderr, "lone tenant %s the supervisor: %u of %u grants\n",
+          supervised ? "with" : "without", mine, mine + (unsigned)grants);
+  return 1000 * mine / (mine + (unsigned)grants);
+}
+
+/* The supervisor leaves fairness alone: the lone tenant's share is much the same with it. */
+START_TEST(fairness_under_client_churn_is_the_same_with_the_supervisor) {
+  unsigned without = lone_tenants_share(0), with = lone_tenants_share(1);
+  ck_assert_msg(2 * with >= without,
+                "the lone tenant's share fell from %u to %u thousandths under the supervisor",
+                without, with);
+}
+END_TEST
+
 START_TEST(check_reports_violations_and_repair_fixes_them) {
   shms_config cfg;
   harness_config(&cfg, 2, 4);
@@ -150,6 +259,7 @@ int main(void) {
   TCase *tc = harness_tcase("supervise");
   tcase_add_test(tc, the_supervisor_recovers_a_dead_processes_lease);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
+  tcase_add_test(tc, fairness_under_client_churn_is_the_same_with_the_supervisor);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
