@@ -158,8 +158,7 @@ int shms__test_op_marked(void) {
   return inside;
 }
 
-/* Whether entry p counts or marks an operation under way on class c. */
-static int busy_entry(const struct shms__proc *p, int c) {
+int shms__proc_busy(const struct shms__proc *p, int c) {
   if (shms__load_32((uint32_t *)&p->ops[c]) != 0)
     return 1;
   for (int t = 0; t < SHMS__MARKS; t++)
@@ -174,7 +173,7 @@ static int others_busy(struct shms *h, const struct shms__cls *k) {
     const struct shms__proc *p = shms__proc_at(h, i);
     /* Our own entry too: our other threads' operations count like anyone's (this thread has
      * none under way on k: a freeze is never called from inside an operation). */
-    if (!busy_entry(p, k->id))
+    if (!shms__proc_busy(p, k->id))
       continue;
     /* Only the lock says whether a count belongs to a live process. */
     if (shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1)

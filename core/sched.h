@@ -83,6 +83,9 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k);
 void shms__freeze(struct shms *h, const struct shms__cls *k);
 /* Store the recomputed fast word (without FROZEN): operations resume. */
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
+/* Whether process entry p counts or marks an operation under way on class c (a dead owner's
+ * marks stay as it left them: it died inside that operation). */
+int shms__proc_busy(const struct shms__proc *p, int c);
 
 /* Add dqueued to the queued count atomically; returns the new word. */
 uint64_t shms__fast_queue(const struct shms__cls *k, int32_t dqueued);
@@ -224,8 +227,10 @@ int shms__owner_dead(const struct shms *h, uint32_t owner);
  */
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k);
 
-/* Recover class k: freeze, settle what the dead left, recompute, unfreeze (core/repair.c). */
-int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_recovery *r);
+/* Recover class k: freeze, settle what the dead left, recompute, unfreeze (core/repair.c);
+ * what it did goes into r (core/report.h). */
+struct shms__report;
+int shms__recover_class_into(struct shms *h, const struct shms__cls *k, struct shms__report *r);
 void shms__recover_class(struct shms *h, const struct shms__cls *k);
 
 /* ---- The index (under the baton) ---- */

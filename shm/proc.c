@@ -157,11 +157,19 @@ void shms__proc_unregister(const struct shms *h, int fd, uint32_t index) {
 }
 
 int shms__proc_reap(const struct shms *h, int fd, uint32_t index) {
+  return shms__proc_reap_gen(h, fd, index, shms__load_32(&shms__proc_at(h, index)->gen));
+}
+
+int shms__proc_reap_gen(const struct shms *h, int fd, uint32_t index, uint32_t gen) {
   struct shms__proc *p = shms__proc_at(h, index);
   if (shms__load_32(&p->state) == SHMS__PROC_FREE)
     return 0;
   if (lock_byte(fd, lock_offset(h, index), F_WRLCK) != 0)
-    return 0; /* alive, or being claimed right now */
+    return 0;                          /* alive, or being claimed right now */
+  if (shms__load_32(&p->gen) != gen) { /* claimed again since: another owner's entry */
+    lock_byte(fd, lock_offset(h, index), F_UNLCK);
+    return 0;
+  }
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     shms__store_32(&p->ops[c], 0);
   for (int t = 0; t < SHMS__MARKS; t++)

@@ -66,6 +66,8 @@ int shms__owner_alive(const struct shms *h, int fd, uint32_t owner, uint32_t sel
  * meanwhile), mark it FREE, let go. 1 if freed.
  */
 int shms__proc_reap(const struct shms *h, int fd, uint32_t index);
+/* The same, only while the entry's generation is still gen (the owner recovered is its owner). */
+int shms__proc_reap_gen(const struct shms *h, int fd, uint32_t index, uint32_t gen);
 
 /* Count live registered processes; if pids is not NULL, store up to max of their pids. */
 uint32_t shms__proc_count_live(const struct shms *h, int fd, uint32_t self, pid_t *pids,
