@@ -112,8 +112,11 @@ int shms_supervisor_claim(shms_t *h) {
     return rc;
   struct flock fl = {
       .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SHMS__LOCK_SUPERVISOR, .l_len = 1};
-  if (fcntl(h->fd, F_SETLK, &fl) == 0)
+  if (fcntl(h->fd, F_SETLK, &fl) == 0) {
+    /* Named in our entry, so that destroy does not count us as keeping the segment in use. */
+    shms__store_32(&h->proc->role, SHMS__ROLE_SUPERVISOR);
     return SHMS_OK;
+  }
   if (errno != EAGAIN && errno != EACCES)
     return shms__fail(SHMS_ESYSTEM, "cannot take the supervisor lock: %s", strerror(errno));
   fl.l_type = F_WRLCK;

@@ -36,8 +36,8 @@ struct held {
   const struct shms__cls *k;
   uint32_t cell;
   uint64_t word;
-  uint32_t slot_ref;     /* a worker's job, slot index + 1 */
-  uint32_t job_options;  /* that job's options then */
+  uint32_t slot_ref;    /* a worker's job, slot index + 1 */
+  uint32_t job_options; /* that job's options then */
 };
 
 static int holds(const struct shms__cls *k, uint32_t c, uint32_t owner) {

@@ -145,8 +145,8 @@ void shms__report_settled(const struct shms__cls *k, uint32_t i, uint64_t seq, u
   struct shms__slot *s = shms__slot_at(k, i);
   if (rep == NULL || reason != SHMS_EOWNERLOST || shms__load_32(&s->owner) != settle_owner)
     return;
-  struct shms__item it = {.k = k, .slot_ref = i + 1, .seq = seq, .owner = settle_owner,
-                          .reason = reason};
+  struct shms__item it = {
+      .k = k, .slot_ref = i + 1, .seq = seq, .owner = settle_owner, .reason = reason};
   shms__report(rep, SHMS_EVENT_REQUEST_OWNER_LOST, it);
   if (was == SHMS__SLOT_GRANTED) {
     it.cell_ref = cell + 1;

@@ -183,10 +183,19 @@ SHMS_EXTERN int shms_detach(shms_t *h);
 enum { SHMS_DESTROY_FORCE = 1u << 0 };
 /*
  * Unlink NAME. Refuses with SHMS_EBUSY while other live processes are
- * attached, unless SHMS_DESTROY_FORCE. Attached processes keep their
- * mappings; new attaches fail.
+ * attached, unless SHMS_DESTROY_FORCE; the segment's supervisor does not
+ * count (it holds nothing, and leaves once the segment is removed:
+ * shms_segment_removed). Attached processes keep their mappings; new
+ * attaches fail.
  */
 SHMS_EXTERN int shms_destroy(const char *name, unsigned flags);
+
+/*
+ * 1 once the segment h is attached to has been removed (destroyed: its name
+ * unlinked, whether or not NAME was created again since), 0 while it is not,
+ * negative on error.
+ */
+SHMS_EXTERN int shms_segment_removed(const shms_t *h);
 
 /* The configuration the segment was created with. */
 SHMS_EXTERN int shms_get_config(const shms_t *h, shms_config *out);
@@ -578,6 +587,7 @@ SHMS_EXTERN int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, 
 /*
  * Become the segment's one supervisor: a lock that the kernel drops when this
  * process dies. SHMS_EBUSY (naming its pid) if another process holds it.
+ * shms_destroy does not count the supervisor as keeping the segment in use.
  */
 SHMS_EXTERN int shms_supervisor_claim(shms_t *h);
 

@@ -22,7 +22,7 @@ struct sup {
   FILE *log;
 };
 
-static struct sup start_supervisor(const char *name) {
+static struct sup start_supervisor_with(const char *name, const char *option) {
   int err[2];
   ck_assert_int_eq(pipe(err), 0);
   struct sup s = {.pid = fork()};
@@ -30,7 +30,7 @@ static struct sup start_supervisor(const char *name) {
   if (s.pid == 0) {
     dup2(err[1], 2);
     close(err[0]);
-    execl(SHMS_BIN_DIR "/shmsched", "shmsched", "supervise", name, "--interval", "100ms",
+    execl(SHMS_BIN_DIR "/shmsched", "shmsched", "supervise", name, "--interval", "100ms", option,
           (char *)NULL);
     _exit(127);
   }
@@ -38,6 +38,8 @@ static struct sup start_supervisor(const char *name) {
   s.log = fdopen(err[0], "r");
   return s;
 }
+
+static struct sup start_supervisor(const char *name) { return start_supervisor_with(name, NULL); }
 
 /* Read log lines until one contains needle; returns that line (static). */
 static const char *await_line(struct sup *s, const char *needle) {
@@ -83,19 +85,21 @@ START_TEST(the_supervisor_recovers_a_dead_processes_lease) {
   cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = SHMS_ON_DEATH_RELEASE;
   const char *name = harness_name("sup");
   harness_create(name, &cfg);
-  struct sup s = start_supervisor(name);
+  struct sup s = start_supervisor_with(name, "--verbose");
   await_line(&s, "supervising segment");
   int ready;
   pid_t victim = holder(name, &ready);
   char b;
   ck_assert_int_eq(read(ready, &b, 1), 1);
-  char watching[64];
+  char watching[64], expect[128];
   snprintf(watching, sizeof watching, "watching process %d", (int)victim);
   await_line(&s, watching);
   kill(victim, SIGKILL);
   ck_assert_int_eq(waitpid(victim, NULL, 0), victim);
-  const char *line = await_line(&s, "recovered:");
-  ck_assert_ptr_nonnull(strstr(line, "1 leases released"));
+  snprintf(expect, sizeof expect, "process-died pid=%d", (int)victim);
+  await_line(&s, expect);
+  snprintf(expect, sizeof expect, "lease-released class=standard cell=0 pid=%d", (int)victim);
+  await_line(&s, expect);
   shms_t *h;
   shms_class_stats st;
   ck_assert_shms_ok(shms_attach(name, SHMS_ATTACH_OBSERVER, &h));
@@ -229,6 +233,91 @@ START_TEST(fairness_under_client_churn_is_the_same_with_the_supervisor) {
 }
 END_TEST
 
+/* The line is "YYYY-MM-DDTHH:MM:SS.mmmZ shmsched supervise: ...": RFC 3339, UTC, milliseconds. */
+static void assert_stamped(const char *line) {
+  static const char shape[] = "####-##-##T##:##:##.###Z shmsched supervise: ";
+  for (size_t i = 0; i < sizeof shape - 1; i++)
+    ck_assert_msg(shape[i] == '#' ? line[i] >= '0' && line[i] <= '9' : line[i] == shape[i],
+                  "not an RFC 3339 time at column %zu: %s", i, line);
+}
+
+/* A child that attaches and says so on *attached; then, told to go on by a byte on *go, takes a
+ * lease and gives it back, detaches and exits 0. */
+static pid_t clean_client(const char *name, int *attached, int *go) {
+  int a[2], g[2];
+  ck_assert_int_eq(pipe(a), 0);
+  ck_assert_int_eq(pipe(g), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *h;
+    shms_request r = {.cls = SHMS_CLASS_STANDARD, .tenant = "t"};
+    shms_lease l;
+    char b;
+    if (shms_attach(name, 0, &h) != SHMS_OK || write(a[1], "a", 1) != 1 || read(g[0], &b, 1) != 1)
+      _exit(1);
+    if (shms_acquire(h, &r, &l) != SHMS_OK || shms_release(h, &l) != SHMS_OK ||
+        shms_detach(h) != SHMS_OK)
+      _exit(1);
+    _exit(0);
+  }
+  close(a[1]);
+  close(g[0]);
+  *attached = a[0];
+  *go = g[1];
+  return pid;
+}
+
+/*
+ * A process that detached is only a line under --verbose: no recovery runs for it. Every line
+ * carries its time. A plain destroy is not refused for the supervisor, which then leaves.
+ */
+START_TEST(clean_exits_are_quiet_and_destroy_lets_the_supervisor_go) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name = harness_name("supclean");
+  harness_create(name, &cfg);
+  struct sup s = start_supervisor_with(name, "--verbose");
+  assert_stamped(await_line(&s, "supervising segment"));
+  int attached, go;
+  pid_t pid = clean_client(name, &attached, &go);
+  char b, expect[128];
+  ck_assert_int_eq(read(attached, &b, 1), 1);
+  snprintf(expect, sizeof expect, "watching process %d", (int)pid);
+  assert_stamped(await_line(&s, expect));
+  ck_assert_int_eq(write(go, "g", 1), 1);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  snprintf(expect, sizeof expect, "process %d (entry", (int)pid);
+  static char line[1024];
+  while (fgets(line, sizeof line, s.log) != NULL && strstr(line, expect) == NULL) {
+    assert_stamped(line);
+    ck_assert_msg(strstr(line, "process-died") == NULL, "a clean exit was recovered: %s", line);
+  }
+  ck_assert_ptr_nonnull(strstr(line, "exited after detaching: nothing to recover"));
+  close(attached);
+  close(go);
+  /* One that dies without detaching is recovered. */
+  int ready;
+  pid_t keeper = holder(name, &ready);
+  ck_assert_int_eq(read(ready, &b, 1), 1);
+  snprintf(expect, sizeof expect, "watching process %d", (int)keeper);
+  assert_stamped(await_line(&s, expect));
+  kill(keeper, SIGKILL);
+  ck_assert_int_eq(waitpid(keeper, NULL, 0), keeper);
+  snprintf(expect, sizeof expect, "process-died pid=%d", (int)keeper);
+  assert_stamped(await_line(&s, expect));
+  char out[256], err[512];
+  const char *destroy[] = {"destroy", name, NULL};
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, destroy), 0);
+  assert_stamped(await_line(&s, "segment removed: stopping"));
+  ck_assert_int_eq(waitpid(s.pid, &status, 0), s.pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fclose(s.log);
+}
+END_TEST
+
 START_TEST(check_reports_violations_and_repair_fixes_them) {
   shms_config cfg;
   harness_config(&cfg, 2, 4);
@@ -259,6 +348,7 @@ int main(void) {
   TCase *tc = harness_tcase("supervise");
   tcase_add_test(tc, the_supervisor_recovers_a_dead_processes_lease);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
+  tcase_add_test(tc, clean_exits_are_quiet_and_destroy_lets_the_supervisor_go);
   tcase_add_test(tc, fairness_under_client_churn_is_the_same_with_the_supervisor);
   suite_add_tcase(s, tc);
   return harness_run(s);
