@@ -42,7 +42,8 @@ static const char supervise_help[] =
     "worker's job ends worker-lost (or is queued again once), and its process\n"
     "entry is freed. Only a class it died inside an operation on (or whose\n"
     "dispatcher baton it held) is held still and recomputed. A process that\n"
-    "detached left nothing and costs nothing. A dead worker's quarantined cell\n"
+    "detached left nothing and costs nothing. At start it recovers everything once,\n"
+    "as 'check --repair' does. A dead worker's quarantined cell\n"
     "goes back offline for a new worker once its job is settled (unless\n"
     "--no-auto-repair). One line per event on stderr, each with its UTC time.\n"
     "SIGTERM or SIGINT stop it cleanly, and it leaves by itself once the segment\n"
@@ -241,9 +242,11 @@ static void log_event(const shms_event *ev, void *ctx) {
     v->died[v->ndied++] = ev->pid;
 }
 
-/* Recover what the dead left, and only that; every item is one line. */
-static void recover(struct supervisor *v) {
-  unsigned flags = v->a->auto_repair ? SHMS_RECOVER_REPAIR_LOST_WORKERS : 0;
+/* Recover what the dead left, and only that (or, full, everything: at start, for what died
+ * before we watched, even a dead owner whose entry was taken over since); one line per item. */
+static void recover(struct supervisor *v, int full) {
+  unsigned flags =
+      (v->a->auto_repair ? SHMS_RECOVER_REPAIR_LOST_WORKERS : 0) | (full ? SHMS_RECOVER_FULL : 0);
   v->ndied = 0;
   if (shms_recover_dead(v->h, flags, log_event, v, NULL) != SHMS_OK)
     say("recovery failed: %s", shms_last_error_detail());
@@ -283,7 +286,7 @@ static int wait_event(struct supervisor *v, int sigfd) {
     return 0;
   /* A process that detached left its entry free (or to a newcomer): nothing to recover, and
    * nothing is done. One that did not is found by its lock. */
-  recover(v);
+  recover(v, 0);
   for (uint32_t i = 0; i < ngone && v->a->verbose; i++)
     if (!died_unclean(v, gone[i].pid))
       say("process %d (entry %u) exited after detaching: nothing to recover", gone[i].pid,
@@ -311,11 +314,11 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   static struct supervisor v;
   v = (struct supervisor){.h = h, .a = a, .self = getpid()};
   say("supervising segment '%s' (pid %d)", name, (int)v.self);
-  recover(&v); /* whatever died before we started */
+  recover(&v, 1); /* whatever died before we started */
   notify_ready();
   while (!removed(&v)) {
     if (scan(&v))
-      recover(&v);
+      recover(&v, 0);
     if (wait_event(&v, sigfd))
       break;
   }
