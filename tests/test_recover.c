@@ -402,6 +402,55 @@ START_TEST(a_death_inside_an_operation_recomputes_its_class) {
 }
 END_TEST
 
+static void take_a_job(shms_t *h) {
+  shms_worker_t *w;
+  shms_job job;
+  if (shms_worker_open(h, SHMS_CLASS_SMALL, &w) != SHMS_OK ||
+      shms_worker_take(w, 10ull * 1000 * 1000 * 1000, &job) != SHMS_OK)
+    _exit(4);
+}
+
+/* A worker killed mid-job, recovered by itself: the job is lost (told with its ticket and
+ * tenant), the cell quarantined, and with the repair flag back offline for a new worker. */
+START_TEST(a_dead_worker_is_recovered_by_itself) {
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
+      .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 16};
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_request r = {.cls = SHMS_CLASS_SMALL, .tenant = "jobs"};
+  shms_ticket t;
+  ck_assert_shms_ok(shms_submit(h, &r, "x", 1, 0, &t));
+  int ready = 0;
+  pid_t pid = doomed(name, take_a_job, &ready);
+  kill_and_reap(pid);
+  struct told told = {.n = 0};
+  shms_recovery rec;
+  ck_assert_shms_ok(shms_recover_dead(h, SHMS_RECOVER_REPAIR_LOST_WORKERS, tell, &told, &rec));
+  ck_assert_uint_eq(rec.dead_processes, 1);
+  ck_assert_uint_eq(rec.jobs_lost, 1);
+  const shms_event *lost = find_kind(&told, SHMS_EVENT_JOB_LOST);
+  ck_assert_int_eq(lost->cls, SHMS_CLASS_SMALL);
+  ck_assert_int_eq(lost->cell, 0);
+  ck_assert_int_eq(lost->pid, pid);
+  ck_assert_str_eq(lost->tenant, "jobs");
+  ck_assert_uint_eq(lost->ticket.seq, t.seq);
+  ck_assert_int_eq(lost->reason, SHMS_EWORKERLOST);
+  ck_assert_int_eq(find_kind(&told, SHMS_EVENT_CELL_REPAIRED)->cell, 0);
+  ck_assert_int_eq(count_kind(&told, SHMS_EVENT_CLASS_RECOMPUTED), 0);
+  char buf[16];
+  shms_result res;
+  ck_assert_int_eq(shms_wait_result(h, &t, 0, buf, sizeof buf, &res), SHMS_EWORKERLOST);
+  shms_class_stats s;
+  ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_SMALL, &s));
+  ck_assert_uint_eq(s.offline, 1);
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(one_supervisor_per_segment) {
   const char *name;
   shms_t *h = sched_open(&name, 1, 1, NULL);
@@ -438,6 +487,7 @@ int main(void) {
   tcase_add_test(tc, the_ring_order_survives_a_recovery);
   tcase_add_test(tc, a_dead_process_outside_operations_is_recovered_without_freezing);
   tcase_add_test(tc, a_death_inside_an_operation_recomputes_its_class);
+  tcase_add_test(tc, a_dead_worker_is_recovered_by_itself);
   tcase_add_test(tc, the_ring_order_survives_a_dead_baton_holder);
   suite_add_tcase(s, tc);
   return harness_run(s);
