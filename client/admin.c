@@ -4,28 +4,79 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "../core/report.h"
 #include "../core/sched.h"
 #include "../shm/atomic.h"
 #include "../shm/error.h"
 #include "../shm/proc.h"
 
-int shms_recover(shms_t *h, shms_recovery *out) {
+/* Hold every class still, settle what the dead left, recompute; then free the dead's entries. */
+static int recover_full(struct shms *h, struct shms__report *rep) {
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    int rc = h->cls[c].id >= 0 ? shms__recover_class_into(h, &h->cls[c], rep) : SHMS_OK;
+    if (rc != SHMS_OK)
+      return shms__fail(rc, "out of memory while recovering class %s", shms_class_name(c));
+  }
+  /* Only once every class is clean may the dead's entries be reused. */
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    if (i == h->self || shms__proc_alive(h, h->fd, i, shms__self_index(h)) != 0)
+      continue;
+    struct shms__proc *p = shms__proc_at(h, i);
+    uint32_t gen = shms__load_32(&p->gen);
+    if (shms__load_32(&p->state) == SHMS__PROC_FREE)
+      continue;
+    shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = SHMS__OWNER(i, gen)});
+    if (!shms__proc_reap_gen(h, h->fd, i, gen))
+      rep->totals.dead_processes--; /* claimed again meanwhile: not ours to free */
+  }
+  return SHMS_OK;
+}
+
+/* Each dead process on its own, touching only what it left. */
+static int recover_each_dead(struct shms *h, struct shms__report *rep) {
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    int rc = shms__recover_dead(h, i, rep);
+    if (rc < 0)
+      return shms__fail(rc, "out of memory while recovering process entry %u", i);
+  }
+  return SHMS_OK;
+}
+
+static int repair_lost_worker(struct shms *h, const struct shms__cls *k, uint32_t c);
+
+static void repair_lost_workers(struct shms *h, struct shms__report *rep) {
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    const struct shms__cls *k = &h->cls[c];
+    if (k->id < 0 || k->cfg->mode != SHMS_MODE_WORKER)
+      continue;
+    shms__op_enter(h, k);
+    for (uint32_t i = 0; i < k->ncells; i++)
+      if (repair_lost_worker(h, k, i))
+        shms__report(rep, SHMS_EVENT_CELL_REPAIRED, (struct shms__item){.k = k, .cell_ref = i + 1});
+    shms__op_leave(h, k);
+  }
+}
+
+int shms_recover_dead(shms_t *h, unsigned flags, shms_event_fn on_event, void *ctx,
+                      shms_recovery *out) {
   shms__clear_detail();
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
     return rc;
-  shms_recovery r;
-  memset(&r, 0, sizeof r);
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-    if (h->cls[c].id >= 0 && (rc = shms__recover_class_into(h, &h->cls[c], &r)) != SHMS_OK)
-      return shms__fail(rc, "out of memory while recovering class %s", shms_class_name(c));
-  /* Only once every class is clean may the dead's entries be reused. */
-  for (uint32_t i = 0; i < h->layout.procs_count; i++)
-    if (i != h->self && shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 0)
-      r.dead_processes += (uint32_t)shms__proc_reap(h, h->fd, i);
-  if (out != NULL)
-    *out = r;
-  return SHMS_OK;
+  if (flags & ~(unsigned)(SHMS_RECOVER_FULL | SHMS_RECOVER_REPAIR_LOST_WORKERS))
+    return shms__fail(SHMS_EINVAL, "unknown recovery flags %#x", flags);
+  struct shms__report rep = {.h = h, .fn = on_event, .ctx = ctx};
+  rc = (flags & SHMS_RECOVER_FULL) ? recover_full(h, &rep) : recover_each_dead(h, &rep);
+  if (rc == SHMS_OK && (flags & SHMS_RECOVER_REPAIR_LOST_WORKERS))
+    repair_lost_workers(h, &rep);
+  shms__report_flush(&rep);
+  if (rc == SHMS_OK && out != NULL)
+    *out = rep.totals;
+  return rc;
+}
+
+int shms_recover(shms_t *h, shms_recovery *out) {
+  return shms_recover_dead(h, SHMS_RECOVER_FULL, NULL, NULL, out);
 }
 
 int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *count) {
@@ -61,8 +112,11 @@ int shms_supervisor_claim(shms_t *h) {
     return rc;
   struct flock fl = {
       .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SHMS__LOCK_SUPERVISOR, .l_len = 1};
-  if (fcntl(h->fd, F_SETLK, &fl) == 0)
+  if (fcntl(h->fd, F_SETLK, &fl) == 0) {
+    /* Named in our entry, so that destroy does not count us as keeping the segment in use. */
+    shms__store_32(&h->proc->role, SHMS__ROLE_SUPERVISOR);
     return SHMS_OK;
+  }
   if (errno != EAGAIN && errno != EACCES)
     return shms__fail(SHMS_ESYSTEM, "cannot take the supervisor lock: %s", strerror(errno));
   fl.l_type = F_WRLCK;

@@ -63,15 +63,16 @@ static void refuse(struct shms *h, const struct shms__cls *k, uint32_t i, uint32
  * Index the request whose word w the caller read. Until our CAS marks it INDEXED it may be
  * cancelled, collected and its slot reused: the fields read before the CAS are that request's
  * only if the CAS finds the same sequence, and a later occupant is left to its own arrival.
+ * Returns SHMS_OK (linked, or moved on: nothing to do) or the reason to refuse it.
  */
-static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
+static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint32_t seq = SHMS__SLOT_SEQ(w);
   if (s->activation[0] != '\0' && act_taken(k, s->activation))
-    return refuse(h, k, i, seq, SHMS_EDUPACT);
+    return SHMS_EDUPACT;
   uint32_t ref = shms__tenant_get(k, s->tenant_name);
   if (ref == 0)
-    return refuse(h, k, i, seq, SHMS_EQUEUEFULL);
+    return SHMS_EQUEUEFULL;
   /* Mark it indexed first: a cancel racing us then knows to ask for an unlink. */
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_INDEXED) &&
          SHMS__SLOT_SEQ(w) == seq) {
@@ -81,7 +82,7 @@ static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
   }
   if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED || SHMS__SLOT_SEQ(w) != seq) {
     shms__tenant_put_if_idle(k, ref);
-    return;
+    return SHMS_OK;
   }
   SHMS__STEP();
   s->tenant = ref;
@@ -97,6 +98,20 @@ static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
   }
   SHMS__STEP();
   shms__ring_update(k, ref);
+  return SHMS_OK;
+}
+
+static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
+  int rc = link_request(k, i, w);
+  if (rc != SHMS_OK)
+    refuse(h, k, i, SHMS__SLOT_SEQ(w), rc);
+}
+
+int shms__index_reinsert(const struct shms__cls *k, uint32_t i) {
+  uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
+  if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED || (w & SHMS__SLOT_INDEXED))
+    return 1; /* moved on: a new occupant comes with its own attention bit */
+  return link_request(k, i, w) == SHMS_OK;
 }
 
 void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
@@ -150,10 +165,11 @@ uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t no
 }
 
 void shms__index_rebuild(const struct shms__cls *k) {
-  shms__tenant_reset(k);
+  uint32_t turns = shms__tenant_reset(k);
   for (uint32_t b = 0; b < k->nab; b++)
     k->abuckets[b] = 0;
-  /* Every queued request becomes an arrival again; settled ones are simply let go. */
+  /* What the index held is indexed again at once, so that the ring can be given back in its
+   * order; settled requests are simply let go, and arrivals keep their attention bits. */
   for (uint32_t i = 0; i < k->nslots; i++) {
     struct shms__slot *s = shms__slot_at(k, i);
     uint64_t w = shms__load_64(&s->word);
@@ -170,8 +186,9 @@ void shms__index_rebuild(const struct shms__cls *k) {
       ;
     if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED))
       shms__slot_free(k, i);
-    else
-      shms__hbm_set(k->sattn, k->nslots, i);
+    else if (!shms__index_reinsert(k, i))
+      shms__hbm_set(k->sattn, k->nslots, i); /* to be refused by the next pass */
   }
+  shms__ring_restore(k, turns);
   shms__index_corrupt = 0;
 }

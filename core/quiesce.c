@@ -30,6 +30,9 @@ struct thread_op {
   uint32_t *word;          /* our mark, or NULL: we count in ops[] instead */
 };
 static SHMS__TLS struct thread_op cur[SHMS_CLASS_COUNT];
+/* Classes this thread holds frozen (bit c): its steps there are a freezer's, which a dead
+ * freezer's successor finishes, so they need no mark. */
+static SHMS__TLS uint32_t frozen_by_me;
 
 /* This thread's mark in h's process entry, claimed on first use; NULL if none is left. */
 static uint32_t *thread_mark(struct shms *h) {
@@ -139,6 +142,8 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k) {
 }
 
 int shms__test_op_marked(void) {
+  if (frozen_by_me != 0)
+    return 1;
   int inside = 0;
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const struct thread_op *t = &cur[c];
@@ -153,8 +158,7 @@ int shms__test_op_marked(void) {
   return inside;
 }
 
-/* Whether entry p counts or marks an operation under way on class c. */
-static int busy_entry(const struct shms__proc *p, int c) {
+int shms__proc_busy(const struct shms__proc *p, int c) {
   if (shms__load_32((uint32_t *)&p->ops[c]) != 0)
     return 1;
   for (int t = 0; t < SHMS__MARKS; t++)
@@ -169,7 +173,7 @@ static int others_busy(struct shms *h, const struct shms__cls *k) {
     const struct shms__proc *p = shms__proc_at(h, i);
     /* Our own entry too: our other threads' operations count like anyone's (this thread has
      * none under way on k: a freeze is never called from inside an operation). */
-    if (!busy_entry(p, k->id))
+    if (!shms__proc_busy(p, k->id))
       continue;
     /* Only the lock says whether a count belongs to a live process. */
     if (shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1)
@@ -199,10 +203,12 @@ void shms__freeze(struct shms *h, const struct shms__cls *k) {
     ;
   while (others_busy(h, k))
     sched_yield();
+  frozen_by_me |= 1u << k->id;
 }
 
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast) {
   ck_pr_fence_store(); /* everything recomputed is visible before operations resume */
   shms__store_64(&k->ctl->fast, fast & ~SHMS__FAST_FROZEN);
   shms__store_32(&k->ctl->freezer, 0);
+  frozen_by_me &= ~(1u << k->id);
 }

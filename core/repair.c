@@ -13,6 +13,7 @@
 #include "../shm/futex.h"
 #include "../shm/proc.h"
 #include "hbm.h"
+#include "report.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -60,34 +61,43 @@ static uint32_t idle_owner(const struct shms__cls *k, uint32_t c) {
 }
 
 /* A job that was running on a worker that is gone: once more if asked, else worker-lost. */
-static void lose_job(const struct shms__cls *k, uint32_t i, shms_recovery *r) {
+static void lose_job(const struct shms__cls *k, uint32_t i, struct shms__report *r) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
+  uint32_t c = shms__load_32(&s->cell);
+  struct shms__item job = {.k = k, .slot_ref = i + 1};
+  if (c < k->ncells) {
+    job.cell_ref = c + 1;
+    job.owner = shms__load_32(&k->cells[c].worker);
+  }
   if ((s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
       !(w & (SHMS__SLOT_WRITING | SHMS__SLOT_COLLECTED))) {
     s->options |= SHMS__OPT_RETRIED;
     set_slot(k, i, SHMS__SLOT_QUEUED, 0, 0, SHMS__SLOT_WRITING);
-    r->jobs_requeued++;
+    shms__report(r, SHMS_EVENT_JOB_REQUEUED, job);
   } else {
     set_slot(k, i, SHMS__SLOT_SETTLED, SHMS_EWORKERLOST, 0, SHMS__SLOT_WRITING);
-    r->jobs_lost++;
+    job.reason = SHMS_EWORKERLOST;
+    shms__report(r, SHMS_EVENT_JOB_LOST, job);
   }
 }
 
 /* A lease whose holder is gone: released or quarantined by the class's policy. */
-static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, shms_recovery *r) {
+static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, struct shms__report *r) {
+  struct shms__item lease = {.k = k, .cell_ref = c + 1, .owner = SHMS__CELL_OWNER(w)};
   if (k->cfg->on_holder_death == SHMS_ON_DEATH_RELEASE) {
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE);
-    r->leases_released++;
+    shms__report(r, SHMS_EVENT_LEASE_RELEASED, lease);
   } else {
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
     shms__store_32(&k->cells[c].reason, (uint32_t)SHMS_EOWNERLOST);
-    r->leases_quarantined++;
+    lease.reason = SHMS_EOWNERLOST;
+    shms__report(r, SHMS_EVENT_LEASE_QUARANTINED, lease);
   }
 }
 
 static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, struct alive_cache *a,
-                           shms_recovery *r) {
+                           struct shms__report *r) {
   uint32_t ref = shms__load_32(&k->cells[c].slot);
   struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
   uint64_t sw = s ? shms__load_64(&s->word) : 0;
@@ -104,24 +114,29 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
   }
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_GRANTED) {
     if (k->cfg->mode == SHMS_MODE_WORKER && dead(a, shms__load_32(&k->cells[c].worker))) {
+      struct shms__item cell = {
+          .k = k, .cell_ref = c + 1, .slot_ref = ref, .owner = shms__load_32(&k->cells[c].worker)};
       set_slot(k, ref - 1, SHMS__SLOT_QUEUED, 0, 0, 0); /* never ran: back to the queue */
       set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE);
+      shms__report(r, SHMS_EVENT_WORKER_OFFLINE, cell);
       shms__store_32(&k->cells[c].worker, 0);
-      r->workers_unbound++;
       return;
     }
     if (!dead(a, s->owner))
       return; /* a grant waiting for a live waiter: nothing to do */
     set_slot(k, ref - 1, SHMS__SLOT_SETTLED, SHMS_EOWNERLOST, SHMS__SLOT_COLLECTED, 0);
-    r->requests_owner_lost++;
+    shms__report(
+        r, SHMS_EVENT_REQUEST_OWNER_LOST,
+        (struct shms__item){.k = k, .slot_ref = ref, .owner = s->owner, .reason = SHMS_EOWNERLOST});
   }
   /* Not (or no longer) bound to a live grant: never exposed, so simply free again. */
   set_cell(k, c, SHMS__CELL_GEN(w), idle_owner(k, c), SHMS__CELL_AVAILABLE);
-  r->grants_returned++;
+  shms__report(r, SHMS_EVENT_GRANT_RETURNED,
+               (struct shms__item){.k = k, .cell_ref = c + 1, .owner = bound ? s->owner : 0});
 }
 
 static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cache *a,
-                        shms_recovery *r) {
+                        struct shms__report *r) {
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
   int worker = k->cfg->mode == SHMS_MODE_WORKER;
@@ -149,8 +164,10 @@ static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cach
   case SHMS__CELL_AVAILABLE:
     if (worker && dead(a, shms__load_32(&cell->worker))) {
       set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE);
+      shms__report(
+          r, SHMS_EVENT_WORKER_OFFLINE,
+          (struct shms__item){.k = k, .cell_ref = c + 1, .owner = shms__load_32(&cell->worker)});
       shms__store_32(&cell->worker, 0);
-      r->workers_unbound++;
     }
     return;
   default:
@@ -168,19 +185,21 @@ static int running_on_cell(const struct shms__cls *k, const struct shms__slot *s
 }
 
 static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cache *a,
-                        shms_recovery *r) {
+                        struct shms__report *r) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   int gone = dead(a, s->owner);
+  struct shms__item it = {.k = k, .slot_ref = i + 1, .owner = s->owner};
   switch (SHMS__SLOT_STATE(w)) {
   case SHMS__SLOT_CLAIMED: /* torn enqueue: after quiescence its owner must be dead */
     set_slot(k, i, SHMS__SLOT_SETTLED, SHMS_EOWNERLOST, SHMS__SLOT_COLLECTED, 0);
-    r->slots_freed++;
+    shms__report(r, SHMS_EVENT_SLOT_FREED, it);
     return;
   case SHMS__SLOT_QUEUED:
     if (gone) {
       set_slot(k, i, SHMS__SLOT_SETTLED, SHMS_EOWNERLOST, SHMS__SLOT_COLLECTED, 0);
-      r->requests_owner_lost++;
+      it.reason = SHMS_EOWNERLOST;
+      shms__report(r, SHMS_EVENT_REQUEST_OWNER_LOST, it);
     }
     return;
   case SHMS__SLOT_GRANTED: { /* cells came first: a grant still bound is a live one */
@@ -200,7 +219,7 @@ static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cach
   case SHMS__SLOT_SETTLED:
     if (gone && !(w & SHMS__SLOT_COLLECTED)) {
       set_slot(k, i, SHMS__SLOT_SETTLED, SHMS__SLOT_REASON(w), SHMS__SLOT_COLLECTED, 0);
-      r->slots_freed++;
+      shms__report(r, SHMS_EVENT_SLOT_FREED, it);
     }
     return;
   default:
@@ -213,8 +232,9 @@ static void clear_words(uint64_t *w, uint32_t n) {
 }
 
 /* Tenant records: keep those counted by live leases (same index: cells refer to it), with the
- * count recomputed from the cells; reset every other index structure. */
-static void rebuild_tenants(const struct shms__cls *k) {
+ * count recomputed from the cells, and those with a turn in the ring; reset every other index
+ * structure. Returns the chain of old turns (shms__tenant_reset). */
+static uint32_t rebuild_tenants(const struct shms__cls *k) {
   for (uint32_t t = 0; t < k->ntenants; t++)
     k->tenants[t].active = 0;
   for (uint32_t c = 0; c < k->ncells; c++) {
@@ -226,9 +246,10 @@ static void rebuild_tenants(const struct shms__cls *k) {
     else
       cell->tenant = 0;
   }
-  shms__tenant_reset(k);
+  uint32_t turns = shms__tenant_reset(k);
   for (uint32_t b = 0; b < k->nab; b++)
     k->abuckets[b] = 0;
+  return turns;
 }
 
 /* Every slot's flags and bitmaps from its state; returns (queued, used). */
@@ -251,10 +272,13 @@ static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t 
     (*used)++;
     s->tenant = 0;
     set_slot(k, i, st, SHMS__SLOT_REASON(w), 0, SHMS__SLOT_INDEXED | SHMS__SLOT_HELP);
-    if (st == SHMS__SLOT_QUEUED) { /* to be indexed again by the next pass */
-      (*queued)++;
+    if (st != SHMS__SLOT_QUEUED)
+      continue;
+    (*queued)++;
+    /* What the index held goes back at once, so that the ring keeps its order; arrivals, and
+     * requests to be refused, are left to the next pass. */
+    if (!(w & SHMS__SLOT_INDEXED) || !shms__index_reinsert(k, i))
       shms__hbm_set(k->sattn, k->nslots, i);
-    }
   }
 }
 
@@ -265,7 +289,8 @@ static uint32_t count_quarantined(const struct shms__cls *k) {
   return n;
 }
 
-static void recover_frozen(const struct shms__cls *k, struct alive_cache *a, shms_recovery *r) {
+static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
+                           struct shms__report *r) {
   /* Twice: a cell settled by the first look (a grant returned, a start completed) can need a
    * second (its worker dead too); every repair is idempotent. */
   for (int pass = 0; pass < 2; pass++)
@@ -280,28 +305,33 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a, shm
   uint64_t baton = shms__load_64(&k->ctl->baton);
   if (baton != 0) { /* quiescent: only a dead holder can still hold it */
     shms__store_64(&k->ctl->baton, 0);
-    r->batons_recovered++;
+    shms__report(r, SHMS_EVENT_BATON_RECOVERED,
+                 (struct shms__item){.k = k, .owner = (uint32_t)baton});
   }
-  rebuild_tenants(k);
+  uint32_t turns = rebuild_tenants(k);
   uint32_t queued, used, quarantined = count_quarantined(k);
   rebuild_slots(k, &queued, &used);
+  shms__ring_restore(k, turns);
   uint64_t old = shms__load_64(&k->ctl->fast);
   uint32_t field = shms__fast_free_field(k); /* from the AVAILABLE cells */
-  r->counts_fixed += (SHMS__FAST_LOW(old) != field) + (SHMS__FAST_QUEUED(old) != queued) +
-                     (shms__load_32(&k->ctl->used) != used) +
-                     (shms__load_32(&k->ctl->quarantined) != quarantined);
+  int fixed = (SHMS__FAST_LOW(old) != field) + (SHMS__FAST_QUEUED(old) != queued) +
+              (shms__load_32(&k->ctl->used) != used) +
+              (shms__load_32(&k->ctl->quarantined) != quarantined);
+  for (int i = 0; i < fixed; i++)
+    shms__report(r, SHMS_EVENT_COUNT_FIXED, (struct shms__item){.k = k});
   shms__store_32(&k->ctl->used, used);
   shms__store_32(&k->ctl->quarantined, quarantined);
   shms__unfreeze(k, ((uint64_t)queued << 32) | field);
 }
 
-int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_recovery *r) {
+int shms__recover_class_into(struct shms *h, const struct shms__cls *k, struct shms__report *r) {
   struct alive_cache a = {.h = h};
   if ((a.entry = calloc(h->layout.procs_count, sizeof *a.entry)) == NULL)
     return SHMS_ENOMEM;
   shms__freeze(h, k);
   recover_frozen(k, &a, r);
   free(a.entry);
+  shms__report(r, SHMS_EVENT_CLASS_RECOMPUTED, (struct shms__item){.k = k});
   /* Queued work may be grantable now: dispatch once, as anyone would after a change. */
   shms__op_enter(h, k);
   shms__kick(h, k);
@@ -315,7 +345,6 @@ int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_rec
 }
 
 void shms__recover_class(struct shms *h, const struct shms__cls *k) {
-  shms_recovery r;
-  memset(&r, 0, sizeof r);
+  struct shms__report r = {.h = h};
   shms__recover_class_into(h, k, &r);
 }

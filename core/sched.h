@@ -40,7 +40,8 @@ void shms__test_crash_at(uint32_t n);
 /* Test only: call check at every crash point this process reaches (NULL: stop). */
 void shms__test_step_check(void (*check)(void));
 /* Test only: whether this thread is inside an operation, and every class it is inside one on
- * sees it marked in the segment (what a freezer looks at). */
+ * sees it marked in the segment (what a freezer looks at); or it holds a class frozen (its
+ * steps are then a recovery's, which the next freezer finishes if it dies). */
 int shms__test_op_marked(void);
 
 /*
@@ -82,6 +83,9 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k);
 void shms__freeze(struct shms *h, const struct shms__cls *k);
 /* Store the recomputed fast word (without FROZEN): operations resume. */
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
+/* Whether process entry p counts or marks an operation under way on class c (a dead owner's
+ * marks stay as it left them: it died inside that operation). */
+int shms__proc_busy(const struct shms__proc *p, int c);
 
 /* Add dqueued to the queued count atomically; returns the new word. */
 uint64_t shms__fast_queue(const struct shms__cls *k, int32_t dqueued);
@@ -223,8 +227,10 @@ int shms__owner_dead(const struct shms *h, uint32_t owner);
  */
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k);
 
-/* Recover class k: freeze, settle what the dead left, recompute, unfreeze (core/repair.c). */
-int shms__recover_class_into(struct shms *h, const struct shms__cls *k, shms_recovery *r);
+/* Recover class k: freeze, settle what the dead left, recompute, unfreeze (core/repair.c);
+ * what it did goes into r (core/report.h). */
+struct shms__report;
+int shms__recover_class_into(struct shms *h, const struct shms__cls *k, struct shms__report *r);
 void shms__recover_class(struct shms *h, const struct shms__cls *k);
 
 /* ---- The index (under the baton) ---- */
@@ -237,8 +243,17 @@ void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref);
 uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t now);
 /* Unlink indexed slot i from its tenant's structures (the INDEXED flag is the caller's). */
 void shms__index_unlink(const struct shms__cls *k, uint32_t i);
-/* Rebuild the index from the slots' state words (after a crash tore it). */
+/*
+ * Rebuild the index from the slots' state words (after a crash tore it): every request it held
+ * is indexed again at once, and the tenant ring comes back in its previous order (tenant.h).
+ */
 void shms__index_rebuild(const struct shms__cls *k);
+/*
+ * During a rebuild (the tenant records reset): index queued request i again now. 1 if done, or
+ * if the slot moved on; 0 if it must be refused (duplicate activation, tenant table full): the
+ * caller raises its attention bit, and the next pass refuses it.
+ */
+int shms__index_reinsert(const struct shms__cls *k, uint32_t i);
 /* Set when a tree walk found the index torn: the baton holder rebuilds it. */
 extern SHMS__TLS int shms__index_corrupt;
 

@@ -8,6 +8,7 @@
 #include "../shm/atomic.h"
 #include "../shm/futex.h"
 #include "hbm.h"
+#include "report.h"
 #include "sched.h"
 
 #define SLOT_FLAGS(w) ((uint32_t)(w)&0xff0u)
@@ -97,6 +98,8 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
   }
   SHMS__STEP();
   count_settled(k, reason);
+  if (__builtin_expect(shms__settle_report != NULL, 0)) /* a recovery of a dead owner */
+    shms__report_settled(k, i, seq, SHMS__SLOT_STATE(w), cell, reason);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED) {
     shms__fast_queue(k, -1);
     SHMS__STEP();

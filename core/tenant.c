@@ -62,7 +62,8 @@ static void unhash(const struct shms__cls *k, uint32_t ref) {
 
 void shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  if (!(t->flags & SHMS__TENANT_INUSE) || t->queued != 0 || shms__load_32(&t->active) != 0)
+  if (!(t->flags & SHMS__TENANT_INUSE) || (t->flags & SHMS__TENANT_PENDING) || t->queued != 0 ||
+      shms__load_32(&t->active) != 0)
     return;
   shms__ring_remove(k, ref);
   unhash(k, ref);
@@ -126,6 +127,8 @@ void shms__ring_update(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
   int belongs = t->queued > 0 && !shms__tenant_at_limit(k, ref);
   int in = (t->flags & SHMS__TENANT_INRING) != 0;
+  if (t->flags & SHMS__TENANT_PENDING)
+    return; /* its turn is given back by shms__ring_restore, in the old ring's order */
   if (belongs && !in)
     ring_append(k, ref);
   else if (!belongs && in)
@@ -140,23 +143,55 @@ void shms__ring_rotate(const struct shms__cls *k) {
   ring_append(k, head);
 }
 
-void shms__tenant_reset(const struct shms__cls *k) {
+/*
+ * Walk the ring from its head, in bounded steps and trusting no link: mark each member PENDING
+ * and leave them chained by ring_next in turn order. A torn ring (a bad link, a member whose
+ * ring_prev does not point back, a member seen twice) ends the chain there: the rest rejoin the
+ * ring after it, as newcomers do. Returns the chain's first record, 0 for none.
+ */
+static uint32_t ring_snapshot(const struct shms__cls *k) {
+  for (uint32_t i = 0; i < k->ntenants; i++)
+    k->tenants[i].flags &= ~SHMS__TENANT_PENDING;
+  uint32_t first = 0, prev = 0, ref = k->ctl->ring_head;
+  for (uint32_t steps = 0; steps < k->ntenants && valid_ref(k, ref); steps++) {
+    struct shms__tenant *t = shms__tenant_at(k, ref);
+    uint32_t want = SHMS__TENANT_INUSE | SHMS__TENANT_INRING;
+    if ((t->flags & (want | SHMS__TENANT_PENDING)) != want || t->ring_prev != prev)
+      break;
+    t->flags |= SHMS__TENANT_PENDING;
+    first = first ? first : ref;
+    prev = ref;
+    ref = t->ring_next;
+  }
+  if (prev != 0)
+    shms__tenant_at(k, prev)->ring_next = 0;
+  return first;
+}
+
+/* Reset record t, keeping what outlives the index: its name and figures, its counted leases,
+ * and (PENDING) its place in the old ring's chain. */
+static void reset_record(struct shms__tenant *t) {
+  uint32_t active = shms__load_32(&t->active), pending = t->flags & SHMS__TENANT_PENDING;
+  struct shms__tenant keep = *t;
+  memset(t, 0, sizeof *t);
+  if (active == 0 && !pending)
+    return;
+  memcpy(t->name, keep.name, sizeof t->name);
+  t->active = active;
+  t->flags = SHMS__TENANT_INUSE | pending;
+  t->ring_next = pending ? keep.ring_next : 0;
+  t->granted = keep.granted;
+  t->total_wait_ns = keep.total_wait_ns;
+  t->max_wait_ns = keep.max_wait_ns;
+}
+
+uint32_t shms__tenant_reset(const struct shms__cls *k) {
   struct shms__class_ctl *ctl = k->ctl;
+  uint32_t first = ring_snapshot(k);
   for (uint32_t i = 0; i < k->ntb; i++)
     k->tbuckets[i] = 0;
-  for (uint32_t i = 0; i < k->ntenants; i++) {
-    struct shms__tenant *t = &k->tenants[i];
-    uint32_t active = shms__load_32(&t->active);
-    char name[SHMS_TENANT_MAX + 1];
-    memcpy(name, t->name, sizeof name);
-    memset(t, 0, sizeof *t);
-    /* Leases still count against their tenant's limit: keep those records, under their names. */
-    if (active != 0) {
-      memcpy(t->name, name, sizeof name);
-      t->active = active;
-      t->flags = SHMS__TENANT_INUSE;
-    }
-  }
+  for (uint32_t i = 0; i < k->ntenants; i++)
+    reset_record(&k->tenants[i]);
   ctl->ring_head = ctl->ring_tail = 0;
   shms__store_32(&ctl->ring_len, 0);
   ctl->tenant_free = 0;
@@ -174,4 +209,25 @@ void shms__tenant_reset(const struct shms__cls *k) {
       ctl->tenant_free = i + 1;
     }
   }
+  return first;
+}
+
+void shms__ring_restore(const struct shms__cls *k, uint32_t first) {
+  uint32_t newcomers = shms__load_32(&k->ctl->ring_len); /* joined without an old turn */
+  uint32_t ref = first;
+  for (uint32_t steps = 0; steps < k->ntenants && valid_ref(k, ref); steps++) {
+    struct shms__tenant *t = shms__tenant_at(k, ref);
+    if (!(t->flags & SHMS__TENANT_PENDING))
+      break;
+    uint32_t next = t->ring_next;
+    t->flags &= ~SHMS__TENANT_PENDING;
+    t->ring_next = t->ring_prev = 0;
+    shms__ring_update(k, ref);
+    shms__tenant_put_if_idle(k, ref);
+    ref = next;
+  }
+  /* The newcomers joined first; those with a turn in the old ring go before them. */
+  if (shms__load_32(&k->ctl->ring_len) > newcomers)
+    for (uint32_t i = 0; i < newcomers; i++)
+      shms__ring_rotate(k);
 }

@@ -34,7 +34,19 @@ void shms__ring_rotate(const struct shms__cls *k);
 /* Take ref out of the ring (no-op if absent). */
 void shms__ring_remove(const struct shms__cls *k, uint32_t ref);
 
-/* Forget every record and the ring (before rebuilding the index). */
-void shms__tenant_reset(const struct shms__cls *k);
+/*
+ * Before rebuilding the index: forget the ring and every record's index fields. A record stays
+ * (same index, name and figures) while leases count against it or it had a turn in the ring:
+ * those are left PENDING, chained in the old ring's order from the record returned (0: none).
+ * A PENDING record neither joins the ring nor returns to the free list until
+ * shms__ring_restore. Bounded: a torn ring loses only the order of its torn part.
+ */
+uint32_t shms__tenant_reset(const struct shms__cls *k);
+/*
+ * After re-indexing every request the old index held: give the PENDING records of the chain
+ * from first their turns back in the old order, ahead of tenants that joined meanwhile, and
+ * free those left with nothing.
+ */
+void shms__ring_restore(const struct shms__cls *k, uint32_t first);
 
 #endif

@@ -183,14 +183,23 @@ SHMS_EXTERN int shms_detach(shms_t *h);
 enum { SHMS_DESTROY_FORCE = 1u << 0 };
 /*
  * Unlink NAME. Refuses with SHMS_EBUSY while other live processes are
- * attached, unless SHMS_DESTROY_FORCE. Attached processes keep their
- * mappings; new attaches fail. A segment that fails validation
+ * attached, unless SHMS_DESTROY_FORCE; the segment's supervisor does not
+ * count (it holds nothing, and leaves once the segment is removed:
+ * shms_segment_removed). Attached processes keep their mappings; new
+ * attaches fail. A segment that fails validation
  * (SHMS_EINCOMPAT: corrupt, of another layout version, or half-made) is
  * removed only with SHMS_DESTROY_FORCE; a file that is not a shmsched
  * segment (its first 8 bytes are not the magic, and it is not a half-made
  * segment of this build) never is: SHMS_EINCOMPAT, nothing changed.
  */
 SHMS_EXTERN int shms_destroy(const char *name, unsigned flags);
+
+/*
+ * 1 once the segment h is attached to has been removed (destroyed: its name
+ * unlinked, whether or not NAME was created again since), 0 while it is not,
+ * negative on error.
+ */
+SHMS_EXTERN int shms_segment_removed(const shms_t *h);
 
 /* The configuration the segment was created with. */
 SHMS_EXTERN int shms_get_config(const shms_t *h, shms_config *out);
@@ -507,10 +516,73 @@ typedef struct {
 /*
  * Recover everything dead processes left behind, in every class: the class is
  * briefly held still (operations wait at their start), then its state words
- * are settled and every count and index recomputed from them. What the
- * supervisor does at each death, and `shmsched check --repair` once.
+ * are settled and every count and index recomputed from them (the tenant ring
+ * keeps its order). What `shmsched check --repair` does. The same as
+ * shms_recover_dead(h, SHMS_RECOVER_FULL, NULL, NULL, out).
  */
 SHMS_EXTERN int shms_recover(shms_t *h, shms_recovery *out);
+
+/*
+ * One item a recovery dealt with: what happened to which object. The record
+ * names the class, cell, request and process where they apply (an event ring
+ * in the segment is to carry the same records).
+ */
+typedef enum {
+  SHMS_EVENT_PROCESS_DIED = 1,   /* a process died attached (pid); its entry is freed */
+  SHMS_EVENT_REQUEST_OWNER_LOST, /* its queued or granted request ended owner-lost (ticket) */
+  SHMS_EVENT_GRANT_RETURNED,     /* a grant nobody will accept: its cell back in service */
+  SHMS_EVENT_LEASE_RELEASED,     /* a dead holder's lease released (on-holder-death=release) */
+  SHMS_EVENT_LEASE_QUARANTINED,  /* a dead holder's lease quarantined (reason owner-lost) */
+  SHMS_EVENT_JOB_REQUEUED,       /* a dead worker's job queued once more (ticket) */
+  SHMS_EVENT_JOB_LOST,           /* a dead worker's job ended worker-lost, its cell quarantined */
+  SHMS_EVENT_WORKER_OFFLINE,     /* a dead worker's cell offline (it was idle or never started) */
+  SHMS_EVENT_SLOT_FREED,         /* a slot torn mid-enqueue, or an outcome nobody will collect */
+  SHMS_EVENT_BATON_RECOVERED,    /* a class's dispatcher baton taken back from a dead holder */
+  SHMS_EVENT_COUNT_FIXED,        /* a count of the class found off and recomputed */
+  SHMS_EVENT_CLASS_RECOMPUTED,   /* the class was held still and its indexes recomputed */
+  SHMS_EVENT_CELL_REPAIRED,      /* a dead worker's quarantined cell back offline, for a new one */
+} shms_event_kind_t;
+
+typedef struct {
+  uint32_t kind;      /* shms_event_kind_t */
+  int32_t cls;        /* shms_class_t, -1 when none applies */
+  int32_t cell;       /* -1 when none applies */
+  int32_t pid;        /* the (dead) process the item belonged to, 0 when unknown */
+  int reason;         /* the outcome given (SHMS_EOWNERLOST, SHMS_EWORKERLOST), else 0 */
+  uint32_t reserved;  /* 0 */
+  shms_ticket ticket; /* the request concerned; seq 0 when none */
+  char tenant[SHMS_TENANT_MAX + 1]; /* its tenant, "" when unknown */
+} shms_event;
+
+/* The event kind's name ("lease-quarantined"), or "unknown". */
+SHMS_EXTERN const char *shms_event_name(uint32_t kind);
+
+/* Called once per item, on the calling thread, before the recovery returns. It must not call
+ * shmsched functions on the same handle. */
+typedef void (*shms_event_fn)(const shms_event *event, void *ctx);
+
+enum {
+  /* Hold every class still and recompute every count and index (shms_recover). */
+  SHMS_RECOVER_FULL = 1u << 0,
+  /* Then return dead workers' quarantined cells to service, offline (shms_repair_lost_workers),
+   * each reported as SHMS_EVENT_CELL_REPAIRED. */
+  SHMS_RECOVER_REPAIR_LOST_WORKERS = 1u << 1,
+};
+
+/*
+ * Recover what dead processes left, reporting each item to on_event (may be
+ * NULL) and the totals to out (may be NULL). Without SHMS_RECOVER_FULL it
+ * touches only what the dead left: each process entry whose owner died
+ * without detaching is settled as its own detach would have been (requests
+ * owner-lost, unaccepted grants returned, leases by on-holder-death, a
+ * worker's cells) and freed, with the ordinary transitions: no class is held
+ * still and no index rebuilt. Only a class on which the dead process was
+ * inside an operation, or whose dispatcher baton or freeze it held, is
+ * recovered as shms_recover does it. A process that detached left nothing
+ * and costs nothing here. What the supervisor runs at each death.
+ */
+SHMS_EXTERN int shms_recover_dead(shms_t *h, unsigned flags, shms_event_fn on_event, void *ctx,
+                                  shms_recovery *out);
 
 /*
  * Audit every invariant (cell conservation, each request in one state,
@@ -540,6 +612,7 @@ SHMS_EXTERN int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, 
 /*
  * Become the segment's one supervisor: a lock that the kernel drops when this
  * process dies. SHMS_EBUSY (naming its pid) if another process holds it.
+ * shms_destroy does not count the supervisor as keeping the segment in use.
  */
 SHMS_EXTERN int shms_supervisor_claim(shms_t *h);
 

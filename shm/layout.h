@@ -166,7 +166,9 @@ struct shms__tenant {
   uint8_t reserved[28];
 } SHMS__ALIGNED;
 
-enum { SHMS__TENANT_INUSE = 1u, SHMS__TENANT_INRING = 2u };
+/* PENDING: kept through an index rebuild with its turn in the old ring, which it takes again
+ * when the rebuild restores the ring (core/tenant.c); no record carries it between operations. */
+enum { SHMS__TENANT_INUSE = 1u, SHMS__TENANT_INRING = 2u, SHMS__TENANT_PENDING = 4u };
 
 #define SHMS__MARKS 16 /* threads per process with a plain-store operation mark */
 

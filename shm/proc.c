@@ -123,23 +123,34 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
   return SHMS_OK;
 }
 
-int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out) {
-  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
-    /* Skip entries that look taken cheaply; the lock below is what decides. */
-    if (shms__load_32(&shms__proc_at(h, i)->state) != SHMS__PROC_FREE &&
-        shms__proc_alive(h, fd, i, UINT32_MAX) != 0)
-      continue;
-    if (lock_byte(fd, lock_offset(h, i), F_WRLCK) != 0) {
-      if (errno == EAGAIN || errno == EACCES)
-        continue; /* a live process holds it */
-      return shms__fail(shms__from_errno(errno), "cannot lock process entry %u: %s", i,
-                        strerror(errno));
-    }
-    int rc = claim(h, fd, i, role);
-    if (rc == SHMS_OK)
-      *index_out = i;
-    return rc;
+/* Claim entry i if it is free (pass 0) or its owner is dead (pass 1): 1 done, 0 not, or an
+ * error. */
+static int try_claim(const struct shms *h, int fd, uint32_t i, int pass, uint32_t role) {
+  uint32_t state = shms__load_32(&shms__proc_at(h, i)->state);
+  /* Skip entries that look taken cheaply; the lock below is what decides. */
+  if (pass == 0 ? state != SHMS__PROC_FREE : shms__proc_alive(h, fd, i, UINT32_MAX) != 0)
+    return 0;
+  if (lock_byte(fd, lock_offset(h, i), F_WRLCK) != 0) {
+    if (errno == EAGAIN || errno == EACCES)
+      return 0; /* a live process holds it */
+    return shms__fail(shms__from_errno(errno), "cannot lock process entry %u: %s", i,
+                      strerror(errno));
   }
+  int rc = claim(h, fd, i, role);
+  return rc == SHMS_OK ? 1 : rc;
+}
+
+int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out) {
+  /* Free entries first: a dead owner's entry, taken over, no longer says that its owner died
+   * without detaching, which the supervisor reads there (docs/protocol.md, "Process entries"). */
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+      int rc = try_claim(h, fd, i, pass, role);
+      if (rc == 1)
+        *index_out = i;
+      if (rc != 0)
+        return rc == 1 ? SHMS_OK : rc;
+    }
   return shms__fail(SHMS_EBUSY, "process table is full: %u live processes attached",
                     h->layout.procs_count);
 }
@@ -157,11 +168,19 @@ void shms__proc_unregister(const struct shms *h, int fd, uint32_t index) {
 }
 
 int shms__proc_reap(const struct shms *h, int fd, uint32_t index) {
+  return shms__proc_reap_gen(h, fd, index, shms__load_32(&shms__proc_at(h, index)->gen));
+}
+
+int shms__proc_reap_gen(const struct shms *h, int fd, uint32_t index, uint32_t gen) {
   struct shms__proc *p = shms__proc_at(h, index);
   if (shms__load_32(&p->state) == SHMS__PROC_FREE)
     return 0;
   if (lock_byte(fd, lock_offset(h, index), F_WRLCK) != 0)
-    return 0; /* alive, or being claimed right now */
+    return 0;                          /* alive, or being claimed right now */
+  if (shms__load_32(&p->gen) != gen) { /* claimed again since: another owner's entry */
+    lock_byte(fd, lock_offset(h, index), F_UNLCK);
+    return 0;
+  }
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     shms__store_32(&p->ops[c], 0);
   for (int t = 0; t < SHMS__MARKS; t++)
@@ -172,10 +191,13 @@ int shms__proc_reap(const struct shms *h, int fd, uint32_t index) {
 }
 
 uint32_t shms__proc_count_live(const struct shms *h, int fd, uint32_t self, pid_t *pids,
-                               uint32_t max) {
+                               uint32_t max, int but_supervisor) {
   uint32_t live = 0;
   for (uint32_t i = 0; i < h->layout.procs_count; i++) {
     if (shms__proc_alive(h, fd, i, self) != 1)
+      continue;
+    if (but_supervisor &&
+        shms__load_32(&shms__proc_at(h, i)->role) == (uint32_t)SHMS__ROLE_SUPERVISOR)
       continue;
     if (pids != NULL && live < max)
       pids[live] = (pid_t)shms__load_32((uint32_t *)&shms__proc_at(h, i)->pid);

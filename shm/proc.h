@@ -38,8 +38,8 @@ struct shms__proc *shms__proc_at(const struct shms *h, uint32_t index);
 
 /*
  * Claim an entry of h's table, through the writable
- * descriptor fd: a free one, or one whose owner is dead. SHMS_EBUSY if every
- * entry belongs to a live process.
+ * descriptor fd: a free one, or if none is free one whose owner is dead.
+ * SHMS_EBUSY if every entry belongs to a live process.
  */
 int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out);
 /* Give entry index back and drop its lock. */
@@ -66,9 +66,21 @@ int shms__owner_alive(const struct shms *h, int fd, uint32_t owner, uint32_t sel
  * meanwhile), mark it FREE, let go. 1 if freed.
  */
 int shms__proc_reap(const struct shms *h, int fd, uint32_t index);
+/* The same, only while the entry's generation is still gen (the owner recovered is its owner). */
+int shms__proc_reap_gen(const struct shms *h, int fd, uint32_t index, uint32_t gen);
 
-/* Count live registered processes; if pids is not NULL, store up to max of their pids. */
+/* What an entry's process is to the segment (shms__proc.role). */
+enum {
+  SHMS__ROLE_MEMBER = 0, /* a client or worker */
+  SHMS__ROLE_SUPERVISOR =
+      1, /* the process that holds the supervisor lock (shms_supervisor_claim) */
+};
+
+/*
+ * Count live registered processes; if pids is not NULL, store up to max of their pids.
+ * but_supervisor: leave out the supervisor (it holds nothing, and leaves a removed segment).
+ */
 uint32_t shms__proc_count_live(const struct shms *h, int fd, uint32_t self, pid_t *pids,
-                               uint32_t max);
+                               uint32_t max, int but_supervisor);
 
 #endif

@@ -358,7 +358,8 @@ static int refuse_if_busy(struct shms *h, const char *name, unsigned flags, uint
     *old = shms__load_32(state);
   } while (!ck_pr_cas_32(state, *old, SHMS_SEG_DESTROYING));
   pid_t pids[8];
-  uint32_t live = shms__proc_count_live(h, h->fd, shms__self_index(h), pids, 8);
+  /* A supervisor does not keep a segment in use: it leaves once the segment is removed. */
+  uint32_t live = shms__proc_count_live(h, h->fd, shms__self_index(h), pids, 8, 1);
   if (live == 0 || (flags & SHMS_DESTROY_FORCE))
     return SHMS_OK;
   shms__store_32(state, *old);
@@ -436,6 +437,17 @@ int shms_destroy(const char *name, unsigned flags) {
   return rc == SHMS_OK ? rc : shms__fail(rc, "%s", why);
 }
 
+int shms_segment_removed(const shms_t *h) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  struct stat st;
+  if (fstat(h->fd, &st) != 0)
+    return shms__fail(SHMS_ESYSTEM, "cannot stat the segment: %s", strerror(errno));
+  return st.st_nlink == 0; /* /dev/shm is a tmpfs: the file's one link is its name */
+}
+
 int shms_get_config(const shms_t *h, shms_config *out) {
   shms__clear_detail();
   int rc = shms__handle_check(h);
@@ -457,7 +469,7 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
       .size = h->layout.total_size,
       .layout_version = hdr->layout_version,
       .state = shms__load_32((uint32_t *)&hdr->state),
-      .live_processes = shms__proc_count_live(h, h->fd, shms__self_index(h), NULL, 0),
+      .live_processes = shms__proc_count_live(h, h->fd, shms__self_index(h), NULL, 0, 0),
       .max_processes = h->layout.procs_count,
   };
   /* The file as it is now: an operator may have changed its mode or group since create. */

@@ -31,32 +31,39 @@
 #define MAX_WATCHED 4096
 
 static const char supervise_help[] =
-    "Usage: shmsched supervise NAME [--interval DUR] [--no-auto-repair] [--create "
-    "CREATE-OPTIONS...]\n"
+    "Usage: shmsched supervise NAME [--interval DUR] [--no-auto-repair] [--verbose]\n"
+    "                          [--create CREATE-OPTIONS...]\n"
     "\n"
     "Run the segment's supervisor in the foreground: watch every attached process\n"
     "(a pidfd each; the process's lock on the segment is the ground truth) and,\n"
-    "when one dies, recover what it left: its queued requests end owner-lost, its\n"
-    "unaccepted grants return their cells, its leases are released or quarantined\n"
-    "per the class's on-holder-death, a worker's job ends worker-lost (or is\n"
-    "queued again once), a dispatcher baton it held is taken back and the indexes\n"
-    "it may have torn are rebuilt, and its process entry is freed. A dead\n"
-    "worker's quarantined cell goes back offline for a new worker once its job is\n"
-    "settled (unless --no-auto-repair). One line per event on stderr. SIGTERM or\n"
-    "SIGINT stop it cleanly; it can also be killed and restarted at any moment:\n"
-    "all state is in the segment. Only one supervisor runs per segment.\n"
+    "when one dies without detaching, recover what it left, and only that: its\n"
+    "queued requests end owner-lost, its unaccepted grants return their cells, its\n"
+    "leases are released or quarantined per the class's on-holder-death, a\n"
+    "worker's job ends worker-lost (or is queued again once), and its process\n"
+    "entry is freed. Only a class it died inside an operation on (or whose\n"
+    "dispatcher baton it held) is held still and recomputed. A process that\n"
+    "detached left nothing and costs nothing. At start it recovers everything once,\n"
+    "as 'check --repair' does. A dead worker's quarantined cell\n"
+    "goes back offline for a new worker once its job is settled (unless\n"
+    "--no-auto-repair). One line per event on stderr, each with its UTC time.\n"
+    "SIGTERM or SIGINT stop it cleanly, and it leaves by itself once the segment\n"
+    "is destroyed; it can be killed and restarted at any moment: all state is in\n"
+    "the segment. Only one supervisor runs per segment, and 'destroy' does not\n"
+    "count it as keeping the segment in use.\n"
     "Under systemd (Type=notify) it reports readiness on $NOTIFY_SOCKET.\n"
     "\n"
     "Options:\n"
-    "  -i, --interval DUR     how often to look over the process table even without\n"
-    "                         an event (default 1s)\n"
+    "  -i, --interval DUR     how often to look over the process table, and whether\n"
+    "                         the segment was removed, even without an event\n"
+    "                         (default 1s)\n"
     "      --no-auto-repair   leave dead workers' quarantined cells for 'repair'\n"
+    "  -v, --verbose          also log each process watched and each clean exit\n"
     "      --create ...       create NAME first, with the rest of the arguments as\n"
     "                         'shmsched create' options, if it does not exist yet\n"
     "  -h, --help             show this help\n"
     "\n"
-    "Exit status: 0 stopped by SIGTERM/SIGINT, 1 failed (not-found, busy: another\n"
-    "supervisor runs, ...), 2 usage error.\n"
+    "Exit status: 0 stopped by SIGTERM/SIGINT, or the segment was removed; 1 failed\n"
+    "(not-found, busy: another supervisor runs, ...), 2 usage error.\n"
     "\n"
     "Examples:\n"
     "  shmsched supervise jobs\n"
@@ -65,18 +72,26 @@ static const char supervise_help[] =
 struct sup_args {
   uint64_t interval_ns;
   int auto_repair;
+  int verbose;
   int create_argc; /* arguments after --create, or -1 */
   char **create_argv;
 };
 
+/* One log line: an RFC 3339 UTC time with milliseconds, then the message. */
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
-  char line[512];
+  char line[512], stamp[32];
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  size_t n = strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(stamp + n, sizeof stamp - n, ".%03ldZ", ts.tv_nsec / 1000000);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "shmsched supervise: %s\n", line);
+  fprintf(stderr, "%s shmsched supervise: %s\n", stamp, line);
 }
 
 /* Returns -1 to go on, else an exit code. Stops at --create: the rest is create's. */
@@ -90,13 +105,18 @@ static int sup_options(int argc, char **argv, struct sup_args *a) {
     }
   static const struct option opts[] = {{"interval", required_argument, NULL, 'i'},
                                        {"no-auto-repair", no_argument, NULL, 'R'},
+                                       {"verbose", no_argument, NULL, 'v'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   char err[256];
   int c;
-  while ((c = getopt_long(argc, argv, ":i:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":i:vh", opts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(supervise_help);
+    if (c == 'v') {
+      a->verbose = 1;
+      continue;
+    }
     if (c == 'i') {
       if (cli_parse_duration(optarg, &a->interval_ns, err, sizeof err) != 0)
         return cli_usage("supervise: --interval: %s", err);
@@ -154,11 +174,22 @@ struct watched {
   uint32_t index;
 };
 
+/* What a supervisor keeps between events. */
+struct supervisor {
+  shms_t *h;
+  const struct sup_args *a;
+  pid_t self;
+  struct watched w[MAX_WATCHED];
+  uint32_t n;
+  int32_t died[MAX_WATCHED]; /* pids a recovery found dead without detaching */
+  uint32_t ndied;
+};
+
 /* Look over the process table: watch new live processes; 1 if some entry is dead. */
-static int scan(shms_t *h, struct watched *w, uint32_t *n, pid_t self) {
+static int scan(struct supervisor *v) {
   static shms_process_info procs[MAX_WATCHED];
   uint32_t count;
-  if (shms_processes(h, procs, MAX_WATCHED, &count) != SHMS_OK)
+  if (shms_processes(v->h, procs, MAX_WATCHED, &count) != SHMS_OK)
     return 0;
   int dead = 0;
   for (uint32_t i = 0; i < count && i < MAX_WATCHED; i++) {
@@ -166,66 +197,76 @@ static int scan(shms_t *h, struct watched *w, uint32_t *n, pid_t self) {
       dead = 1;
       continue;
     }
-    int known = procs[i].pid == self;
-    for (uint32_t j = 0; j < *n && !known; j++)
-      known = w[j].pid == procs[i].pid && w[j].start_time == procs[i].start_time;
-    if (known || *n >= MAX_WATCHED)
+    int known = procs[i].pid == v->self;
+    for (uint32_t j = 0; j < v->n && !known; j++)
+      known = v->w[j].pid == procs[i].pid && v->w[j].start_time == procs[i].start_time;
+    if (known || v->n >= MAX_WATCHED)
       continue;
     int fd = (int)syscall(SYS_pidfd_open, procs[i].pid, 0);
     if (fd < 0) { /* gone already (or another namespace): the lock will tell */
       dead |= errno == ESRCH;
       continue;
     }
-    w[(*n)++] = (struct watched){fd, procs[i].pid, procs[i].start_time, procs[i].index};
-    say("watching process %d (entry %u)", procs[i].pid, procs[i].index);
+    v->w[v->n++] = (struct watched){fd, procs[i].pid, procs[i].start_time, procs[i].index};
+    if (v->a->verbose)
+      say("watching process %d (entry %u)", procs[i].pid, procs[i].index);
   }
   return dead;
 }
 
-static void report(const shms_recovery *r) {
-  char line[512];
-  size_t len = 0;
-#define PART(field, what)                                                                          \
-  if (r->field && len < sizeof line)                                                               \
-    len += (size_t)snprintf(line + len, sizeof line - len, "%s%u " what, len ? ", " : "", r->field);
-  PART(dead_processes, "dead process entries freed")
-  PART(requests_owner_lost, "requests ended owner-lost")
-  PART(grants_returned, "unaccepted grants returned")
-  PART(leases_released, "leases released")
-  PART(leases_quarantined, "leases quarantined")
-  PART(jobs_requeued, "jobs queued again")
-  PART(jobs_lost, "jobs ended worker-lost")
-  PART(workers_unbound, "dead workers' cells offline")
-  PART(slots_freed, "slots freed")
-  PART(batons_recovered, "dispatcher batons taken back")
-  PART(counts_fixed, "counts recomputed")
-#undef PART
-  if (len > 0)
-    say("recovered: %s", line);
+/* One line per event: its kind, then what it concerns as key=value. */
+static void log_event(const shms_event *ev, void *ctx) {
+  struct supervisor *v = ctx;
+  char line[400], ticket[SHMS_TICKET_STRLEN];
+  size_t n = (size_t)snprintf(line, sizeof line, "%s", shms_event_name(ev->kind));
+#define ADD(...)                                                                                   \
+  if (n < sizeof line)                                                                             \
+  n += (size_t)snprintf(line + n, sizeof line - n, __VA_ARGS__)
+  if (ev->cls >= 0)
+    ADD(" class=%s", shms_class_name((shms_class_t)ev->cls));
+  if (ev->cell >= 0)
+    ADD(" cell=%d", ev->cell);
+  if (ev->tenant[0] != '\0')
+    ADD(" tenant=%s", ev->tenant);
+  if (ev->ticket.seq != 0) {
+    shms_ticket_format(&ev->ticket, ticket);
+    ADD(" ticket=%s", ticket);
+  }
+  if (ev->pid != 0)
+    ADD(" pid=%d", ev->pid);
+  if (ev->reason != 0)
+    ADD(" reason=%s", shms_err_name(ev->reason));
+#undef ADD
+  say("%s", line);
+  if (ev->kind == SHMS_EVENT_PROCESS_DIED && v->ndied < MAX_WATCHED)
+    v->died[v->ndied++] = ev->pid;
 }
 
-static void recover(shms_t *h, int auto_repair) {
-  shms_recovery r;
-  int rc = shms_recover(h, &r);
-  if (rc != SHMS_OK) {
-    say("recovery failed: %s: %s", shms_err_name(rc), shms_last_error_detail());
-    return;
-  }
-  report(&r);
-  int n = auto_repair ? shms_repair_lost_workers(h) : 0;
-  if (n > 0)
-    say("repaired %d dead worker%s cell%s: offline, for a new worker", n, n == 1 ? "'s" : "s'",
-        n == 1 ? "" : "s");
+/* Recover what the dead left, and only that (or, full, everything: at start, for what died
+ * before we watched, even a dead owner whose entry was taken over since); one line per item. */
+static void recover(struct supervisor *v, int full) {
+  unsigned flags =
+      (v->a->auto_repair ? SHMS_RECOVER_REPAIR_LOST_WORKERS : 0) | (full ? SHMS_RECOVER_FULL : 0);
+  v->ndied = 0;
+  if (shms_recover_dead(v->h, flags, log_event, v, NULL) != SHMS_OK)
+    say("recovery failed: %s", shms_last_error_detail());
+}
+
+static int died_unclean(const struct supervisor *v, int32_t pid) {
+  for (uint32_t i = 0; i < v->ndied; i++)
+    if (v->died[i] == pid)
+      return 1;
+  return 0;
 }
 
 /* Wait for a death, a signal or the interval. Returns 1 to stop, 0 to go on. */
-static int wait_event(shms_t *h, struct watched *w, uint32_t *n, int sigfd, int auto_repair,
-                      uint64_t interval_ns) {
+static int wait_event(struct supervisor *v, int sigfd) {
   static struct pollfd p[MAX_WATCHED + 1];
+  static struct watched gone[MAX_WATCHED];
   p[0] = (struct pollfd){.fd = sigfd, .events = POLLIN};
-  for (uint32_t i = 0; i < *n; i++)
-    p[i + 1] = (struct pollfd){.fd = w[i].fd, .events = POLLIN};
-  int rc = poll(p, *n + 1, (int)(interval_ns / 1000000));
+  for (uint32_t i = 0; i < v->n; i++)
+    p[i + 1] = (struct pollfd){.fd = v->w[i].fd, .events = POLLIN};
+  int rc = poll(p, v->n + 1, (int)(v->a->interval_ns / 1000000));
   if (rc < 0 && errno != EINTR)
     return say("poll: %s", strerror(errno)), 1;
   if (p[0].revents & POLLIN) {
@@ -234,17 +275,31 @@ static int wait_event(shms_t *h, struct watched *w, uint32_t *n, int sigfd, int 
       say("stopping (%s)", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
     return 1;
   }
-  int died = 0;
-  for (uint32_t i = *n; i-- > 0;)
+  uint32_t ngone = 0;
+  for (uint32_t i = v->n; i-- > 0;)
     if (p[i + 1].revents & (POLLIN | POLLHUP)) {
-      say("process %d (entry %u) exited", w[i].pid, w[i].index);
-      close(w[i].fd);
-      w[i] = w[--*n];
-      died = 1;
+      close(v->w[i].fd);
+      gone[ngone++] = v->w[i];
+      v->w[i] = v->w[--v->n];
     }
-  if (died)
-    recover(h, auto_repair);
+  if (ngone == 0)
+    return 0;
+  /* A process that detached left its entry free (or to a newcomer): nothing to recover, and
+   * nothing is done. One that did not is found by its lock. */
+  recover(v, 0);
+  for (uint32_t i = 0; i < ngone && v->a->verbose; i++)
+    if (!died_unclean(v, gone[i].pid))
+      say("process %d (entry %u) exited after detaching: nothing to recover", gone[i].pid,
+          gone[i].index);
   return 0;
+}
+
+/* 1 once the segment was removed: then there is nothing left to supervise. */
+static int removed(const struct supervisor *v) {
+  int rc = shms_segment_removed(v->h);
+  if (rc == 1)
+    say("segment removed: stopping");
+  return rc == 1;
 }
 
 static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
@@ -256,20 +311,19 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   int sigfd = signalfd(-1, &stop, SFD_CLOEXEC);
   if (sigfd < 0)
     return cli_fail(SHMS_ESYSTEM, "supervise: signalfd: %s", strerror(errno));
-  static struct watched w[MAX_WATCHED];
-  uint32_t n = 0;
-  pid_t self = getpid();
-  say("supervising segment '%s' (pid %d)", name, (int)self);
-  recover(h, a->auto_repair); /* whatever died before we started */
+  static struct supervisor v;
+  v = (struct supervisor){.h = h, .a = a, .self = getpid()};
+  say("supervising segment '%s' (pid %d)", name, (int)v.self);
+  recover(&v, 1); /* whatever died before we started */
   notify_ready();
-  for (;;) {
-    if (scan(h, w, &n, self))
-      recover(h, a->auto_repair);
-    if (wait_event(h, w, &n, sigfd, a->auto_repair, a->interval_ns))
+  while (!removed(&v)) {
+    if (scan(&v))
+      recover(&v, 0);
+    if (wait_event(&v, sigfd))
       break;
   }
-  for (uint32_t i = 0; i < n; i++)
-    close(w[i].fd);
+  for (uint32_t i = 0; i < v.n; i++)
+    close(v.w[i].fd);
   close(sigfd);
   return CLI_EXIT_OK;
 }

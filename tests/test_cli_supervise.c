@@ -5,6 +5,7 @@
  * and --repair fixes it. Ordered by reading the supervisor's log lines.
  */
 #include <ck_pr.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ struct sup {
   FILE *log;
 };
 
-static struct sup start_supervisor(const char *name) {
+static struct sup start_supervisor_with(const char *name, const char *option) {
   int err[2];
   ck_assert_int_eq(pipe(err), 0);
   struct sup s = {.pid = fork()};
@@ -29,7 +30,7 @@ static struct sup start_supervisor(const char *name) {
   if (s.pid == 0) {
     dup2(err[1], 2);
     close(err[0]);
-    execl(SHMS_BIN_DIR "/shmsched", "shmsched", "supervise", name, "--interval", "100ms",
+    execl(SHMS_BIN_DIR "/shmsched", "shmsched", "supervise", name, "--interval", "100ms", option,
           (char *)NULL);
     _exit(127);
   }
@@ -37,6 +38,8 @@ static struct sup start_supervisor(const char *name) {
   s.log = fdopen(err[0], "r");
   return s;
 }
+
+static struct sup start_supervisor(const char *name) { return start_supervisor_with(name, NULL); }
 
 /* Read log lines until one contains needle; returns that line (static). */
 static const char *await_line(struct sup *s, const char *needle) {
@@ -82,19 +85,21 @@ START_TEST(the_supervisor_recovers_a_dead_processes_lease) {
   cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = SHMS_ON_DEATH_RELEASE;
   const char *name = harness_name("sup");
   harness_create(name, &cfg);
-  struct sup s = start_supervisor(name);
+  struct sup s = start_supervisor_with(name, "--verbose");
   await_line(&s, "supervising segment");
   int ready;
   pid_t victim = holder(name, &ready);
   char b;
   ck_assert_int_eq(read(ready, &b, 1), 1);
-  char watching[64];
+  char watching[64], expect[128];
   snprintf(watching, sizeof watching, "watching process %d", (int)victim);
   await_line(&s, watching);
   kill(victim, SIGKILL);
   ck_assert_int_eq(waitpid(victim, NULL, 0), victim);
-  const char *line = await_line(&s, "recovered:");
-  ck_assert_ptr_nonnull(strstr(line, "1 leases released"));
+  snprintf(expect, sizeof expect, "process-died pid=%d", (int)victim);
+  await_line(&s, expect);
+  snprintf(expect, sizeof expect, "lease-released class=standard cell=0 pid=%d", (int)victim);
+  await_line(&s, expect);
   shms_t *h;
   shms_class_stats st;
   ck_assert_shms_ok(shms_attach(name, SHMS_ATTACH_OBSERVER, &h));
@@ -117,6 +122,199 @@ START_TEST(the_supervisor_recovers_a_dead_processes_lease) {
   await_line(&s, "stopping (SIGTERM)");
   fclose(s.log);
   harness_remove(name);
+}
+END_TEST
+
+/*
+ * A shell that runs `shmsched run NAME --tenant TENANT -- sleep 0.02` again and again (n times,
+ * or until killed with n = 0), in its own process group, writing one byte to out per grant.
+ */
+static pid_t looper(const char *name, const char *tenant, int n, int out) {
+  static const char script[] = "i=0\n"
+                               "while [ \"$4\" -eq 0 ] || [ \"$i\" -lt \"$4\" ]; do\n"
+                               "  \"$1\" run \"$2\" --class standard --tenant \"$3\" -- sleep 0.02"
+                               " || exit 1\n"
+                               "  printf x\n"
+                               "  i=$((i + 1))\n"
+                               "done\n";
+  char count[16];
+  snprintf(count, sizeof count, "%d", n);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(out, 1);
+    execl("/bin/sh", "sh", "-c", script, "sh", SHMS_BIN_DIR "/shmsched", name, tenant, count,
+          (char *)NULL);
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  return pid;
+}
+
+/* Read the supervisor's log to its end in a child of ours, so that it never blocks on it. */
+static pid_t drain(struct sup *s) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    char buf[4096];
+    while (fread(buf, 1, sizeof buf, s->log) > 0)
+      ;
+    _exit(0);
+  }
+  return pid;
+}
+
+/*
+ * Churn of short-lived clients, as in issue 12: tenants a, b and c with 4, 2 and 1 looping
+ * `run` clients, each looping a fixed number of times, and one looping client of tenant d, on
+ * 2 cells. Returns d's share of all grants made until the others are done, in thousandths.
+ */
+static unsigned lone_tenants_share(int supervised) {
+  shms_config cfg;
+  harness_config(&cfg, 2, 64);
+  cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = SHMS_ON_DEATH_RELEASE;
+  const char *name = harness_name(supervised ? "fairsup" : "fair");
+  harness_create(name, &cfg);
+  struct sup s = {0};
+  pid_t drainer = 0;
+  if (supervised) {
+    s = start_supervisor(name);
+    await_line(&s, "supervising segment");
+    drainer = drain(&s);
+  }
+  enum { ROUNDS = 5 };
+  static const struct {
+    const char *tenant;
+    int loopers;
+  } busy[] = {{"a", 12}, {"b", 6}, {"c", 2}};
+  int null = open("/dev/null", O_WRONLY), d[2];
+  ck_assert_int_ge(null, 0);
+  ck_assert_int_eq(pipe(d), 0);
+  pid_t lone = looper(name, "d", 0, d[1]), others[20];
+  close(d[1]);
+  int n = 0, grants = 0;
+  for (size_t t = 0; t < sizeof busy / sizeof busy[0]; t++)
+    for (int i = 0; i < busy[t].loopers; i++, grants += ROUNDS)
+      others[n++] = looper(name, busy[t].tenant, ROUNDS, null);
+  for (int i = 0; i < n; i++) {
+    int status;
+    ck_assert_int_eq(waitpid(others[i], &status, 0), others[i]);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a looper failed: %#x", status);
+  }
+  kill(-lone, SIGKILL);
+  ck_assert_int_eq(waitpid(lone, NULL, 0), lone);
+  char buf[4096];
+  unsigned mine = 0;
+  for (ssize_t got; (got = read(d[0], buf, sizeof buf)) > 0;)
+    mine += (unsigned)got;
+  close(d[0]);
+  close(null);
+  if (supervised) {
+    int status = stop(&s, SIGTERM);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ck_assert_int_eq(waitpid(drainer, NULL, 0), drainer);
+    fclose(s.log);
+  }
+  const char *destroy[] = {"destroy", name, "--force", NULL};
+  char out[256], err[512];
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, destroy), 0);
+  fprintf(stderr, "lone tenant %s the supervisor: %u of %u grants\n",
+          supervised ? "with" : "without", mine, mine + (unsigned)grants);
+  return 1000 * mine / (mine + (unsigned)grants);
+}
+
+/* The supervisor leaves fairness alone: the lone tenant's share is much the same with it. */
+START_TEST(fairness_under_client_churn_is_the_same_with_the_supervisor) {
+  unsigned without = lone_tenants_share(0), with = lone_tenants_share(1);
+  ck_assert_msg(2 * with >= without,
+                "the lone tenant's share fell from %u to %u thousandths under the supervisor",
+                without, with);
+}
+END_TEST
+
+/* The line is "YYYY-MM-DDTHH:MM:SS.mmmZ shmsched supervise: ...": RFC 3339, UTC, milliseconds. */
+static void assert_stamped(const char *line) {
+  static const char shape[] = "####-##-##T##:##:##.###Z shmsched supervise: ";
+  for (size_t i = 0; i < sizeof shape - 1; i++)
+    ck_assert_msg(shape[i] == '#' ? line[i] >= '0' && line[i] <= '9' : line[i] == shape[i],
+                  "not an RFC 3339 time at column %zu: %s", i, line);
+}
+
+/* A child that attaches and says so on *attached; then, told to go on by a byte on *go, takes a
+ * lease and gives it back, detaches and exits 0. */
+static pid_t clean_client(const char *name, int *attached, int *go) {
+  int a[2], g[2];
+  ck_assert_int_eq(pipe(a), 0);
+  ck_assert_int_eq(pipe(g), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *h;
+    shms_request r = {.cls = SHMS_CLASS_STANDARD, .tenant = "t"};
+    shms_lease l;
+    char b;
+    if (shms_attach(name, 0, &h) != SHMS_OK || write(a[1], "a", 1) != 1 || read(g[0], &b, 1) != 1)
+      _exit(1);
+    if (shms_acquire(h, &r, &l) != SHMS_OK || shms_release(h, &l) != SHMS_OK ||
+        shms_detach(h) != SHMS_OK)
+      _exit(1);
+    _exit(0);
+  }
+  close(a[1]);
+  close(g[0]);
+  *attached = a[0];
+  *go = g[1];
+  return pid;
+}
+
+/*
+ * A process that detached is only a line under --verbose: no recovery runs for it. Every line
+ * carries its time. A plain destroy is not refused for the supervisor, which then leaves.
+ */
+START_TEST(clean_exits_are_quiet_and_destroy_lets_the_supervisor_go) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name = harness_name("supclean");
+  harness_create(name, &cfg);
+  struct sup s = start_supervisor_with(name, "--verbose");
+  assert_stamped(await_line(&s, "supervising segment"));
+  int attached, go;
+  pid_t pid = clean_client(name, &attached, &go);
+  char b, expect[128];
+  ck_assert_int_eq(read(attached, &b, 1), 1);
+  snprintf(expect, sizeof expect, "watching process %d", (int)pid);
+  assert_stamped(await_line(&s, expect));
+  ck_assert_int_eq(write(go, "g", 1), 1);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  snprintf(expect, sizeof expect, "process %d (entry", (int)pid);
+  static char line[1024];
+  while (fgets(line, sizeof line, s.log) != NULL && strstr(line, expect) == NULL) {
+    assert_stamped(line);
+    ck_assert_msg(strstr(line, "process-died") == NULL, "a clean exit was recovered: %s", line);
+  }
+  ck_assert_ptr_nonnull(strstr(line, "exited after detaching: nothing to recover"));
+  close(attached);
+  close(go);
+  /* One that dies without detaching is recovered. */
+  int ready;
+  pid_t keeper = holder(name, &ready);
+  ck_assert_int_eq(read(ready, &b, 1), 1);
+  snprintf(expect, sizeof expect, "watching process %d", (int)keeper);
+  assert_stamped(await_line(&s, expect));
+  kill(keeper, SIGKILL);
+  ck_assert_int_eq(waitpid(keeper, NULL, 0), keeper);
+  snprintf(expect, sizeof expect, "process-died pid=%d", (int)keeper);
+  assert_stamped(await_line(&s, expect));
+  char out[256], err[512];
+  const char *destroy[] = {"destroy", name, NULL};
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, destroy), 0);
+  assert_stamped(await_line(&s, "segment removed: stopping"));
+  ck_assert_int_eq(waitpid(s.pid, &status, 0), s.pid);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fclose(s.log);
 }
 END_TEST
 
@@ -191,6 +389,8 @@ int main(void) {
   tcase_add_test(tc, the_supervisor_recovers_a_dead_processes_lease);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
   tcase_add_test(tc, check_names_what_repair_cannot_fix);
+  tcase_add_test(tc, clean_exits_are_quiet_and_destroy_lets_the_supervisor_go);
+  tcase_add_test(tc, fairness_under_client_churn_is_the_same_with_the_supervisor);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

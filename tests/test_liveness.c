@@ -135,7 +135,8 @@ static struct child hold_entry_byte(const char *name, const shms_t *h, uint32_t 
 }
 
 START_TEST(a_dead_owner_stays_dead_while_its_entry_is_claimed_again) {
-  const char *name = fresh(8);
+  /* One entry: a claim takes a dead owner's entry only when none is free. */
+  const char *name = fresh(1);
   struct child dead = spawn_attached(name);
   finish(&dead);
   shms_t *h;
@@ -157,6 +158,22 @@ START_TEST(a_dead_owner_stays_dead_while_its_entry_is_claimed_again) {
   ck_assert_int_eq(shms__owner_alive(h, h->fd, owner, 0), 0);
   finish(&next);
   ck_assert_int_eq(shms__owner_alive(h, h->fd, next_owner, 0), 0);
+  shms_detach(h);
+  harness_remove(name);
+}
+END_TEST
+
+/* A dead owner's entry keeps saying that its owner died attached (what the supervisor reads)
+ * for as long as a free entry is left to take instead. */
+START_TEST(a_claim_prefers_a_free_entry_to_a_dead_ones) {
+  const char *name = fresh(4);
+  struct child dead = spawn_attached(name);
+  kill(dead.pid, SIGKILL);
+  finish(&dead);
+  shms_t *h;
+  ck_assert_shms_ok(shms_attach(name, 0, &h));
+  ck_assert_uint_ne(h->self, dead.index);
+  ck_assert_uint_eq(entry_of(h, dead.index)->state, SHMS__PROC_LIVE);
   shms_detach(h);
   harness_remove(name);
 }
@@ -260,6 +277,7 @@ int main(void) {
   tcase_add_test(tc, dead_owner_is_dead_even_when_its_pid_is_reused);
   tcase_add_test(tc, a_dead_owner_stays_dead_while_its_entry_is_claimed_again);
   tcase_add_test(tc, a_full_table_refuses_and_a_dead_entry_is_reclaimed);
+  tcase_add_test(tc, a_claim_prefers_a_free_entry_to_a_dead_ones);
   tcase_add_test(tc, handles_share_one_registration);
   tcase_add_test(tc, destroy_refuses_while_live_unless_forced);
   tcase_add_test(tc, destroy_ignores_dead_processes);

@@ -220,6 +220,237 @@ START_TEST(the_dispatch_after_a_recovery_by_a_waiting_operation_is_marked) {
 }
 END_TEST
 
+static void rebuild_by_recovery(shms_t *h, const char *name) {
+  (void)name;
+  ck_assert_shms_ok(shms_recover(h, NULL));
+}
+
+static void hold_the_baton(shms_t *h) {
+  ck_pr_store_64(&h->cls[SHMS_CLASS_STANDARD].ctl->baton, (1ull << 32) | h->owner);
+}
+
+/* The dispatcher baton's holder dies (its index possibly torn): the next to look rebuilds. */
+static void rebuild_after_a_dead_baton_holder(shms_t *h, const char *name) {
+  int ready = 0;
+  kill_and_reap(doomed(name, hold_the_baton, &ready));
+  shms__baton_check_holder(h, &h->cls[SHMS_CLASS_STANDARD]);
+  ck_assert_uint_eq(ck_pr_load_64(&h->cls[SHMS_CLASS_STANDARD].ctl->baton), 0);
+}
+
+/*
+ * The order in which tenants and requests are served survives a rebuild of the index. Tenants
+ * a, b and c join the ring in that order and a's first request is granted, so the ring turns to
+ * b, c, a. A request of a queued after its others takes the lowest slot, so slot order is not
+ * sequence order. After the rebuild the grants must go on b, c, then a's in sequence order: a
+ * ring rebuilt in slot order would put a first again.
+ */
+static void ring_order_survives(void (*rebuild)(shms_t *h, const char *name)) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 8, NULL);
+  shms_request r = sched_req("holder", 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &l));
+  shms_ticket x = sched_enqueue(h, "x", 0, 0), t[5];
+  t[0] = sched_enqueue(h, "a", 0, 0);
+  t[1] = sched_enqueue(h, "b", 0, 0);
+  t[2] = sched_enqueue(h, "c", 0, 0);
+  t[3] = sched_enqueue(h, "a", 0, 0);
+  ck_assert_int_eq(shms_cancel(h, &x), 1);
+  shms_lease none;
+  ck_assert_int_eq(shms_wait(h, &x, 0, &none), SHMS_ECANCELLED);
+  t[4] = sched_enqueue(h, "a", 0, 0);
+  ck_assert_uint_eq(t[4].slot, x.slot);
+  ck_assert_uint_lt(t[4].slot, t[3].slot);
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_int_eq(sched_granted(h, t, 5, &l), 0); /* a's first; the ring is now b, c, a */
+  rebuild(h, name);
+  static const int expected[] = {1, 2, 3, 4};
+  for (int i = 0; i < 4; i++) {
+    ck_assert_shms_ok(shms_release(h, &l));
+    ck_assert_int_eq(sched_granted(h, t, 5, &l), expected[i]);
+  }
+  ck_assert_shms_ok(shms_release(h, &l));
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+
+START_TEST(the_ring_order_survives_a_recovery) { ring_order_survives(rebuild_by_recovery); }
+END_TEST
+
+START_TEST(the_ring_order_survives_a_dead_baton_holder) {
+  ring_order_survives(rebuild_after_a_dead_baton_holder);
+}
+END_TEST
+
+/* Events told by a recovery, in order. */
+struct told {
+  shms_event ev[32];
+  int n;
+};
+
+static void tell(const shms_event *ev, void *ctx) {
+  struct told *t = ctx;
+  ck_assert_int_lt(t->n, 32);
+  t->ev[t->n++] = *ev;
+}
+
+static int count_kind(const struct told *t, uint32_t kind) {
+  int n = 0;
+  for (int i = 0; i < t->n; i++)
+    n += t->ev[i].kind == kind;
+  return n;
+}
+
+static const shms_event *find_kind(const struct told *t, uint32_t kind) {
+  for (int i = 0; i < t->n; i++)
+    if (t->ev[i].kind == kind)
+      return &t->ev[i];
+  ck_abort_msg("no %s event", shms_event_name(kind));
+  return NULL;
+}
+
+static void lease_and_queue(shms_t *h) {
+  take_a_lease(h);
+  shms_request r = sched_req("doomed", 0);
+  shms_ticket t;
+  if (shms_enqueue(h, &r, &t) != SHMS_OK)
+    _exit(3);
+}
+
+/*
+ * A process killed outside every operation, holding a lease and a queued request: both are
+ * settled by the ordinary transitions, each told as an event naming the class, cell, tenant,
+ * ticket and pid; the class is never held still and its index never rebuilt.
+ */
+START_TEST(a_dead_process_outside_operations_is_recovered_without_freezing) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = SHMS_ON_DEATH_RELEASE;
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  int ready = 0;
+  pid_t pid = doomed(name, lease_and_queue, &ready);
+  shms_ticket mine = sched_enqueue(h, "waiting", 0, 0);
+  kill_and_reap(pid);
+  struct told t = {.n = 0};
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover_dead(h, 0, tell, &t, &r));
+  ck_assert_int_eq(t.n, 3);
+  ck_assert_uint_eq(r.dead_processes, 1);
+  ck_assert_uint_eq(r.leases_released, 1);
+  ck_assert_uint_eq(r.requests_owner_lost, 1);
+  ck_assert_uint_eq(t.ev[0].kind, SHMS_EVENT_PROCESS_DIED);
+  ck_assert_int_eq(t.ev[0].pid, pid);
+  ck_assert_int_eq(t.ev[0].cls, -1);
+  const shms_event *lost = find_kind(&t, SHMS_EVENT_REQUEST_OWNER_LOST);
+  ck_assert_int_eq(lost->cls, SHMS_CLASS_STANDARD);
+  ck_assert_str_eq(lost->tenant, "doomed");
+  ck_assert_int_eq(lost->pid, pid);
+  ck_assert_int_eq(lost->reason, SHMS_EOWNERLOST);
+  ck_assert_uint_ne(lost->ticket.seq, 0);
+  const shms_event *released = find_kind(&t, SHMS_EVENT_LEASE_RELEASED);
+  ck_assert_int_eq(released->cell, 0);
+  ck_assert_int_eq(released->pid, pid);
+  ck_assert_int_eq(count_kind(&t, SHMS_EVENT_CLASS_RECOMPUTED), 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &mine, 0, &l)); /* the released cell went to the waiter */
+  ck_assert_shms_ok(shms_release(h, &l));
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  /* Nothing is left: a second pass finds nothing to do. */
+  t.n = 0;
+  ck_assert_shms_ok(shms_recover_dead(h, 0, tell, &t, &r));
+  ck_assert_int_eq(t.n, 0);
+  ck_assert_uint_eq(r.dead_processes, 0);
+  sched_close(h, name);
+}
+END_TEST
+
+static void enter_standard(shms_t *h) { shms__op_enter(h, &h->cls[SHMS_CLASS_STANDARD]); }
+
+static void detach_at_once(shms_t *h) {
+  take_a_lease(h);
+  shms_detach(h);
+}
+
+/* A process that died inside an operation has its class recovered frozen; one that detached
+ * left nothing and costs nothing. */
+START_TEST(a_death_inside_an_operation_recomputes_its_class) {
+  const char *name;
+  shms_t *h = sched_open(&name, 2, 4, NULL);
+  int ready = 0;
+  kill_and_reap(doomed(name, detach_at_once, &ready));
+  struct told t = {.n = 0};
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover_dead(h, 0, tell, &t, &r));
+  ck_assert_int_eq(t.n, 0);
+  pid_t pid = doomed(name, enter_standard, &ready);
+  kill_and_reap(pid);
+  ck_assert_shms_ok(shms_recover_dead(h, 0, tell, &t, &r));
+  ck_assert_int_eq(count_kind(&t, SHMS_EVENT_PROCESS_DIED), 1);
+  ck_assert_int_eq(find_kind(&t, SHMS_EVENT_PROCESS_DIED)->pid, pid);
+  ck_assert_int_eq(find_kind(&t, SHMS_EVENT_CLASS_RECOMPUTED)->cls, SHMS_CLASS_STANDARD);
+  shms_process_info procs[4];
+  uint32_t n;
+  ck_assert_shms_ok(shms_processes(h, procs, 4, &n));
+  ck_assert_uint_eq(n, 1); /* its entry was freed */
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  ck_assert_int_eq(shms_recover_dead(h, 1u << 7, NULL, NULL, NULL), SHMS_EINVAL);
+  sched_close(h, name);
+}
+END_TEST
+
+static void take_a_job(shms_t *h) {
+  shms_worker_t *w;
+  shms_job job;
+  if (shms_worker_open(h, SHMS_CLASS_SMALL, &w) != SHMS_OK ||
+      shms_worker_take(w, 10ull * 1000 * 1000 * 1000, &job) != SHMS_OK)
+    _exit(4);
+}
+
+/* A worker killed mid-job, recovered by itself: the job is lost (told with its ticket and
+ * tenant), the cell quarantined, and with the repair flag back offline for a new worker. */
+START_TEST(a_dead_worker_is_recovered_by_itself) {
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
+      .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 16};
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_request r = {.cls = SHMS_CLASS_SMALL, .tenant = "jobs"};
+  shms_ticket t;
+  ck_assert_shms_ok(shms_submit(h, &r, "x", 1, 0, &t));
+  int ready = 0;
+  pid_t pid = doomed(name, take_a_job, &ready);
+  kill_and_reap(pid);
+  struct told told = {.n = 0};
+  shms_recovery rec;
+  ck_assert_shms_ok(shms_recover_dead(h, SHMS_RECOVER_REPAIR_LOST_WORKERS, tell, &told, &rec));
+  ck_assert_uint_eq(rec.dead_processes, 1);
+  ck_assert_uint_eq(rec.jobs_lost, 1);
+  const shms_event *lost = find_kind(&told, SHMS_EVENT_JOB_LOST);
+  ck_assert_int_eq(lost->cls, SHMS_CLASS_SMALL);
+  ck_assert_int_eq(lost->cell, 0);
+  ck_assert_int_eq(lost->pid, pid);
+  ck_assert_str_eq(lost->tenant, "jobs");
+  ck_assert_uint_eq(lost->ticket.seq, t.seq);
+  ck_assert_int_eq(lost->reason, SHMS_EWORKERLOST);
+  ck_assert_int_eq(find_kind(&told, SHMS_EVENT_CELL_REPAIRED)->cell, 0);
+  ck_assert_int_eq(count_kind(&told, SHMS_EVENT_CLASS_RECOMPUTED), 0);
+  char buf[16];
+  shms_result res;
+  ck_assert_int_eq(shms_wait_result(h, &t, 0, buf, sizeof buf, &res), SHMS_EWORKERLOST);
+  shms_class_stats s;
+  ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_SMALL, &s));
+  ck_assert_uint_eq(s.offline, 1);
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(one_supervisor_per_segment) {
   const char *name;
   shms_t *h = sched_open(&name, 1, 1, NULL);
@@ -253,6 +484,11 @@ int main(void) {
   tcase_add_test(tc, processes_are_listed_and_dead_workers_cells_come_back);
   tcase_add_test(tc, one_supervisor_per_segment);
   tcase_add_test(tc, the_dispatch_after_a_recovery_by_a_waiting_operation_is_marked);
+  tcase_add_test(tc, the_ring_order_survives_a_recovery);
+  tcase_add_test(tc, a_dead_process_outside_operations_is_recovered_without_freezing);
+  tcase_add_test(tc, a_death_inside_an_operation_recomputes_its_class);
+  tcase_add_test(tc, a_dead_worker_is_recovered_by_itself);
+  tcase_add_test(tc, the_ring_order_survives_a_dead_baton_holder);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

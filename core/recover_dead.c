@@ -1,0 +1,151 @@
+/*
+ * Recovery of one dead process (docs/protocol.md, "Recovery of a dead
+ * process"): a process that died outside every operation left only what it
+ * owned, each object in a state some transition leads on from. That is
+ * settled with the ordinary transitions, as its own detach would have done
+ * it, while everyone else goes on: no class is held still and no index is
+ * rebuilt, so the tenant ring and every queue stay as they are. Only a class
+ * it left mid-operation (or whose dispatcher baton or freeze it held) needs
+ * the frozen recovery of core/repair.c.
+ */
+#include <stdlib.h>
+
+#include "../shm/atomic.h"
+#include "../shm/proc.h"
+#include "report.h"
+#include "sched.h"
+
+/* The classes the dead owner of entry p was inside an operation on, or held the baton or
+ * the freeze of. */
+static uint32_t classes_left_torn(struct shms *h, const struct shms__proc *p, uint32_t owner) {
+  uint32_t mask = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    const struct shms__cls *k = &h->cls[c];
+    if (k->id < 0)
+      continue;
+    uint64_t baton = shms__load_64(&k->ctl->baton);
+    if (shms__proc_busy(p, c) || (baton != 0 && (uint32_t)baton == owner) ||
+        shms__load_32(&k->ctl->freezer) == owner)
+      mask |= 1u << c;
+  }
+  return mask;
+}
+
+/* A cell the owner held before its recovery: to tell afterwards what became of it. */
+struct held {
+  const struct shms__cls *k;
+  uint32_t cell;
+  uint64_t word;
+  uint32_t slot_ref;    /* a worker's job, slot index + 1 */
+  uint32_t job_options; /* that job's options then */
+};
+
+static int holds(const struct shms__cls *k, uint32_t c, uint32_t owner) {
+  uint64_t w = shms__load_64(&k->cells[c].word);
+  if (k->cfg->mode == SHMS_MODE_WORKER)
+    return shms__load_32(&k->cells[c].worker) == owner;
+  return SHMS__CELL_STATE(w) == SHMS__CELL_LEASED && SHMS__CELL_OWNER(w) == owner;
+}
+
+static struct held note(const struct shms__cls *k, uint32_t c) {
+  struct held e = {k, c, shms__load_64(&k->cells[c].word), shms__load_32(&k->cells[c].slot), 0};
+  if (e.slot_ref >= 1 && e.slot_ref <= k->nslots)
+    e.job_options = shms__load_32(&shms__slot_at(k, e.slot_ref - 1)->options);
+  return e;
+}
+
+/* The cells owner holds (its leases; a worker's cell), or NULL with *n = 0 if there are none.
+ * SHMS_ENOMEM if they cannot be noted. */
+static int note_held(struct shms *h, uint32_t owner, struct held **out, uint32_t *n) {
+  uint32_t cells = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    cells += h->cls[c].id >= 0 ? h->cls[c].ncells : 0;
+  *out = NULL;
+  *n = 0;
+  struct held *v = NULL;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    const struct shms__cls *k = &h->cls[c];
+    for (uint32_t i = 0; k->id >= 0 && i < k->ncells; i++) {
+      if (!holds(k, i, owner))
+        continue;
+      if (v == NULL && (v = malloc(cells * sizeof *v)) == NULL)
+        return SHMS_ENOMEM;
+      v[(*n)++] = note(k, i);
+    }
+  }
+  *out = v;
+  return SHMS_OK;
+}
+
+/*
+ * What became of held cell e, told as the frozen recovery tells it. Its word moved on (the
+ * generation with it) if a transition took it; what it became is read from the policy and the
+ * state it left, not from its state now: the cell may already serve someone else.
+ */
+static void tell_held(struct shms__report *rep, const struct held *e, uint32_t owner) {
+  const struct shms__cls *k = e->k;
+  uint64_t now = shms__load_64(&k->cells[e->cell].word);
+  if (now == e->word)
+    return;
+  struct shms__item it = {.k = k, .cell_ref = e->cell + 1, .owner = owner};
+  if (k->cfg->mode == SHMS_MODE_LEASE) {
+    int quarantined = k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE;
+    it.reason = quarantined ? SHMS_EOWNERLOST : 0;
+    shms__report(rep, quarantined ? SHMS_EVENT_LEASE_QUARANTINED : SHMS_EVENT_LEASE_RELEASED, it);
+    return;
+  }
+  uint32_t was = SHMS__CELL_STATE(e->word);
+  if (was != SHMS__CELL_AVAILABLE && e->slot_ref >= 1 && e->slot_ref <= k->nslots)
+    it.slot_ref = e->slot_ref;
+  if (was != SHMS__CELL_LEASED || it.slot_ref == 0) {
+    shms__report(rep, SHMS_EVENT_WORKER_OFFLINE, it); /* idle, or its job never started */
+    return;
+  }
+  /* Mid-job: the job was queued once more (its RETRIED flag is new) or ended worker-lost. */
+  uint32_t options = shms__load_32(&shms__slot_at(k, e->slot_ref - 1)->options);
+  int again = (options & SHMS__OPT_RETRIED) && !(e->job_options & SHMS__OPT_RETRIED);
+  it.reason = again ? 0 : SHMS_EWORKERLOST;
+  shms__report(rep, again ? SHMS_EVENT_JOB_REQUEUED : SHMS_EVENT_JOB_LOST, it);
+}
+
+/* What owner held, settled by the ordinary transitions; each item told to rep. */
+static int settle_owned(struct shms *h, uint32_t owner, struct shms__report *rep) {
+  struct held *held;
+  uint32_t n;
+  int rc = note_held(h, owner, &held, &n);
+  if (rc != SHMS_OK)
+    return rc;
+  /*
+   * This is the one place where a dead holder's command tree is to be killed, before any cell
+   * it held goes to someone else (docs/operations.md, "How commands are contained").
+   */
+  shms__report_settles(rep, owner);
+  shms__recover_owner(h, owner);
+  shms__report_settles(NULL, 0);
+  for (uint32_t i = 0; i < n; i++)
+    tell_held(rep, &held[i], owner);
+  free(held);
+  return SHMS_OK;
+}
+
+int shms__recover_dead(struct shms *h, uint32_t index, struct shms__report *rep) {
+  struct shms__proc *p = shms__proc_at(h, index);
+  uint32_t state = shms__load_32(&p->state);
+  if (state == SHMS__PROC_FREE || index == shms__self_index(h) ||
+      shms__proc_alive(h, h->fd, index, shms__self_index(h)) != 0)
+    return 0;
+  uint32_t gen = shms__load_32(&p->gen), owner = SHMS__OWNER(index, gen);
+  shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = owner});
+  uint32_t torn = classes_left_torn(h, p, owner);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    int rc = (torn & (1u << c)) ? shms__recover_class_into(h, &h->cls[c], rep) : SHMS_OK;
+    if (rc != SHMS_OK)
+      return rc;
+  }
+  /* A process that died claiming its entry owned nothing yet. */
+  int rc = state == SHMS__PROC_LIVE ? settle_owned(h, owner, rep) : SHMS_OK;
+  if (rc != SHMS_OK)
+    return rc;
+  shms__proc_reap_gen(h, h->fd, index, gen);
+  return 1;
+}

@@ -1,0 +1,156 @@
+/* Recovery's totals and events (report.h). */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../shm/atomic.h"
+#include "../shm/proc.h"
+#include "tenant.h"
+
+SHMS__TLS struct shms__report *shms__settle_report;
+static SHMS__TLS uint32_t settle_owner;
+
+static const char *const names[] = {
+    [SHMS_EVENT_PROCESS_DIED] = "process-died",
+    [SHMS_EVENT_REQUEST_OWNER_LOST] = "request-owner-lost",
+    [SHMS_EVENT_GRANT_RETURNED] = "grant-returned",
+    [SHMS_EVENT_LEASE_RELEASED] = "lease-released",
+    [SHMS_EVENT_LEASE_QUARANTINED] = "lease-quarantined",
+    [SHMS_EVENT_JOB_REQUEUED] = "job-requeued",
+    [SHMS_EVENT_JOB_LOST] = "job-lost",
+    [SHMS_EVENT_WORKER_OFFLINE] = "worker-offline",
+    [SHMS_EVENT_SLOT_FREED] = "slot-freed",
+    [SHMS_EVENT_BATON_RECOVERED] = "baton-recovered",
+    [SHMS_EVENT_COUNT_FIXED] = "count-fixed",
+    [SHMS_EVENT_CLASS_RECOMPUTED] = "class-recomputed",
+    [SHMS_EVENT_CELL_REPAIRED] = "cell-repaired",
+};
+
+const char *shms_event_name(uint32_t kind) {
+  return kind < sizeof names / sizeof names[0] && names[kind] != NULL ? names[kind] : "unknown";
+}
+
+static uint32_t *total(shms_recovery *r, uint32_t kind) {
+  switch (kind) {
+  case SHMS_EVENT_PROCESS_DIED:
+    return &r->dead_processes;
+  case SHMS_EVENT_REQUEST_OWNER_LOST:
+    return &r->requests_owner_lost;
+  case SHMS_EVENT_GRANT_RETURNED:
+    return &r->grants_returned;
+  case SHMS_EVENT_LEASE_RELEASED:
+    return &r->leases_released;
+  case SHMS_EVENT_LEASE_QUARANTINED:
+    return &r->leases_quarantined;
+  case SHMS_EVENT_JOB_REQUEUED:
+    return &r->jobs_requeued;
+  case SHMS_EVENT_JOB_LOST:
+    return &r->jobs_lost;
+  case SHMS_EVENT_WORKER_OFFLINE:
+    return &r->workers_unbound;
+  case SHMS_EVENT_SLOT_FREED:
+    return &r->slots_freed;
+  case SHMS_EVENT_BATON_RECOVERED:
+    return &r->batons_recovered;
+  case SHMS_EVENT_COUNT_FIXED:
+    return &r->counts_fixed;
+  default:
+    return NULL; /* told, not counted */
+  }
+}
+
+/* The pid an owner id's entry names, while the entry is still that owner's. */
+static int32_t owner_pid(const struct shms *h, uint32_t owner) {
+  uint32_t i = SHMS__OWNER_INDEX(owner);
+  if (owner == 0 || i >= h->layout.procs_count)
+    return 0;
+  const struct shms__proc *p = shms__proc_at(h, i);
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+    return 0;
+  return (int32_t)shms__load_32((uint32_t *)&p->pid);
+}
+
+/* The tenant an item names: its request's, else that of the lease counted on its cell. */
+static void tenant_of(const struct shms__item *it, char *out) {
+  const struct shms__cls *k = it->k;
+  out[0] = '\0';
+  if (it->slot_ref >= 1 && it->slot_ref <= k->nslots) {
+    memcpy(out, shms__slot_at(k, it->slot_ref - 1)->tenant_name, SHMS_TENANT_MAX);
+  } else if (it->cell_ref >= 1 && it->cell_ref <= k->ncells) {
+    uint32_t ref = shms__load_32(&k->cells[it->cell_ref - 1].tenant);
+    if (ref >= 1 && ref <= k->ntenants && (shms__tenant_at(k, ref)->flags & SHMS__TENANT_INUSE))
+      memcpy(out, shms__tenant_at(k, ref)->name, SHMS_TENANT_MAX);
+  }
+  out[SHMS_TENANT_MAX] = '\0';
+  for (int i = 0; out[i] != '\0'; i++) /* shared memory: only what a tenant name may hold */
+    if (out[i] <= ' ' || out[i] > '~')
+      out[i] = '?';
+}
+
+void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it) {
+  uint32_t *n = total(&rep->totals, kind);
+  if (n != NULL)
+    (*n)++;
+  if (rep->fn == NULL)
+    return;
+  shms_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.kind = kind;
+  ev.cls = it.k != NULL ? it.k->id : -1;
+  ev.cell = it.k != NULL && it.cell_ref >= 1 && it.cell_ref <= it.k->ncells
+                ? (int32_t)it.cell_ref - 1
+                : -1;
+  ev.pid = owner_pid(rep->h, it.owner);
+  ev.reason = it.reason;
+  if (it.k != NULL) {
+    tenant_of(&it, ev.tenant);
+    if (it.slot_ref >= 1 && it.slot_ref <= it.k->nslots) {
+      uint64_t seq = it.seq ? it.seq : shms__load_64(&shms__slot_at(it.k, it.slot_ref - 1)->seq);
+      ev.ticket = (shms_ticket){.cls = (uint32_t)it.k->id,
+                                .slot = it.slot_ref - 1,
+                                .seq = seq,
+                                .incarnation = rep->h->incarnation};
+    }
+  }
+  if (rep->nkept == rep->cap) {
+    size_t cap = rep->cap ? 2 * rep->cap : 16;
+    shms_event *kept = realloc(rep->kept, cap * sizeof *kept);
+    if (kept == NULL) {
+      rep->dropped++;
+      return;
+    }
+    rep->kept = kept;
+    rep->cap = cap;
+  }
+  rep->kept[rep->nkept++] = ev;
+}
+
+void shms__report_flush(struct shms__report *rep) {
+  for (size_t i = 0; i < rep->nkept && rep->fn != NULL; i++)
+    rep->fn(&rep->kept[i], rep->ctx);
+  free(rep->kept);
+  rep->kept = NULL;
+  rep->nkept = rep->cap = 0;
+}
+
+void shms__report_settles(struct shms__report *rep, uint32_t owner) {
+  settle_owner = owner;
+  shms__settle_report = rep;
+}
+
+void shms__report_settled(const struct shms__cls *k, uint32_t i, uint64_t seq, uint32_t was,
+                          uint32_t cell, int reason) {
+  struct shms__report *rep = shms__settle_report;
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (rep == NULL || reason != SHMS_EOWNERLOST || shms__load_32(&s->owner) != settle_owner)
+    return;
+  struct shms__item it = {
+      .k = k, .slot_ref = i + 1, .seq = seq, .owner = settle_owner, .reason = reason};
+  shms__report(rep, SHMS_EVENT_REQUEST_OWNER_LOST, it);
+  if (was == SHMS__SLOT_GRANTED) {
+    it.cell_ref = cell + 1;
+    it.reason = 0;
+    shms__report(rep, SHMS_EVENT_GRANT_RETURNED, it);
+  }
+}
