@@ -58,8 +58,9 @@ static void after_turn(const struct shms__cls *k, uint32_t ref) {
 }
 
 /* The cell was bound; the request went away meanwhile: give everything back. */
-static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c) {
-  shms__cell_unaccepted(h, k, c);
+static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c,
+                       uint32_t gen) {
+  shms__cell_return(h, k, c, gen);
   shms__slot_unindexed(k, i);
 }
 
@@ -98,8 +99,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     return 1;
   }
   SHMS__STEP();
-  shms__store_32(&s->cell, c); /* waiters read it while polling */
-  s->generation = gen;
+  shms__store_32(&s->cell, c);         /* waiters read it while polling */
+  shms__store_32(&s->generation, gen); /* settlers read it to return the cell */
   s->token = token;
   /* Read now: once the CAS below hands the slot over, it may be freed and reused at once. */
   uint64_t waited = now > s->enqueue_ns ? now - s->enqueue_ns : 0;
@@ -109,7 +110,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   after_turn(k, ref);
   for (;;) {
     if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
-      grant_lost(h, k, i, c);
+      grant_lost(h, k, i, c, gen);
       return 1;
     }
     uint32_t flags =

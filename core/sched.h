@@ -119,8 +119,13 @@ int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uin
 void shms__cell_count_lease(const struct shms__cls *k, uint32_t c);
 /* Quarantine claimed cell c whose tokens ran out (fail closed). */
 void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c);
-/* GRANTED -> AVAILABLE: a grant that was never accepted returns its cell (not quarantined). */
-void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c);
+/*
+ * GRANTED -> AVAILABLE (generation + 1): the grant of cell c made at generation gen, which nobody
+ * accepted and nobody will (its slot was settled, revoked, or never granted), returns its cell:
+ * not quarantined, counted free, kick. Returns 1 if this call returned it; 0 if the cell is no
+ * longer that grant's (someone else returned it first: exactly one returner wins).
+ */
+int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen);
 /* Move cell c from the exact word expect to QUARANTINED (reason recorded). 1 if done. */
 int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
                           int reason);
