@@ -96,7 +96,8 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
       violation(a, "slot %u: claimed by an enqueue that never finished (needs recovery)", i);
     if (st == SHMS__SLOT_QUEUED) {
       (*queued)++;
-      if (!(w & SHMS__SLOT_INDEXED) && !shms__hbm_test(k->sattn, k->nslots, i))
+      /* LATE: its grant was revoked, and its waiter re-indexes it when it comes back. */
+      if (!(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)) && !shms__hbm_test(k->sattn, k->nslots, i))
         violation(a,
                   "slot %u: queued but neither indexed nor awaiting the dispatcher (sequence "
                   "%llu, flags 0x%x, owner %u %s, tenant '%.*s')",
@@ -114,6 +115,9 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
                   i, s->cell, s->generation,
                   (unsigned long long)shms__load_64((uint64_t *)&s->seq));
     }
+    if ((w & SHMS__SLOT_LATE) && (st != SHMS__SLOT_QUEUED || (w & SHMS__SLOT_INDEXED)))
+      violation(a, "slot %u: late (its grant revoked) in state %u, flags 0x%x", i, st,
+                (unsigned)(w & 0xff0u));
     if ((w & SHMS__SLOT_INDEXED) && st != SHMS__SLOT_QUEUED && st != SHMS__SLOT_SETTLED)
       violation(a, "slot %u: indexed in state %u", i, st);
     if ((st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED) && !alive(a, s->owner))

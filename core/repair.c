@@ -115,8 +115,9 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
     set_slot(k, ref - 1, SHMS__SLOT_SETTLED, SHMS_EOWNERLOST, SHMS__SLOT_COLLECTED, 0);
     r->requests_owner_lost++;
   }
-  /* Not (or no longer) bound to a live grant: never exposed, so simply free again. */
-  set_cell(k, c, SHMS__CELL_GEN(w), idle_owner(k, c), SHMS__CELL_AVAILABLE);
+  /* Not (or no longer) bound to a live grant: never exposed, so simply free again, at the next
+   * generation like every returned grant (core/cell.c, shms__cell_return). */
+  set_cell(k, c, SHMS__CELL_GEN(w) + 1, idle_owner(k, c), SHMS__CELL_AVAILABLE);
   r->grants_returned++;
 }
 

@@ -135,6 +135,6 @@ void shms__slot_unindexed(const struct shms__cls *k, uint32_t i) {
 void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq) {
   uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
-      !(w & SHMS__SLOT_INDEXED))
+      !(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)))
     shms__hbm_set(k->sattn, k->nslots, i);
 }
