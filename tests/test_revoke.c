@@ -26,8 +26,8 @@ static uint64_t shared_clock(void *ctx) {
 }
 
 static void clock_install(void) {
-  shared_now = mmap(NULL, sizeof *shared_now, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                    -1, 0);
+  shared_now =
+      mmap(NULL, sizeof *shared_now, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ck_assert_ptr_ne(shared_now, MAP_FAILED);
   ck_pr_store_64(shared_now, 1000 * SEC);
   shms_set_clock(shared_clock, NULL);
