@@ -119,7 +119,9 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     uint32_t flags =
         (uint32_t)w & 0xff0u & ~(SHMS__SLOT_INDEXED | SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
     /* The cell, generation and token above are visible before the state says GRANTED. */
-    if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_GRANTED)))
+    if (shms__slot_cas(k, i, &w,
+                       SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_GRANTED) |
+                           (w & SHMS__SLOT_EPOCH)))
       break;
   }
   SHMS__STEP();

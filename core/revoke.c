@@ -55,8 +55,9 @@ static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, ui
     SHMS__STEP();
     uint32_t flags =
         ((uint32_t)sw & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP)) | SHMS__SLOT_LATE;
+    uint64_t epoch = (sw + (1ull << 12)) & SHMS__SLOT_EPOCH; /* this grant's word never recurs */
     if (!shms__slot_cas(k, ref - 1, &sw,
-                        SHMS__SLOT_WORD(SHMS__SLOT_SEQ(sw), 0, flags, SHMS__SLOT_QUEUED))) {
+                        SHMS__SLOT_WORD(SHMS__SLOT_SEQ(sw), 0, flags, SHMS__SLOT_QUEUED) | epoch)) {
       /* Accepted or settled just now: the cell is theirs to take or return. */
       shms__fast_queue(k, -1);
       *next = *next < now + k->grant_timeout_ns ? *next : now + k->grant_timeout_ns;

@@ -221,6 +221,11 @@ enum {
 
 /* Request options (shms__slot.options). */
 enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };
+/* While a request is QUEUED or GRANTED its reason byte counts the revocations of its grants
+ * (core/revoke.c), so that two grants of one request never read as the same word: a settler
+ * that read the first grant's cell must not settle the second with one CAS (the spin model,
+ * tests/model/revoke.pml, found it). A settlement writes the reason over it. */
+#define SHMS__SLOT_EPOCH     (0xffull << 12)
 #define SHMS__SLOT_STATE(w)  ((uint32_t)((w)&0xfu))
 #define SHMS__SLOT_REASON(w) ((int)-(int)(((w) >> 12) & 0xffu))
 #define SHMS__SLOT_SEQ(w)    ((uint32_t)((w) >> 32))
