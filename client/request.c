@@ -139,7 +139,9 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
       break;
     if (st == SHMS__SLOT_SETTLED)
       return refused(h, k, i, SHMS__SLOT_REASON(w));
-    if (w & SHMS__SLOT_HELP)
+    if (w & SHMS__SLOT_LATE) /* granted and revoked before we looked: back into line */
+      SHMS__OP_VOID(h, k, shms__revoke_unpark(h, k, i, w));
+    else if (w & SHMS__SLOT_HELP)
       shms__help(h, k, i, w);
     else if (shms__sleep_on(h, k, i, w, 0)) {
       SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, seq));
@@ -216,9 +218,23 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
     SHMS__OP(h, k, shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
     return SHMS_OK;
   }
+  if (w & SHMS__SLOT_LATE) {
+    /* Our grant was revoked while we were away (stopped, descheduled): back into line, at
+     * our old place. */
+    SHMS__OP_VOID(h, k, shms__revoke_unpark(h, k, i, w));
+    return SHMS_OK;
+  }
+  /* A grant due for revocation while no cell is free is revoked by whoever waits for a cell;
+   * else we sleep no later than the oldest grant's due time. */
+  uint64_t due;
+  if (shms__revoke_poll(h, k, &due) && shms__load_64(&s->word) != w)
+    return SHMS_OK; /* the pass it ran may have granted us: look again */
   if (timeout_ns == 0 || (until_real != 0 && real >= until_real))
     return shms__fail(SHMS_ETIMEDOUT, "the request is still queued");
-  if (shms__sleep_on(h, k, i, w, shms__sleep_limit(s, until_real))) {
+  uint64_t limit = shms__sleep_limit(s, until_real);
+  if (due != 0 && (limit == 0 || due < limit))
+    limit = due;
+  if (shms__sleep_on(h, k, i, w, limit)) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
     SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, s->seq));
     shms__baton_check_holder(h, k);

@@ -117,13 +117,28 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
       violation(a, "slot %u: claimed by an enqueue that never finished (needs recovery)", i);
     if (st == SHMS__SLOT_QUEUED) {
       (*queued)++;
-      if (!(w & SHMS__SLOT_INDEXED) && !shms__hbm_test(k->sattn, k->nslots, i))
+      /* LATE: its grant was revoked, and its waiter re-indexes it when it comes back. */
+      if (!(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)) && !shms__hbm_test(k->sattn, k->nslots, i))
         violation(a,
                   "slot %u: queued but neither indexed nor awaiting the dispatcher (sequence "
                   "%llu, flags 0x%x, owner %u %s, tenant '%.*s')",
                   i, (unsigned long long)shms__load_64((uint64_t *)&s->seq), (unsigned)(w & 0xff0u),
                   s->owner, alive(a, s->owner) ? "alive" : "dead", SHMS_TENANT_MAX, s->tenant_name);
     }
+    if (st == SHMS__SLOT_GRANTED) {
+      const struct shms__cell *cell = s->cell < k->ncells ? &k->cells[s->cell] : NULL;
+      uint64_t cw = cell ? shms__load_64((uint64_t *)&cell->word) : 0;
+      if (cell == NULL || SHMS__CELL_STATE(cw) != SHMS__CELL_GRANTED || cell->slot != i + 1 ||
+          SHMS__CELL_GEN(cw) != s->generation)
+        violation(a,
+                  "slot %u: granted cell %u (generation %u), which is not granted to it: a lost "
+                  "grant, its waiter waits for ever (sequence %llu)",
+                  i, s->cell, s->generation,
+                  (unsigned long long)shms__load_64((uint64_t *)&s->seq));
+    }
+    if ((w & SHMS__SLOT_LATE) && (st != SHMS__SLOT_QUEUED || (w & SHMS__SLOT_INDEXED)))
+      violation(a, "slot %u: late (its grant revoked) in state %u, flags 0x%x", i, st,
+                (unsigned)(w & 0xff0u));
     if ((w & SHMS__SLOT_INDEXED) && st != SHMS__SLOT_QUEUED && st != SHMS__SLOT_SETTLED)
       violation(a, "slot %u: indexed in state %u", i, st);
     if ((st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED) && !alive(a, s->owner))

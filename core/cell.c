@@ -142,26 +142,29 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
   shms__hbm_set(k->tattn, k->ntenants, ref - 1);
 }
 
-void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c) {
+int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen) {
   if (c >= k->ncells)
-    return; /* a torn grant's cell: recovery recounts */
+    return 0; /* a torn grant's cell: recovery recounts */
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
   uint32_t tenant = cell->tenant;
-  while (SHMS__CELL_STATE(w) == SHMS__CELL_GRANTED) {
-    /* Never exposed to anyone, so no generation bump is needed; it simply becomes free (a
-     * worker cell, its worker's again). */
+  /* Only the grant made at gen, and from any owner: the word's owner is the grantee's, and
+   * a worker cell's grants all name clients. Never exposed, yet the generation moves on: a
+   * grant returned and the cell granted again must never read as the same word (a worker
+   * that read the first would take the second for it: docs/protocol.md, "Workers"). */
+  while (SHMS__CELL_STATE(w) == SHMS__CELL_GRANTED && SHMS__CELL_GEN(w) == gen) {
     uint32_t owner = k->cfg->mode == SHMS_MODE_WORKER ? shms__load_32(&cell->worker) : 0;
-    if (ck_pr_cas_64_value(&cell->word, w,
-                           SHMS__CELL_WORD(SHMS__CELL_GEN(w), owner, SHMS__CELL_AVAILABLE), &w)) {
+    if (ck_pr_cas_64_value(&cell->word, w, SHMS__CELL_WORD(gen + 1, owner, SHMS__CELL_AVAILABLE),
+                           &w)) {
       SHMS__STEP();
       shms__tenant_lease_ended(k, tenant);
       shms__fast_put(k, c);
       SHMS__STEP();
       shms__kick(h, k);
-      return;
+      return 1;
     }
   }
+  return 0;
 }
 
 int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,

@@ -22,4 +22,7 @@ void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *
   k->nab = d->abuckets_count;
   k->starvation_ns = config->starvation_after_ns;
   k->fast_map = shms__fast_maps(k->ncells, k->cfg->mode);
+  k->grant_timeout_ns = k->cfg->mode != SHMS_MODE_LEASE ? 0
+                        : k->cfg->grant_timeout_ns != 0 ? k->cfg->grant_timeout_ns
+                                                        : SHMS_DEFAULT_GRANT_TIMEOUT_NS;
 }

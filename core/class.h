@@ -23,6 +23,8 @@ struct shms__cls {
   uint32_t ncells, nslots, slot_size, ntenants, ntb, nab;
   int fast_map;           /* the fast word holds a map of free cells, not a count (core/sched.h) */
   uint64_t starvation_ns; /* the segment's starvation-after */
+  uint64_t
+      grant_timeout_ns; /* lease classes: the class's grant-timeout (default applied); 0: none */
 };
 
 static inline struct shms__slot *shms__slot_at(const struct shms__cls *k, uint32_t i) {

@@ -30,7 +30,10 @@ static int work_pending(const struct shms__cls *k) {
   if (shms__hbm_any(k->sattn, k->nslots) || shms__hbm_any(k->tattn, k->ntenants))
     return 1;
   uint64_t f = shms__load_64(&k->ctl->fast);
-  return SHMS__FAST_LOW(f) != 0 && shms__load_32(&k->ctl->ring_len) > 0;
+  if (shms__load_32(&k->ctl->ring_len) == 0)
+    return 0;
+  /* A free cell for the ring, or none but a grant due for revocation. */
+  return SHMS__FAST_LOW(f) != 0 || shms__revoke_wanted(k, shms__now_ns());
 }
 
 static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited) {
@@ -58,8 +61,9 @@ static void after_turn(const struct shms__cls *k, uint32_t ref) {
 }
 
 /* The cell was bound; the request went away meanwhile: give everything back. */
-static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c) {
-  shms__cell_unaccepted(h, k, c);
+static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c,
+                       uint32_t gen) {
+  shms__cell_return(h, k, c, gen);
   shms__slot_unindexed(k, i);
 }
 
@@ -98,8 +102,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     return 1;
   }
   SHMS__STEP();
-  shms__store_32(&s->cell, c); /* waiters read it while polling */
-  s->generation = gen;
+  shms__store_32(&s->cell, c);         /* waiters read it while polling */
+  shms__store_32(&s->generation, gen); /* settlers read it to return the cell */
   s->token = token;
   /* Read now: once the CAS below hands the slot over, it may be freed and reused at once. */
   uint64_t waited = now > s->enqueue_ns ? now - s->enqueue_ns : 0;
@@ -109,17 +113,20 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   after_turn(k, ref);
   for (;;) {
     if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
-      grant_lost(h, k, i, c);
+      grant_lost(h, k, i, c, gen);
       return 1;
     }
     uint32_t flags =
         (uint32_t)w & 0xff0u & ~(SHMS__SLOT_INDEXED | SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
     /* The cell, generation and token above are visible before the state says GRANTED. */
-    if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_GRANTED)))
+    if (shms__slot_cas(k, i, &w,
+                       SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_GRANTED) |
+                           (w & SHMS__SLOT_EPOCH)))
       break;
   }
   SHMS__STEP();
   shms__fast_queue(k, -1);
+  shms__revoke_note(k, c);
   if (k->cfg->mode == SHMS_MODE_WORKER)
     shms__workcell_wake(k, c);
   SHMS__STEP();
@@ -160,7 +167,13 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
     shms__index_attend_tenant(k, (uint32_t)t + 1);
   if (k->ctl->ring_head == 0 && shms__load_32(&k->ctl->ring_len) != 0)
     shms__index_corrupt = 1; /* a ring that counts tenants but has no head */
-  for (; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
+  for (int cells = 1; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
+    if (!cells) {
+      /* Work waits and no cell is free: a grant not accepted in time goes to it. */
+      if (!shms__revoke_wanted(k, now) || shms__revoke_due(h, k, now) == 0)
+        break;
+      cells = 1;
+    }
     uint32_t ref = k->ctl->ring_head;
     /* Every index read from the segment is checked before use: a bad one means a torn or
      * corrupt index, rebuilt from the slots' state words. */
@@ -173,8 +186,8 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
       shms__index_corrupt = 1; /* the ring holds only tenants with a queued request */
     if (shms__index_corrupt)
       break;
-    if (!grant(h, k, ref, pick - 1, now))
-      break;
+    cells = grant(h, k, ref, pick - 1, now);
+    budget += !cells; /* no grant was made: not a candidate spent */
   }
   if (shms__index_corrupt)
     shms__index_rebuild(k);

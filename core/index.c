@@ -133,8 +133,8 @@ void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
 void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i) {
   uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   uint32_t st = SHMS__SLOT_STATE(w);
-  if (st == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_INDEXED))
-    insert(h, k, i, w);
+  if (st == SHMS__SLOT_QUEUED && !(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)))
+    insert(h, k, i, w); /* a LATE request waits for its waiter to unpark it */
   else if (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_INDEXED)) {
     shms__index_unlink(k, i);
     shms__slot_unindexed(k, i);

@@ -76,6 +76,7 @@ static void read_counters(const struct shms__class_ctl *ctl, shms_class_stats *o
     out->rejected = shms__load_64((uint64_t *)&ctl->rejected);
     out->cancelled = shms__load_64((uint64_t *)&ctl->cancelled);
     out->expired = shms__load_64((uint64_t *)&ctl->expired);
+    out->revoked = shms__load_64((uint64_t *)&ctl->revoked);
     out->total_wait_ns = shms__load_64((uint64_t *)&ctl->total_wait_ns);
     out->max_wait_ns = shms__load_64((uint64_t *)&ctl->max_wait_ns);
     out->queued_tenants = shms__load_32((uint32_t *)&ctl->tenants_queued);

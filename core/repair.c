@@ -129,8 +129,9 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
         r, SHMS_EVENT_REQUEST_OWNER_LOST,
         (struct shms__item){.k = k, .slot_ref = ref, .owner = s->owner, .reason = SHMS_EOWNERLOST});
   }
-  /* Not (or no longer) bound to a live grant: never exposed, so simply free again. */
-  set_cell(k, c, SHMS__CELL_GEN(w), idle_owner(k, c), SHMS__CELL_AVAILABLE);
+  /* Not (or no longer) bound to a live grant: never exposed, so simply free again, at the next
+   * generation like every returned grant (core/cell.c, shms__cell_return). */
+  set_cell(k, c, SHMS__CELL_GEN(w) + 1, idle_owner(k, c), SHMS__CELL_AVAILABLE);
   shms__report(r, SHMS_EVENT_GRANT_RETURNED,
                (struct shms__item){.k = k, .cell_ref = c + 1, .owner = bound ? s->owner : 0});
 }

@@ -123,8 +123,13 @@ int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uin
 void shms__cell_count_lease(const struct shms__cls *k, uint32_t c);
 /* Quarantine claimed cell c whose tokens ran out (fail closed). */
 void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c);
-/* GRANTED -> AVAILABLE: a grant that was never accepted returns its cell (not quarantined). */
-void shms__cell_unaccepted(struct shms *h, const struct shms__cls *k, uint32_t c);
+/*
+ * GRANTED -> AVAILABLE (generation + 1): the grant of cell c made at generation gen, which nobody
+ * accepted and nobody will (its slot was settled, revoked, or never granted), returns its cell:
+ * not quarantined, counted free, kick. Returns 1 if this call returned it; 0 if the cell is no
+ * longer that grant's (someone else returned it first: exactly one returner wins).
+ */
+int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen);
 /* Move cell c from the exact word expect to QUARANTINED (reason recorded). 1 if done. */
 int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
                           int reason);
@@ -232,6 +237,27 @@ void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k);
 struct shms__report;
 int shms__recover_class_into(struct shms *h, const struct shms__cls *k, struct shms__report *r);
 void shms__recover_class(struct shms *h, const struct shms__cls *k);
+
+/* ---- Grant revocation (core/revoke.c; lease classes with a grant-timeout) ---- */
+
+/* Under the baton, after granting cell c: note when the grant falls due if none is pending. */
+void shms__revoke_note(const struct shms__cls *k, uint32_t c);
+/* Whether some grant may have fallen due by now (a cheap look at the class's due time). */
+int shms__revoke_wanted(const struct shms__cls *k, uint64_t now);
+/*
+ * Under the baton: every grant not accepted within the class's grant-timeout is revoked (its
+ * slot GRANTED -> QUEUED+LATE, then its cell returned); a due grant no slot holds returns its
+ * cell. Recomputes the class's due time. Returns the cells freed.
+ */
+uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t now);
+/*
+ * A queued waiter about to sleep, while no cell is free: if a grant is due, kick (a pass
+ * revokes it) and return 1; else set *wake_real to when (real clock) the next one falls due,
+ * 0 for none, and return 0.
+ */
+int shms__revoke_poll(struct shms *h, const struct shms__cls *k, uint64_t *wake_real);
+/* The waiter of late request i (word w, QUEUED+LATE) is back: unpark it into the index. */
+void shms__revoke_unpark(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w);
 
 /* ---- The index (under the baton) ---- */
 

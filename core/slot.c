@@ -83,7 +83,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
                       unsigned from_mask, int reason) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
-  uint32_t cell;
+  uint32_t cell, gen;
   for (;;) {
     uint32_t st = SHMS__SLOT_STATE(w);
     if (SHMS__SLOT_SEQ(w) != (uint32_t)seq || !(from_mask & (1u << st)))
@@ -92,6 +92,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
      * it, the waiter may free the slot and be granted another cell in it (found by spin). */
     ck_pr_fence_load();
     cell = shms__load_32(&s->cell);
+    gen = shms__load_32(&s->generation);
     uint32_t flags = SLOT_FLAGS(w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
     if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(seq, reason, flags, SHMS__SLOT_SETTLED)))
       break;
@@ -108,7 +109,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
       return 1;
     }
   } else {
-    shms__cell_unaccepted(h, k, cell);
+    shms__cell_return(h, k, cell, gen);
   }
   shms__kick(h, k);
   return 1;
@@ -137,6 +138,6 @@ void shms__slot_unindexed(const struct shms__cls *k, uint32_t i) {
 void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq) {
   uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
-      !(w & SHMS__SLOT_INDEXED))
+      !(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)))
     shms__hbm_set(k->sattn, k->nslots, i);
 }

@@ -121,6 +121,10 @@ typedef struct {
   uint32_t on_holder_death;   /* shms_on_death_t */
   uint32_t allow_count;       /* 0: any tenant (extra-large: none) */
   char allow[SHMS_ALLOW_MAX][SHMS_TENANT_MAX + 1];
+  /* Lease classes: a grant its waiter has not accepted after this long goes to the next
+   * request; the late request waits for its waiter again, in its place (docs/protocol.md,
+   * "Revocation"). 0: SHMS_DEFAULT_GRANT_TIMEOUT_NS; else 1ms..24h. Worker classes: 0. */
+  uint64_t grant_timeout_ns;
 } shms_class_config;
 
 typedef struct {
@@ -132,11 +136,12 @@ typedef struct {
   int64_t group;                /* gid to own the segment, -1 to leave as is */
 } shms_config;
 
-#define SHMS_DEFAULT_STARVATION_NS (5ull * 1000 * 1000 * 1000)
-#define SHMS_DEFAULT_MAX_TENANTS   1024u
-#define SHMS_DEFAULT_MAX_PROCESSES 1024u
-#define SHMS_DEFAULT_FILE_MODE     0600u
-#define SHMS_DEFAULT_PAYLOAD       4096u
+#define SHMS_DEFAULT_STARVATION_NS    (5ull * 1000 * 1000 * 1000)
+#define SHMS_DEFAULT_MAX_TENANTS      1024u
+#define SHMS_DEFAULT_MAX_PROCESSES    1024u
+#define SHMS_DEFAULT_FILE_MODE        0600u
+#define SHMS_DEFAULT_PAYLOAD          4096u
+#define SHMS_DEFAULT_GRANT_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
 
 /* Fill cfg with defaults and no configured class. */
 SHMS_EXTERN void shms_config_init(shms_config *cfg);
@@ -245,6 +250,7 @@ typedef struct {
    * taken it), and the oldest such grant's age: a waiter that is stopped or dead shows here. */
   uint32_t granted_unaccepted;
   uint64_t oldest_grant_age_ns;
+  uint64_t revoked; /* grants not accepted within grant-timeout, given to the next request */
 } shms_class_stats;
 
 /* SHMS_EINVAL for a class the segment does not configure. */

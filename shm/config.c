@@ -92,6 +92,14 @@ static int validate_class(const shms_config *cfg, int c) {
                       k->cells, k->tenant_max_active);
   if (k->on_holder_death != SHMS_ON_DEATH_QUARANTINE && k->on_holder_death != SHMS_ON_DEATH_RELEASE)
     return shms__fail(SHMS_EINVAL, "class %s: on-holder-death: must be quarantine or release", cn);
+  if (k->grant_timeout_ns != 0 && k->mode == SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL,
+                      "class %s: grant-timeout: only a lease class revokes grants (a worker "
+                      "class's cell is its worker)",
+                      cn);
+  if (k->grant_timeout_ns != 0 &&
+      (k->grant_timeout_ns < SHMS_MIN_DURATION_NS || k->grant_timeout_ns > SHMS_MAX_DURATION_NS))
+    return shms__fail(SHMS_EINVAL, "class %s: grant-timeout: must be 1ms..24h", cn);
   if (k->allow_count > SHMS_ALLOW_MAX)
     return shms__fail(SHMS_EINVAL, "class %s: allow: at most %d tenants, got %u", cn,
                       SHMS_ALLOW_MAX, k->allow_count);

@@ -79,6 +79,7 @@ struct shms__class_ctl {
   uint64_t rejected;  /* atomic: rejected at enqueue */
   uint64_t cancelled; /* atomic */
   uint64_t expired;   /* atomic */
+  uint64_t revoked;   /* atomic: grants revoked, not accepted in time (core/revoke.c) */
   /* Line 3: the tenant index, written only under the baton. */
   uint32_t ring_head SHMS__ALIGNED; /* tenant index + 1, 0 for empty */
   uint32_t ring_tail;
@@ -86,6 +87,7 @@ struct shms__class_ctl {
   uint32_t tenant_free;    /* free-list head of tenant records, index + 1 */
   uint32_t tenants_used;   /* tenant records in use */
   uint32_t tenants_queued; /* tenants with indexed requests */
+  uint64_t grant_due;      /* the earliest a grant may fall due for revocation, 0: none */
   /* Line 4, written by enqueuers, quarantine and repair. */
   uint64_t request_seq SHMS__ALIGNED; /* the next request's sequence number; never wraps */
   uint32_t used;                      /* request slots in use */
@@ -220,9 +222,16 @@ enum {
 #define SHMS__SLOT_HELP      (1u << 7) /* the dispatcher asks the waiter to dispatch */
 #define SHMS__SLOT_CANCEL    (1u << 8) /* a running job's client asked to cancel it */
 #define SHMS__SLOT_WRITING   (1u << 9) /* the worker is writing the result over the payload */
+#define SHMS__SLOT_LATE                                                                            \
+  (1u << 10) /* QUEUED: its grant was revoked; parked until its waiter returns */
 
 /* Request options (shms__slot.options). */
 enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };
+/* While a request is QUEUED or GRANTED its reason byte counts the revocations of its grants
+ * (core/revoke.c), so that two grants of one request never read as the same word: a settler
+ * that read the first grant's cell must not settle the second with one CAS (the spin model,
+ * tests/model/revoke.pml, found it). A settlement writes the reason over it. */
+#define SHMS__SLOT_EPOCH     (0xffull << 12)
 #define SHMS__SLOT_STATE(w)  ((uint32_t)((w)&0xfu))
 #define SHMS__SLOT_REASON(w) ((int)-(int)(((w) >> 12) & 0xffu))
 #define SHMS__SLOT_SEQ(w)    ((uint32_t)((w) >> 32))

@@ -14,6 +14,7 @@ static const char *const key_names[CLI_KEY_COUNT] = {
     [CLI_KEY_TENANT_MAX_ACTIVE] = "tenant-max-active",
     [CLI_KEY_ALLOW] = "allow",
     [CLI_KEY_ON_HOLDER_DEATH] = "on-holder-death",
+    [CLI_KEY_GRANT_TIMEOUT] = "grant-timeout",
 };
 
 const char *cli_class_key_name(int key) {
@@ -102,8 +103,13 @@ static int set_value(shms_class_config *k, int key, const char *v, char *err, si
     return pick(v, "lease", "worker", &k->mode, "mode", err, n);
   case CLI_KEY_ON_HOLDER_DEATH:
     return pick(v, "quarantine", "release", &k->on_holder_death, "on-holder-death", err, n);
-  default:
+  case CLI_KEY_GRANT_TIMEOUT:
+    return cli_parse_duration(v, &k->grant_timeout_ns, err, n) != 0 ? blame(key_names[key], err, n)
+                                                                    : 0;
+  case CLI_KEY_ALLOW:
     return parse_allow(k, v, err, n);
+  default:
+    return SHMS_EINVAL;
   }
   if (cli_parse_u32(v, num, err, n) != 0)
     return blame(key_names[key], err, n);
@@ -116,8 +122,8 @@ int cli_class_set(struct cli_class_build *b, const char *key, const char *value,
   int i = find_key(key);
   if (i < 0) {
     snprintf(err, n,
-             "%s: unknown key (expected cells, queue, mode, payload, tenant-max-active, allow or "
-             "on-holder-death)",
+             "%s: unknown key (expected cells, queue, mode, payload, tenant-max-active, allow, "
+             "on-holder-death or grant-timeout)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

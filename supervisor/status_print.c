@@ -91,6 +91,11 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "tenant_max_active", k->tenant_max_active);
   s->str(s->ctx, "on_holder_death",
          k->on_holder_death == SHMS_ON_DEATH_RELEASE ? "release" : "quarantine");
+  /* The timeout in force (the default when the configuration says 0); 0 for a worker class. */
+  s->u64(s->ctx, "grant_timeout_ns",
+         k->mode == SHMS_MODE_WORKER ? 0
+         : k->grant_timeout_ns != 0  ? k->grant_timeout_ns
+                                     : SHMS_DEFAULT_GRANT_TIMEOUT_NS);
   s->allow(s->ctx, k, k->allow_count == 0 && c != SHMS_CLASS_EXTRA_LARGE);
   s->u64(s->ctx, "cells_available", st->available);
   s->u64(s->ctx, "cells_leased", st->leased);
@@ -104,6 +109,7 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "rejected", st->rejected);
   s->u64(s->ctx, "cancelled", st->cancelled);
   s->u64(s->ctx, "expired", st->expired);
+  s->u64(s->ctx, "revoked", st->revoked);
   s->u64(s->ctx, "total_wait_ns", st->total_wait_ns);
   s->u64(s->ctx, "max_wait_ns", st->max_wait_ns);
   s->u64(s->ctx, "oldest_lease_age_ns", st->oldest_lease_age_ns);

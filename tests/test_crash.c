@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/sched.h"
@@ -268,6 +269,37 @@ static void after_cancel_granted(struct run *r) {
   assert_idle(r, SHMS_CLASS_STANDARD);
 }
 
+/* The victim's clock runs ahead of everyone's by more than the default grant-timeout. */
+static uint64_t clock_ahead(void *ctx) {
+  (void)ctx;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + 10ull * 1000000000ull;
+}
+
+static void victim_runs_late(struct run *r, shms_t *v) {
+  (void)v;
+  shms_set_clock(clock_ahead, NULL);
+  recv_msg(r->to_victim[0], &r->ticket, sizeof r->ticket);
+}
+
+/* The survivor's grant, unaccepted, is due by the victim's clock: the victim's request revokes
+ * it (its pass sweeps), is granted the cell, accepts it and releases it. */
+static void op_revoke_acquire(struct run *r, shms_t *v) {
+  (void)r;
+  shms_lease l;
+  if (shms_acquire(v, &lease_req, &l) != SHMS_OK || shms_release(v, &l) != SHMS_OK)
+    _exit(102);
+}
+
+/* The survivor's request was revoked or not: either way it is served in the end. */
+static void after_revoke(struct run *r) {
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(r->h, &r->ticket, 5ull * 1000 * 1000 * 1000, &l));
+  ck_assert_shms_ok(shms_release(r->h, &l));
+  assert_idle(r, SHMS_CLASS_STANDARD);
+}
+
 /* ---- Worker mode ---- */
 
 static void victim_opens_worker(struct run *r, shms_t *v) {
@@ -333,6 +365,8 @@ static const struct scenario scenarios[] = {
      after_cancel},
     {"cancel a granted request", 0, survivor_queues_and_is_granted, victim_learns_ticket, NULL,
      op_cancel, after_cancel_granted},
+    {"revoke a late grant", 0, survivor_queues_and_is_granted, victim_runs_late, NULL,
+     op_revoke_acquire, after_revoke},
     {"worker take and complete", 1, NULL, victim_opens_worker, survivor_submits, op_take_complete,
      after_job},
 };

@@ -79,6 +79,34 @@ START_TEST(the_audit_finds_corruption_and_recovery_fixes_it) {
 END_TEST
 
 /* A class of more than 32 cells counts its free cells instead of mapping them. */
+/* The state bench_worker once hung in (docs/testing.md, "What the model found", 3): a request's
+ * slot GRANTED, its cell returned under it. The audit names it; recovery queues the request
+ * again and it is granted. */
+START_TEST(the_audit_finds_a_lost_grant_and_recovery_grants_it_again) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  char report[4096];
+  shms_ticket t = sched_enqueue(h, "lost", 0, 0);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  struct shms__slot *s = shms__slot_at(k, t.slot);
+  ck_assert_uint_eq(SHMS__SLOT_STATE(s->word), SHMS__SLOT_GRANTED);
+  shms__op_enter(h, k);
+  ck_assert_int_eq(shms__cell_return(h, k, s->cell, s->generation), 1);
+  shms__op_leave(h, k);
+  ck_assert_uint_eq(audit(h, report, sizeof report), 1);
+  ck_assert_ptr_nonnull(
+      strstr(report, "slot 0: granted cell 0 (generation 1), which is not granted"));
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r));
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &t, 0, &l));
+  ck_assert_uint_eq(l.generation, 2); /* the returned grant moved the generation on */
+  ck_assert_shms_ok(shms_release(h, &l));
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(the_audit_checks_a_large_class_free_count) {
   const char *name;
   shms_t *h = sched_open(&name, 40, 4, NULL);
@@ -478,6 +506,7 @@ int main(void) {
   Suite *s = suite_create("recover");
   TCase *tc = harness_tcase("recovery");
   tcase_add_test(tc, the_audit_finds_corruption_and_recovery_fixes_it);
+  tcase_add_test(tc, the_audit_finds_a_lost_grant_and_recovery_grants_it_again);
   tcase_add_test(tc, the_audit_checks_a_large_class_free_count);
   tcase_add_test(tc, a_dead_holders_lease_is_quarantined_by_default);
   tcase_add_test(tc, a_dead_holders_lease_is_released_when_the_class_says_so);

@@ -67,18 +67,21 @@ static int still_bound(const struct shms_worker *w, uint64_t cw) {
 }
 
 /*
- * The cell is GRANTED with job slot i: re-check the job (its client alive, its
- * deadline, the segment's state), then start it with one CAS that decides
- * against any canceller. 1 if started; 0 if it went away (look again).
+ * The cell reads GRANTED (word cw) but the slot its slot field named is not granted to it.
+ * Normally a grant in progress (the dispatcher marks the cell first, names the slot after) or a
+ * settler about to return the cell: wait for them. Only a grant that no slot holds and no live
+ * dispatcher is making is ours to undo: a grant torn by a dead dispatcher, or one a settler is
+ * returning anyway (the return is exact: one of us wins).
+ *
+ * The slot field is read again after the baton, never before: read while the grant was in
+ * progress, it named the cell's previous job, whose slot the client may have reused for a new
+ * request (QUEUED); once the grant completed and the baton came free, the cell word was still cw
+ * and the worker undid a completed grant, leaving its job GRANTED to a free cell for ever (the
+ * hang seen in bench_worker under load; tests/model/workgrant.pml, -DSTALE_SLOT). Every grant's
+ * writes precede its baton's release, so read after a free baton the field is cw's grant's, and
+ * a grant made after that look has a new word: returned grants move the generation on.
  */
-/*
- * The cell reads GRANTED but slot i is not (yet, or any more) granted to it.
- * Normally a grant in progress (the dispatcher marks the cell first, the slot
- * after) or a settler about to return the cell: wait for them. Only a grant
- * torn by a dead dispatcher — the baton free or dead-held, and the cell word
- * unchanged across that look — is ours to undo.
- */
-static void not_yet_granted(struct shms_worker *w, uint64_t cw, uint32_t i) {
+static void not_yet_granted(struct shms_worker *w, uint64_t cw) {
   struct shms *h = w->h;
   const struct shms__cls *k = w->k;
   uint64_t baton = shms__load_64(&k->ctl->baton);
@@ -86,21 +89,32 @@ static void not_yet_granted(struct shms_worker *w, uint64_t cw, uint32_t i) {
     sched_yield();
     return;
   }
-  uint64_t sw = shms__load_64(&shms__slot_at(k, i)->word);
-  struct shms__cell *cell = cell_of(w);
-  if (SHMS__SLOT_STATE(sw) == SHMS__SLOT_QUEUED && shms__load_64(&cell->word) == cw)
-    shms__cell_unaccepted(h, k, w->cell);
-  else
-    sched_yield(); /* settled: its settler is returning the cell */
+  ck_pr_fence_load(); /* the baton before the grant's fields it released */
+  uint32_t ref = shms__load_32(&cell_of(w)->slot);
+  if (ref >= 1 && ref <= k->nslots) {
+    struct shms__slot *s = shms__slot_at(k, ref - 1);
+    uint64_t sw = shms__load_64(&s->word);
+    ck_pr_fence_load();
+    if (SHMS__SLOT_STATE(sw) == SHMS__SLOT_GRANTED && shms__load_32(&s->cell) == w->cell &&
+        shms__load_32(&s->generation) == SHMS__CELL_GEN(cw))
+      return; /* a live grant: the caller looks again and starts it */
+  }
+  if (!shms__cell_return(h, k, w->cell, SHMS__CELL_GEN(cw)))
+    sched_yield();
 }
 
+/*
+ * The cell is GRANTED with job slot i: re-check the job (its client alive, its
+ * deadline, the segment's state), then start it with one CAS that decides
+ * against any canceller. 1 if started; 0 if it went away (look again).
+ */
 static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) {
   struct shms *h = w->h;
   const struct shms__cls *k = w->k;
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t sw = shms__load_64(&s->word), seq = s->seq;
   if (SHMS__SLOT_STATE(sw) != SHMS__SLOT_GRANTED || shms__load_32(&s->cell) != w->cell) {
-    not_yet_granted(w, cw, i);
+    not_yet_granted(w, cw);
     return 0;
   }
   int reason = shms__owner_dead(h, s->owner)                        ? SHMS_EOWNERLOST
