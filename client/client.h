@@ -34,6 +34,11 @@ uint64_t shms__sleep_limit(const struct shms__slot *s, uint64_t until_real);
  */
 int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *out, const char *out_name,
                        struct shms__cls **k, uint32_t *slot);
+/*
+ * SHMS_EINVAL with its detail: a process may wait only for the requests it queued (the
+ * outcome is taken off its owner's record, core/owned.c); cancel and explain work from anywhere.
+ */
+int shms__not_ours(void);
 /* The segment's state (shms_segment_state_t). */
 uint32_t shms__segment_state(const struct shms *h);
 /*
