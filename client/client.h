@@ -59,7 +59,13 @@ uint32_t shms__segment_state(const struct shms *h);
     shms__op_leave((h), (k));                                                                      \
   } while (0)
 
-/* How long a waiter sleeps before it checks on the baton's holder. */
-#define SHMS__POLL_NS (200ull * 1000 * 1000)
+/*
+ * How long a waiter (and an idle worker) sleeps before it checks on the baton's holder, on
+ * grants to dead waiters and on its own request: the one wake-up an idle waiter has. Only a
+ * dead process's leftovers wait for it (docs/protocol.md, "Waiting and waking"), and with a
+ * supervisor running not even those. Once a second costs 100 idle waiters about 0.2% of a
+ * CPU (docs/performance.md, "Idle waiters").
+ */
+#define SHMS__POLL_NS (1000ull * 1000 * 1000)
 
 #endif
