@@ -182,6 +182,26 @@ START_TEST(recovering_a_dead_client_touches_what_it_owned) {
 }
 END_TEST
 
+/* A check reads every slot, but lets go of them as it goes (core/audit.c): of the 192 MiB of
+ * slots, at most a window of 16 MiB, and the pages around it, stays mapped. */
+#define CHECK_RSS_BOUND_KB (48 * 1024)
+
+START_TEST(a_check_lets_go_of_the_slots_it_read) {
+  const char *name;
+  shms_t *h = open_class(&name, 2, BIG_QUEUE);
+  long before = mapping_rss_kb(h->base);
+  char report[256];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_uint_eq(violations, 0);
+  long grown = mapping_rss_kb(h->base) - before;
+  ck_assert_msg(grown < CHECK_RSS_BOUND_KB,
+                "a check of a %u-slot class left %ld kB more mapped (bound %d kB)", BIG_QUEUE,
+                grown, CHECK_RSS_BOUND_KB);
+  sched_close(h, name);
+}
+END_TEST
+
 /* Three queued requests, their tickets sent to the parent. */
 static void queue_three(shms_t *c, int to_parent) {
   shms_request r = sched_req("client", 0);
@@ -354,6 +374,7 @@ int main(void) {
   TCase *cost = harness_tcase("cost");
   tcase_add_test(cost, detach_touches_what_the_client_owned_not_every_slot);
   tcase_add_test(cost, recovering_a_dead_client_touches_what_it_owned);
+  tcase_add_test(cost, a_check_lets_go_of_the_slots_it_read);
   suite_add_tcase(s, cost);
   TCase *record = harness_tcase("record");
   tcase_add_test(record, a_record_torn_by_a_death_is_replaced_by_a_scan);
