@@ -28,11 +28,11 @@
 static pthread_mutex_t owned_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t owned_once = PTHREAD_ONCE_INIT;
 
+/* Held across fork, so that no other thread holds it then: the child, whose one thread is the
+ * one that forked, starts with it free. */
 static void owned_prepare(void) { pthread_mutex_lock(&owned_lock); }
-static void owned_parent(void) { pthread_mutex_unlock(&owned_lock); }
-/* A child starts with the lock free: the thread that held it at fork does not exist there. */
-static void owned_child(void) { pthread_mutex_init(&owned_lock, NULL); }
-static void owned_init(void) { pthread_atfork(owned_prepare, owned_parent, owned_child); }
+static void owned_release(void) { pthread_mutex_unlock(&owned_lock); }
+static void owned_init(void) { pthread_atfork(owned_prepare, owned_release, owned_release); }
 
 static void lock(void) {
   pthread_once(&owned_once, owned_init);
