@@ -86,3 +86,9 @@ int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *result,
   *slot = t->slot;
   return SHMS_OK;
 }
+
+int shms__not_ours(void) {
+  return shms__fail(SHMS_EINVAL,
+                    "the request belongs to another process: only the process that "
+                    "queued it may wait for it (cancel and explain work from anywhere)");
+}

@@ -67,7 +67,7 @@ static void recheck_after_publish(struct shms *h, const struct shms__cls *k, uin
 }
 
 static int refused(struct shms *h, const struct shms__cls *k, uint32_t i, int reason) {
-  SHMS__OP_VOID(h, k, shms__slot_collect(k, i));
+  SHMS__OP_VOID(h, k, shms__owned_collect(h, k, i));
   switch (reason) {
   case SHMS_EDUPACT:
     return shms__fail(reason, "activation id is already live in class %s", shms_class_name(k->id));
@@ -104,6 +104,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   fill(h, s, req, len, options);
   if (len > 0)
     memcpy(shms__slot_payload(k, i), payload, len); /* the one copy in */
+  shms__owned_add(h, k, i); /* on our record before anyone can see it queued */
   /* Count it queued before it can be granted: a grant takes it off the count. */
   SHMS__STEP();
   shms__fast_queue(k, 1);
@@ -186,6 +187,7 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   if (c >= k->ncells || !ck_pr_cas_64(&s->word, w, done))
     return 1;
   SHMS__STEP();
+  shms__owned_remove(h, k, i); /* ours alone to free now: off our record first */
   struct shms__cell *cell = &k->cells[c];
   uint64_t cw = shms__load_64(&cell->word);
   while (
@@ -266,9 +268,11 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
     if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
         st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
       return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
+    if (shms__load_32(&s->owner) != h->owner)
+      return shms__not_ours();
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
-      SHMS__OP_VOID(h, k, shms__slot_collect(k, i));
+      SHMS__OP_VOID(h, k, shms__owned_collect(h, k, i));
       return shms__fail(reason, "%s", shms_strerror(reason));
     }
     if (st == SHMS__SLOT_GRANTED) {

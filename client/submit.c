@@ -28,7 +28,8 @@ int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t 
 }
 
 /* The job completed: hand over status and result (the one copy out), then retire the ticket. */
-static int deliver(const struct shms__cls *k, uint32_t i, void *buf, size_t cap, shms_result *out) {
+static int deliver(struct shms *h, const struct shms__cls *k, uint32_t i, void *buf, size_t cap,
+                   shms_result *out) {
   const struct shms__slot *s = shms__slot_at(k, i);
   ck_pr_fence_load(); /* the result was written before the state said SETTLED */
   size_t len = s->result_len <= k->cfg->payload ? s->result_len : k->cfg->payload;
@@ -41,7 +42,7 @@ static int deliver(const struct shms__cls *k, uint32_t i, void *buf, size_t cap,
                       len, cap);
   if (len > 0)
     memcpy(buf, shms__slot_payload(k, i), len);
-  shms__slot_collect(k, i);
+  shms__owned_collect(h, k, i);
   return SHMS_OK;
 }
 
@@ -95,11 +96,13 @@ int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, 
     if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
         st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
       return shms__fail(SHMS_ENOTFOUND, "no live job for this ticket (stale or retired)");
+    if (shms__load_32(&s->owner) != h->owner)
+      return shms__not_ours();
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       if (reason == SHMS_OK)
-        return SHMS__OP(h, k, deliver(k, i, buf, cap, out));
-      SHMS__OP_VOID(h, k, shms__slot_collect(k, i));
+        return SHMS__OP(h, k, deliver(h, k, i, buf, cap, out));
+      SHMS__OP_VOID(h, k, shms__owned_collect(h, k, i));
       return shms__fail(reason, "the job ended: %s", shms_strerror(reason));
     }
     if ((rc = wait_pending(h, k, i, w, until_real, timeout_ns)) != SHMS_OK)

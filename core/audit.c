@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "../shm/atomic.h"
 #include "../shm/error.h"
@@ -95,10 +97,29 @@ static void audit_cells(struct audit *a, uint32_t *quarantined) {
   }
 }
 
+/*
+ * Let go of the mapping of slots [begin, end), which the loop has read: a check reads every slot,
+ * and with them it would keep the whole segment mapped (a 4 GB segment, 4 GB resident).
+ * Only this process's page tables change: the pages are the segment's, and the next read of
+ * one maps it again from /dev/shm.
+ */
+#define UNMAP_BYTES (16u << 20) /* of slots read */
+
+static void unmap_read(const struct shms__cls *k, uint32_t begin, uint32_t end) {
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)shms__slot_at(k, begin) + page - 1) & ~(page - 1);
+  uintptr_t hi = (uintptr_t)shms__slot_at(k, end) & ~(page - 1);
+  if (hi > lo)
+    madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
   const struct shms__cls *k = a->k;
   *queued = *used = 0;
+  uint32_t every = k->slot_size < UNMAP_BYTES ? UNMAP_BYTES / k->slot_size : 1;
   for (uint32_t i = 0; i < k->nslots; i++) {
+    if (i % every == 0 && i > 0)
+      unmap_read(k, i - every, i);
     const struct shms__slot *s = shms__slot_at(k, i);
     uint64_t w = shms__load_64((uint64_t *)&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);

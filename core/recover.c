@@ -3,6 +3,8 @@
  * owner-lost, its unaccepted grants return their cells, its leases are
  * released or quarantined per the class's on-holder-death policy. Run by the
  * owner itself when it detaches; the supervisor runs the same for the dead.
+ * Requests are found through the owner's record (core/owned.c), so the cost
+ * is what the owner held, not the size of the segment.
  */
 #include <ck_pr.h>
 
@@ -32,27 +34,40 @@ void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
   }
 }
 
-static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t owner) {
-  for (uint32_t i = 0; i < k->nslots; i++) {
-    struct shms__slot *s = shms__slot_at(k, i);
-    uint64_t w = shms__load_64(&s->word);
-    uint32_t st = SHMS__SLOT_STATE(w);
-    if (st < SHMS__SLOT_QUEUED || shms__load_32(&s->owner) != owner)
-      continue;
-    uint64_t seq = shms__load_64(&s->seq);
-    shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
-                      SHMS_EOWNERLOST);
-    /* A running job goes on; when its worker completes it, the result is dropped. */
-    while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
-           !(w & SHMS__SLOT_COLLECTED) &&
-           !ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
-      ;
-    /* Nobody will wait for these outcomes any more: take them so the slots come free. */
-    w = shms__load_64(&s->word);
-    if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && !(w & SHMS__SLOT_COLLECTED) &&
-        SHMS__SLOT_SEQ(w) == (uint32_t)seq)
-      shms__slot_collect(k, i);
+/* Request i of k, sequence seq, if still owner's: ends owner-lost, its outcome taken. */
+static void settle_request(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t owner,
+                           uint64_t seq) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = shms__load_64(&s->word);
+  uint32_t st = SHMS__SLOT_STATE(w);
+  if (st < SHMS__SLOT_QUEUED || SHMS__SLOT_SEQ(w) != (uint32_t)seq ||
+      shms__load_32(&s->owner) != owner)
+    return;
+  shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
+                    SHMS_EOWNERLOST);
+  /* A running job goes on; when its worker completes it, the result is dropped. */
+  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
+         !(w & SHMS__SLOT_COLLECTED) &&
+         !ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
+    ;
+  /* Nobody will wait for these outcomes any more: take them so the slots come free. */
+  w = shms__load_64(&s->word);
+  if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && !(w & SHMS__SLOT_COLLECTED) &&
+      SHMS__SLOT_SEQ(w) == (uint32_t)seq)
+    shms__slot_collect(k, i);
+}
+
+/* The requests of owner in k: those on its list l, or, without one, every slot's. */
+static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t owner,
+                            const struct shms__owned *l) {
+  if (l != NULL) {
+    for (uint32_t n = 0; n < l->n; n++)
+      if (SHMS__OWNED_CLASS(l->v[n].ref) == (uint32_t)k->id)
+        settle_request(h, k, SHMS__OWNED_INDEX(l->v[n].ref), owner, l->v[n].seq);
+    return;
   }
+  for (uint32_t i = 0; i < k->nslots; i++)
+    settle_request(h, k, i, owner, shms__load_64(&shms__slot_at(k, i)->seq));
 }
 
 static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t owner) {
@@ -76,12 +91,15 @@ static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t o
 }
 
 void shms__recover_owner(struct shms *h, uint32_t owner) {
+  /* Its requests from its own record; cells are few (at most 4096 a class): scanned. */
+  struct shms__owned l;
+  int listed = shms__owned_take(h, owner, &l);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const struct shms__cls *k = &h->cls[c];
     if (k->id < 0)
       continue;
     shms__op_enter(h, k);
-    settle_requests(h, k, owner);
+    settle_requests(h, k, owner, listed ? &l : NULL);
     if (k->cfg->mode == SHMS_MODE_WORKER) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
       for (uint32_t c = 0; c < k->ncells; c++)
@@ -92,4 +110,5 @@ void shms__recover_owner(struct shms *h, uint32_t owner) {
     }
     shms__op_leave(h, k);
   }
+  shms__owned_done(h, owner, &l);
 }

@@ -191,6 +191,39 @@ void shms__slot_unindexed(const struct shms__cls *k, uint32_t i);
  */
 void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq);
 
+/* ---- What a process owns (core/owned.c) ---- */
+
+/*
+ * The owner's threads keep the record: slot i of k joins it when the owner
+ * has filled the request and before it publishes it, and leaves it before the
+ * slot can come free. Each change takes a lock of the process; none blocks.
+ */
+/* Claimed and filled (owner written) slot i of k: onto our list. */
+void shms__owned_add(struct shms *h, const struct shms__cls *k, uint32_t i);
+/* Our accepted request in slot i (SETTLED+COLLECTED, not indexed): off our list; we free it. */
+void shms__owned_remove(struct shms *h, const struct shms__cls *k, uint32_t i);
+/* Our waiter takes the outcome of settled slot i: off our list, COLLECTED, freed unless indexed. */
+void shms__owned_collect(struct shms *h, const struct shms__cls *k, uint32_t i);
+
+/* A copy of an owner's list: its slots and their sequences when it was read. */
+struct shms__owned {
+  struct shms__owned_slot {
+    uint32_t ref; /* SHMS__OWNED_REF */
+    uint64_t seq;
+  } * v;
+  uint32_t n, cap;
+};
+/*
+ * Copy owner's list into l (ours at detach, or a dead process's): 1 if it can
+ * be trusted, 0 if the caller must scan every slot instead (the owner died in
+ * the middle of a change, its entry was claimed again, or a slot on the list
+ * is no longer its own). Ours is emptied and stays marked as being changed
+ * until shms__owned_done. O(what owner owns); reads nothing else.
+ */
+int shms__owned_take(struct shms *h, uint32_t owner, struct shms__owned *l);
+/* Done with l (and, at our own detach, with our list). */
+void shms__owned_done(struct shms *h, uint32_t owner, struct shms__owned *l);
+
 /* ---- Dispatch ---- */
 
 /*

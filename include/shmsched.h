@@ -306,8 +306,9 @@ SHMS_EXTERN int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ti
  * limit; 0: just look). On a grant, accept it and fill *lease. Errors:
  * SHMS_ETIMEDOUT (still queued: call again or cancel), SHMS_ECANCELLED,
  * SHMS_EDEADLINE, SHMS_ESHUTDOWN, SHMS_EQUARANTINED, SHMS_ESEQEXHAUSTED,
- * SHMS_EOWNERLOST, SHMS_ENOTFOUND (unknown or stale ticket). Every outcome
- * but SHMS_ETIMEDOUT retires the ticket.
+ * SHMS_EOWNERLOST, SHMS_ENOTFOUND (unknown or stale ticket), SHMS_EINVAL
+ * (the request was queued by another process: only its owner may wait for it).
+ * Every outcome but SHMS_ETIMEDOUT retires the ticket.
  */
 SHMS_EXTERN int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns,
                           shms_lease *lease);
@@ -445,8 +446,10 @@ typedef struct {
  * out->result_len set, and nothing is consumed: call again with a larger
  * buffer. Errors: SHMS_ETIMEDOUT (still queued or running), SHMS_ECANCELLED,
  * SHMS_EDEADLINE (it never started before its deadline), SHMS_EWORKERLOST,
- * SHMS_ESHUTDOWN, SHMS_EOWNERLOST, SHMS_EQUARANTINED, SHMS_ENOTFOUND. Every
- * outcome but SHMS_ETIMEDOUT (and a too-small buffer) retires the ticket.
+ * SHMS_ESHUTDOWN, SHMS_EOWNERLOST, SHMS_EQUARANTINED, SHMS_ENOTFOUND,
+ * SHMS_EINVAL (another process's job: only the process that submitted it may
+ * wait for it). Every outcome but SHMS_ETIMEDOUT (and a too-small buffer)
+ * retires the ticket.
  * Cancelling a queued job ends it SHMS_ECANCELLED; cancelling a running job
  * only raises a flag its worker can read (shms_worker_cancelled): the worker
  * decides, and the job still ends the way the worker ends it.

@@ -41,13 +41,14 @@ build=build-perf
 out=perf/results
 bin=$build/bin
 benches=(bench_acquire bench_handoff bench_contended bench_worker bench_scaling bench_fairness
-  bench_memory)
+  bench_memory bench_client bench_idle)
 
 echo "perf: building Release into $build/ ..." >&2
 # -g only adds debug information (for perf/record.sh); the code is the Release code.
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DSHMS_BUILD_TESTS=OFF -DCMAKE_C_FLAGS=-g \
   >/dev/null
-cmake --build "$build" -j 2 --target "${benches[@]}" >/dev/null
+# shmsched itself too: client-cost runs `shmsched run -- true` as a whole process.
+cmake --build "$build" -j 2 --target "${benches[@]}" shmsched_cli_main >/dev/null
 
 mkdir -p "$out/samples"
 rm -f "$out"/*.png "$out"/samples/*
@@ -68,10 +69,10 @@ trap cleanup EXIT
 
 if ((quick)); then
   acq_iters=100000 handoff_rounds=100 cont_ms=50 worker_rounds=100 worker_ms=50
-  scaling_ops=500 fair_ms=100 fair_warmup=50
+  scaling_ops=500 fair_ms=100 fair_warmup=50 client_rounds=3 idle_ms=300 idle_settle=100
 else
   acq_iters=2000000 handoff_rounds=2000 cont_ms=500 worker_rounds=2000 worker_ms=500
-  scaling_ops=20000 fair_ms=1000 fair_warmup=200
+  scaling_ops=20000 fair_ms=1000 fair_warmup=200 client_rounds=20 idle_ms=2000 idle_settle=500
 fi
 lock_systems=(shmsched posix-sem sysv-sem-undo jobserver-pipe futex posix-mq robust-mutex)
 
@@ -117,6 +118,12 @@ for ((rep = 1; rep <= repeats; rep++)); do
   run "$rep" bench_scaling --ops "$scaling_ops"
   for s in shmsched posix-sem; do
     run "$rep" bench_fairness --system "$s" --ms "$fair_ms" --warmup-ms "$fair_warmup"
+  done
+  for q in 64 1048576; do
+    run "$rep" bench_client --queue "$q" --rounds "$client_rounds" --cli "$bin/shmsched"
+  done
+  for s in shmsched posix-sem jobserver-pipe; do
+    run "$rep" bench_idle --system "$s" --waiters 100 --ms "$idle_ms" --settle-ms "$idle_settle"
   done
 done
 run 1 bench_memory

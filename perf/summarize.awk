@@ -69,7 +69,8 @@ END {
 
   printf "%-17s %-27s %-15s %14s %-9s %9s %4s\n", "bench", "metric", "system", "median", "unit",
          "shms/this", "n"
-  nb = split("acquire-release handoff contended worker-roundtrip scaling fairness memory", bo, " ")
+  nb = split("acquire-release handoff contended worker-roundtrip scaling fairness memory " \
+             "client-cost idle-waiters", bo, " ")
   for (m = 1; m <= nmetrics; m++) {
     split(metrics[m], bm, SUBSEP)
     rank[m] = nb + 1
@@ -149,4 +150,21 @@ END {
   if (j != "")
     target("fairness: Jain index at least 0.99", j >= 0.99,
            sprintf("%.4f (posix-sem %s)", j, js == "" ? "-" : sprintf("%.4f", js)))
+
+  print ""
+  print "Targets of issue 12 (for information):"
+  # Issue 12: a client costs the same on a class of 64 slots and of 1,048,576.
+  n = split("api_us api_rss_kb cli_ms cli_rss_kb", cm, " ")
+  for (i = 1; i <= n; i++) {
+    small = fig("client-cost", "q64", cm[i])
+    big = fig("client-cost", "q1048576", cm[i])
+    if (small != "" && big != "" && small > 0)
+      target("client-cost: " cm[i] " at q1048576 within 1.5x of q64", big <= 1.5 * small,
+             sprintf("%.2fx (%s vs %s)", big / small, num(big), num(small)))
+  }
+  w = fig("idle-waiters", "shmsched", "wakeups_per_waiter_s")
+  wc = fig("idle-waiters", "shmsched", "cpu_s_per_s")
+  if (w != "")
+    target("idle-waiters: at most 1 wake-up per waiter per second", w <= 1.05,
+           sprintf("%.2f/s, 100 waiters use %.4f CPU s/s", w, wc))
 }

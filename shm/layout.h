@@ -147,7 +147,10 @@ struct shms__slot {
   char activation[SHMS_TENANT_MAX + 1]; /* "" for none */
   uint32_t grp_prev, grp_next; /* requests of one (priority, deadline) key, in sequence order */
   uint32_t grp_tail;           /* on a group's first request (the treap node): its last */
-  uint8_t reserved[20];
+  /* The owner's record of its requests (core/owned.c): a list through its slots, every class
+   * in one, as SHMS__OWNED_REF; written only by the owner's threads. */
+  uint32_t own_prev, own_next;
+  uint8_t reserved[12];
 } SHMS__ALIGNED;
 
 /* A tenant record: present while the tenant has queued work or limited leases. */
@@ -184,7 +187,11 @@ struct shms__proc {
   uint64_t attached_unix_ns;
   uint32_t ops[SHMS_CLASS_COUNT]; /* operations under way by threads without a mark (atomic) */
   uint32_t marks_used;            /* which of marks[] threads have claimed */
-  uint8_t reserved[8];
+  /* The record of the requests this process owns (core/owned.c): the head of a list through
+   * their slots (SHMS__OWNED_REF, 0 empty), and nonzero while the process changes it (a
+   * recovery that finds it so scans every slot instead). Written only by the owner. */
+  uint32_t own_head;
+  uint32_t own_dirty;
   /* Line 2: one word per thread of the process (the first SHMS__MARKS): bit c set while that
    * thread has an operation under way on class c. Written by its thread with plain stores. */
   uint32_t marks[SHMS__MARKS] SHMS__ALIGNED;
@@ -242,6 +249,12 @@ enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };
 /* An owner id: process-table index (16 bits) and the entry's generation (12 bits). */
 #define SHMS__OWNER(index, gen) ((((uint32_t)(index)&0xffffu) << 12) | ((uint32_t)(gen)&0xfffu))
 #define SHMS__OWNER_INDEX(o)    ((uint32_t)(o) >> 12)
+
+/* A reference to slot index i of class c in the owned-request lists: never 0. */
+#define SHMS__OWNED_REF(c, i)  (((uint32_t)(c) << 24) | ((uint32_t)(i) + 1))
+#define SHMS__OWNED_CLASS(ref) ((uint32_t)(ref) >> 24)
+#define SHMS__OWNED_INDEX(ref) (((uint32_t)(ref)&0xffffffu) - 1)
+_Static_assert(SHMS_QUEUE_MAX < 0xffffffu, "a slot reference holds index + 1 in 24 bits");
 
 /* The file byte that marks the supervisor as running (inside the header, never an entry). */
 #define SHMS__LOCK_SUPERVISOR 1

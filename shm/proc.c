@@ -93,11 +93,18 @@ static uint64_t realtime_ns(void) {
 static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
   struct shms__proc *p = shms__proc_at(h, index);
   shms__store_32(&p->state, SHMS__PROC_CLAIMING);
+  /* The previous owner's record of requests (core/owned.c) is marked as being changed before
+   * the generation moves on, and emptied after: whoever recovers that owner reads its list only
+   * with the generation still its own and unmarked on both sides of the read. */
+  shms__store_32(&p->own_dirty, 1);
+  ck_pr_fence_store();
   /* An owner id is (index, gen mod 4096); 0 is no owner, so entry 0 skips gen 0 mod 4096. */
   uint32_t gen = p->gen + 1;
   if (index == 0 && (gen & 0xfffu) == 0)
     gen++;
   shms__store_32(&p->gen, gen);
+  ck_pr_fence_store();
+  shms__store_32(&p->own_head, 0);
   /* The new owner's byte only after the generation moved on: nobody can take it for the
    * previous owner's, whose byte stays free. Nobody else holds it: only a live owner of this
    * entry would, and the entry lock is ours. */
@@ -117,6 +124,7 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
   for (int t = 0; t < SHMS__MARKS; t++)
     shms__store_32(&p->marks[t], 0);
   shms__store_32(&p->marks_used, 0);
+  shms__store_32(&p->own_dirty, 0); /* our record: empty, and whole */
   /* Identity fields must be visible before the entry reads as LIVE. */
   ck_pr_fence_store();
   shms__store_32(&p->state, SHMS__PROC_LIVE);

@@ -20,10 +20,9 @@
 #include "shmsched.h"
 
 /*
- * One wait slice. A stop signal is noticed within a slice. It is longer than
- * the library's own poll interval (200ms): a wait checks on a dead peer only
- * when that interval runs out inside one call, so shorter slices would never
- * get to it.
+ * One wait slice. A stop signal is noticed within a slice. The library keeps
+ * its poll interval (1 s) per handle across calls, so waiting in slices still
+ * checks on a dead peer once a second.
  */
 #define RUN_WAIT_SLICE_NS (250ull * 1000 * 1000)
 

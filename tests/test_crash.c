@@ -24,7 +24,7 @@
 struct run {
   const char *name;
   shms_t *h;
-  int to_victim[2], from_victim[2];
+  int to_victim[2], from_victim[2], victim_owner[2];
   shms_lease held;
   shms_ticket ticket;
   int has_ticket;
@@ -64,6 +64,31 @@ static shms_t *fresh(struct run *r, int worker) {
   return sched_open(&r->name, 0, 0, &cfg);
 }
 
+/*
+ * The supervisor's targeted recovery of the dead victim (shms__recover_owner,
+ * from its record of what it owns, or by a scan if it died changing that
+ * record): none of its requests may be left waiting, granted, or settled and
+ * uncollected. A request it was still publishing (CLAIMED) is the full
+ * recovery's.
+ */
+static void recover_victim(struct run *r, uint32_t owner, const char *what, uint32_t step) {
+  shms__recover_owner(r->h, owner);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    const struct shms__cls *k = &r->h->cls[c];
+    for (uint32_t i = 0; k->id >= 0 && i < k->nslots; i++) {
+      const struct shms__slot *s = shms__slot_at(k, i);
+      uint64_t w = ck_pr_load_64(&s->word);
+      uint32_t st = SHMS__SLOT_STATE(w);
+      int left = st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED ||
+                 (st == SHMS__SLOT_SETTLED && !(w & SHMS__SLOT_COLLECTED));
+      ck_assert_msg(!left || ck_pr_load_32(&s->owner) != owner,
+                    "%s, killed at step %u: the victim's request in slot %u is left in state %u "
+                    "(word 0x%llx)",
+                    what, step, i, st, (unsigned long long)w);
+    }
+  }
+}
+
 /* Recovery, then the audit: after any death, nothing may be out of place. */
 static void recover_and_audit(struct run *r, const char *what, uint32_t step) {
   shms_recovery rec;
@@ -99,7 +124,7 @@ static void count_unmarked(void) { unmarked_steps += !shms__test_op_marked(); }
 static int run_once(const struct scenario *sc, uint32_t k) {
   struct run r = {0};
   r.h = fresh(&r, sc->worker);
-  ck_assert(pipe(r.to_victim) == 0 && pipe(r.from_victim) == 0);
+  ck_assert(pipe(r.to_victim) == 0 && pipe(r.from_victim) == 0 && pipe(r.victim_owner) == 0);
   if (sc->before)
     sc->before(&r);
   pid_t pid = fork();
@@ -108,6 +133,7 @@ static int run_once(const struct scenario *sc, uint32_t k) {
     shms_t *v;
     if (shms_attach(r.name, 0, &v) != SHMS_OK)
       _exit(92);
+    send_msg(r.victim_owner[1], &v->owner, sizeof v->owner);
     if (sc->victim_pre)
       sc->victim_pre(&r, v);
     char go;
@@ -119,6 +145,8 @@ static int run_once(const struct scenario *sc, uint32_t k) {
     sc->victim_op(&r, v);
     _exit(unmarked_steps == 0 ? 0 : 95); /* completed before step k: it simply exits */
   }
+  uint32_t owner;
+  recv_msg(r.victim_owner[0], &owner, sizeof owner);
   if (sc->middle)
     sc->middle(&r);
   send_msg(r.to_victim[1], "g", 1);
@@ -129,6 +157,7 @@ static int run_once(const struct scenario *sc, uint32_t k) {
                 "%s: the victim reached crash points outside any marked operation", sc->what);
   ck_assert_msg(completed ? WEXITSTATUS(status) == 0 : WTERMSIG(status) == SIGKILL,
                 "%s: victim ended oddly (status 0x%x)", sc->what, status);
+  recover_victim(&r, owner, sc->what, k);
   recover_and_audit(&r, sc->what, k);
   sc->after(&r);
   sched_close(r.h, r.name);
@@ -136,6 +165,8 @@ static int run_once(const struct scenario *sc, uint32_t k) {
   close(r.to_victim[1]);
   close(r.from_victim[0]);
   close(r.from_victim[1]);
+  close(r.victim_owner[0]);
+  close(r.victim_owner[1]);
   return completed;
 }
 
@@ -300,6 +331,28 @@ static void after_revoke(struct run *r) {
   assert_idle(r, SHMS_CLASS_STANDARD);
 }
 
+/* The victim queues three requests behind the survivor's lease; the survivor cancels the
+ * middle one, whose outcome the victim then takes: off the middle of its record. */
+static void victim_queues_three(struct run *r, shms_t *v) {
+  shms_ticket t[3];
+  for (int n = 0; n < 3; n++)
+    if (shms_enqueue(v, &lease_req, &t[n]) != SHMS_OK)
+      _exit(102);
+  r->ticket = t[1];
+  send_msg(r->from_victim[1], &r->ticket, sizeof r->ticket);
+}
+
+static void survivor_cancels_middle(struct run *r) {
+  recv_msg(r->from_victim[0], &r->ticket, sizeof r->ticket);
+  ck_assert_int_eq(shms_cancel(r->h, &r->ticket), 1);
+}
+
+static void op_collect_cancelled(struct run *r, shms_t *v) {
+  shms_lease l;
+  if (shms_wait(v, &r->ticket, 0, &l) != SHMS_ECANCELLED)
+    _exit(103);
+}
+
 /* ---- Worker mode ---- */
 
 static void victim_opens_worker(struct run *r, shms_t *v) {
@@ -361,6 +414,8 @@ static const struct scenario scenarios[] = {
      after_survivor_granted},
     {"accept and release", 0, survivor_holds, victim_queues, survivor_grants, op_accept_release,
      after_idle},
+    {"collect a cancelled request", 0, survivor_holds, victim_queues_three, survivor_cancels_middle,
+     op_collect_cancelled, after_release_held},
     {"cancel a queued request", 0, survivor_holds_and_queues, victim_learns_ticket, NULL, op_cancel,
      after_cancel},
     {"cancel a granted request", 0, survivor_queues_and_is_granted, victim_learns_ticket, NULL,
