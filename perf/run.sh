@@ -69,7 +69,7 @@ trap cleanup EXIT
 
 if ((quick)); then
   acq_iters=100000 handoff_rounds=100 cont_ms=50 worker_rounds=100 worker_ms=50
-  scaling_ops=500 fair_ms=100 fair_warmup=50 client_rounds=3 idle_ms=300 idle_settle=100
+  scaling_ops=500 fair_ms=100 fair_warmup=50 client_rounds=3 idle_ms=1200 idle_settle=100
 else
   acq_iters=2000000 handoff_rounds=2000 cont_ms=500 worker_rounds=2000 worker_ms=500
   scaling_ops=20000 fair_ms=1000 fair_warmup=200 client_rounds=20 idle_ms=2000 idle_settle=500
