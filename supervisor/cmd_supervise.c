@@ -217,6 +217,9 @@ static int scan(struct supervisor *v) {
 /* One line per event: its kind, then what it concerns as key=value. */
 static void log_event(const shms_event *ev, void *ctx) {
   struct supervisor *v = ctx;
+  /* A recompute is how a recovery works, not what it found: the items it settled are told. */
+  if (ev->kind == SHMS_EVENT_CLASS_RECOMPUTED && !v->a->verbose)
+    return;
   char line[400], ticket[SHMS_TICKET_STRLEN];
   size_t n = (size_t)snprintf(line, sizeof line, "%s", shms_event_name(ev->kind));
 #define ADD(...)                                                                                   \
