@@ -86,7 +86,7 @@ void shms__recover_owner(struct shms *h, uint32_t owner) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
       for (uint32_t c = 0; c < k->ncells; c++)
         if (shms__load_32(&k->cells[c].worker) == owner)
-          shms__workcell_gone(h, k, c, owner);
+          shms__workcell_gone(h, k, c, owner, 1); /* our own command ended at detach */
     } else {
       dispose_leases(h, k, owner);
     }

@@ -139,10 +139,13 @@ void shms__workcell_wake(const struct shms__cls *k, uint32_t c);
 /*
  * The worker bound to c is gone: an idle cell goes offline, a job granted but
  * not taken is queued again (it never ran), a running job ends worker-lost
- * (or is queued again once) and the cell is quarantined.
+ * (or is queued again once, if contained: its command is proven gone) and the
+ * cell is quarantined.
  */
-void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker);
-/* If the worker bound to c is dead, shms__workcell_gone. */
+void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker,
+                         int contained);
+/* If the worker bound to c is dead: kill its command (shms__proc_kill_command), then
+ * shms__workcell_gone. Call it outside any operation: it enters one itself. */
 void shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c);
 
 /* ---- Request slots ---- */

@@ -92,6 +92,9 @@ static int validate_class(const shms_config *cfg, int c) {
                       k->cells, k->tenant_max_active);
   if (k->on_holder_death != SHMS_ON_DEATH_QUARANTINE && k->on_holder_death != SHMS_ON_DEATH_RELEASE)
     return shms__fail(SHMS_EINVAL, "class %s: on-holder-death: must be quarantine or release", cn);
+  if (k->on_command_crash != SHMS_ON_CRASH_RELEASE &&
+      k->on_command_crash != SHMS_ON_CRASH_QUARANTINE)
+    return shms__fail(SHMS_EINVAL, "class %s: on-command-crash: must be release or quarantine", cn);
   if (k->allow_count > SHMS_ALLOW_MAX)
     return shms__fail(SHMS_EINVAL, "class %s: allow: at most %d tenants, got %u", cn,
                       SHMS_ALLOW_MAX, k->allow_count);

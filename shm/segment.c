@@ -333,7 +333,9 @@ int shms_detach(shms_t *h) {
     pthread_mutex_lock(&registry_lock);
     struct shms__file *f = h->file;
     if (h->self != UINT32_MAX && --f->registered_refs == 0) {
-      /* The process leaves the segment: nothing it held may stay behind. */
+      /* The process leaves the segment: nothing it held may stay behind, nor any command it
+       * recorded as running under what it held (first: the leases go after it). */
+      shms__proc_end_command(h, f->proc_index);
       shms__recover_owner(h, h->owner);
       shms__proc_unregister(h, f->fd_rw, f->proc_index);
       f->proc_index = UINT32_MAX;

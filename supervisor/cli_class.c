@@ -14,6 +14,7 @@ static const char *const key_names[CLI_KEY_COUNT] = {
     [CLI_KEY_TENANT_MAX_ACTIVE] = "tenant-max-active",
     [CLI_KEY_ALLOW] = "allow",
     [CLI_KEY_ON_HOLDER_DEATH] = "on-holder-death",
+    [CLI_KEY_ON_COMMAND_CRASH] = "on-command-crash",
 };
 
 const char *cli_class_key_name(int key) {
@@ -102,6 +103,8 @@ static int set_value(shms_class_config *k, int key, const char *v, char *err, si
     return pick(v, "lease", "worker", &k->mode, "mode", err, n);
   case CLI_KEY_ON_HOLDER_DEATH:
     return pick(v, "quarantine", "release", &k->on_holder_death, "on-holder-death", err, n);
+  case CLI_KEY_ON_COMMAND_CRASH:
+    return pick(v, "release", "quarantine", &k->on_command_crash, "on-command-crash", err, n);
   default:
     return parse_allow(k, v, err, n);
   }
@@ -116,8 +119,8 @@ int cli_class_set(struct cli_class_build *b, const char *key, const char *value,
   int i = find_key(key);
   if (i < 0) {
     snprintf(err, n,
-             "%s: unknown key (expected cells, queue, mode, payload, tenant-max-active, allow or "
-             "on-holder-death)",
+             "%s: unknown key (expected cells, queue, mode, payload, tenant-max-active, allow, "
+             "on-holder-death or on-command-crash)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

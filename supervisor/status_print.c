@@ -78,6 +78,8 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "tenant_max_active", k->tenant_max_active);
   s->str(s->ctx, "on_holder_death",
          k->on_holder_death == SHMS_ON_DEATH_RELEASE ? "release" : "quarantine");
+  s->str(s->ctx, "on_command_crash",
+         k->on_command_crash == SHMS_ON_CRASH_QUARANTINE ? "quarantine" : "release");
   s->allow(s->ctx, k, k->allow_count == 0 && c != SHMS_CLASS_EXTRA_LARGE);
   s->u64(s->ctx, "cells_available", st->available);
   s->u64(s->ctx, "cells_leased", st->leased);
