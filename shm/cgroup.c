@@ -14,7 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The mount point of the first cgroup2 file system in mountinfo ("... MOUNTPOINT ... - cgroup2 ..."). */
+/* The mount point of the first cgroup2 file system in mountinfo ("... MOUNTPOINT ... - cgroup2
+ * ..."). */
 static int cgroup2_mount(char *out, size_t n) {
   FILE *f = fopen("/proc/self/mountinfo", "re");
   if (f == NULL)
@@ -48,8 +49,7 @@ int shms__cgroup_root(char *out, size_t n) {
   char mount[PATH_MAX];
   if (cgroup2_mount(mount, sizeof mount) != 0)
     return -1;
-  return (size_t)snprintf(out, n, "%s/shmsched", strcmp(mount, "/") == 0 ? "" : mount) < n ? 0
-                                                                                            : -1;
+  return (size_t)snprintf(out, n, "%s/shmsched", strcmp(mount, "/") == 0 ? "" : mount) < n ? 0 : -1;
 }
 
 int shms__cgroup_path(char *out, size_t n, uint64_t incarnation, uint32_t index, uint32_t gen) {

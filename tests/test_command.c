@@ -186,7 +186,9 @@ START_TEST(recovery_kills_a_daemon_in_the_cgroup) {
 }
 END_TEST
 
-START_TEST(recovery_kills_under_quarantine_too) { recovery_case(GROUP, 0, SHMS_ON_DEATH_QUARANTINE); }
+START_TEST(recovery_kills_under_quarantine_too) {
+  recovery_case(GROUP, 0, SHMS_ON_DEATH_QUARANTINE);
+}
 END_TEST
 
 /* A process taking over a dead process's entry kills that process's command first. */
