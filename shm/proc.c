@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/sched.h"
 #include "atomic.h"
 #include "cgroup.h"
 #include "error.h"
@@ -283,11 +284,13 @@ int shms__proc_end_command(const struct shms *h, uint32_t index) {
       !shms__cgroup_kill(path, KILL_WAIT_NS))
     return shms__fail(SHMS_EBUSY, "process entry %u: its command's cgroup %s: %s", index, path,
                       errno == EBUSY ? "still has live processes after SIGKILL" : strerror(errno));
+  SHMS__STEP(); /* a killer dying here leaves the record: the next one kills again */
   pid_t pgid = (pid_t)shms__load_32((uint32_t *)&p->cmd_pgid);
   if ((flags & SHMS__CMD_SET) && !kill_group(pgid, shms__load_64(&p->cmd_start_time)))
     return shms__fail(SHMS_EBUSY, "process entry %u: its command's process group %d: %s", index,
                       (int)pgid,
                       errno == EPERM ? "not permitted to kill it" : "still alive after SIGKILL");
+  SHMS__STEP();
   shms__store_32(&p->cmd_flags, 0);
   return SHMS_OK;
 }

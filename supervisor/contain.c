@@ -216,6 +216,15 @@ static void leader_stopped(struct contain *c, int sig) {
   kill(getpid(), SIGSTOP); /* returns once we are continued */
 }
 
+/* 1 if we have a child left (running, stopped or a zombie). */
+static int children_left(void) {
+  siginfo_t si;
+  int rc;
+  while ((rc = waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT)) != 0 && errno == EINTR)
+    ;
+  return rc == 0;
+}
+
 /* The leader has ended: what is left of its tree is told to end, then killed kill_after later. */
 static void leader_ended(struct contain *c, int st) {
   c->leader_done = 1;
@@ -224,6 +233,8 @@ static void leader_ended(struct contain *c, int st) {
     set_fg(c, getpgrp());
     c->gave_tty = 0;
   }
+  if (!children_left())
+    return;                 /* the usual case: nothing to look for in /proc */
   signal_children(SIGTERM); /* orphans that left the group, a daemon among them */
   if (c->in_cgroup)
     signal_cgroup(c, SIGTERM);

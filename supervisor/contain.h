@@ -33,14 +33,14 @@ struct contain {
   /* Set by contain_init. */
   shms_t *h;
   uint64_t kill_after_ns;
-  int tty;          /* our controlling terminal, or -1 */
-  int cgroup;       /* cg is ours to put commands in */
+  int tty;    /* our controlling terminal, or -1 */
+  int cgroup; /* cg is ours to put commands in */
   char cg[PATH_MAX];
   /* One command's state, reset by contain_start. */
-  pid_t pid;          /* the leader, and the group's id */
-  int in_cgroup;      /* it was put in cg */
-  int gave_tty;       /* the terminal's foreground group is the command's */
-  int leader_done;    /* the leader was reaped; status is its wait status */
+  pid_t pid;       /* the leader, and the group's id */
+  int in_cgroup;   /* it was put in cg */
+  int gave_tty;    /* the terminal's foreground group is the command's */
+  int leader_done; /* the leader was reaped; status is its wait status */
   int status;
   uint64_t kill_at;   /* CLOCK_MONOTONIC ns when what is left gets SIGKILL; 0: not due */
   int killed;         /* SIGKILL was sent to the tree */

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/sched.h"
 #include "sched_util.h"
 
 enum tree { GROUP, DAEMON }; /* a leader and a member of its group; or a daemon in a cgroup */
@@ -270,6 +271,71 @@ START_TEST(worker_lost_after_its_command) {
 }
 END_TEST
 
+/*
+ * A recovery killed at each of its crash points, the command kill among them: the next
+ * recovery finishes the job, and the tree is dead before the cell is released.
+ */
+static const struct {
+  enum tree kind;
+  int cgroup;
+} mid_kill[] = {{DAEMON, 1}, {GROUP, 0}};
+
+START_TEST(recovery_killed_mid_kill) {
+  subreaper();
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = SHMS_ON_DEATH_RELEASE;
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  for (uint32_t k = 1;; k++) {
+    ck_assert_uint_lt(k, 400);
+    struct holder ho = start_holder(name, take_lease, mid_kill[_i].kind, mid_kill[_i].cgroup);
+    /* The recoverer attaches first: attaching after the death would take over the dead
+     * entry, and kill the command there, before any crash point is armed. */
+    int ready[2], go[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t rec = fork();
+    ck_assert_int_ge(rec, 0);
+    if (rec == 0) {
+      shms_t *rh;
+      shms_recovery r;
+      char b;
+      if (shms_attach(name, 0, &rh) != SHMS_OK || write(ready[1], "a", 1) != 1 ||
+          read(go[0], &b, 1) != 1)
+        _exit(2);
+      shms__test_crash_at(k);
+      _exit(shms_recover(rh, &r) == SHMS_OK ? 0 : 3);
+    }
+    char b;
+    ck_assert_int_eq(read(ready[0], &b, 1), 1);
+    kill_and_reap(ho.pid);
+    ck_assert_int_eq(write(go[1], "g", 1), 1);
+    int fds[] = {ready[0], ready[1], go[0], go[1]};
+    for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+      close(fds[i]);
+    int st;
+    ck_assert_int_eq(waitpid(rec, &st, 0), rec);
+    int died = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+    ck_assert_msg(died || (WIFEXITED(st) && WEXITSTATUS(st) == 0), "recoverer: status 0x%x", st);
+    /* Whatever point it died at, no cell was handed on while the tree ran. */
+    if (running(ho.tree[0]) || running(ho.tree[1]))
+      ck_assert_uint_eq(sched_stats(h).leased, 1);
+    shms_recovery r;
+    ck_assert_shms_ok(shms_recover(h, &r));
+    assert_killed(ho.tree[0]);
+    assert_killed(ho.tree[1]);
+    shms_request req = sched_req("next", 0);
+    shms_lease l;
+    ck_assert_shms_ok(shms_try_acquire(h, &req, &l));
+    ck_assert_shms_ok(shms_release(h, &l));
+    if (!died)
+      break; /* past its last crash point: every one was tried */
+  }
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("command");
   TCase *tc = harness_tcase("kill");
@@ -279,6 +345,9 @@ int main(void) {
   tcase_add_test(tc, claiming_the_entry_kills_first);
   tcase_add_test(tc, detach_ends_the_recorded_command);
   tcase_add_test(tc, worker_lost_after_its_command);
+  suite_add_tcase(s, tc);
+  tc = harness_tcase("crash");
+  tcase_add_loop_test(tc, recovery_killed_mid_kill, 0, sizeof mid_kill / sizeof mid_kill[0]);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
