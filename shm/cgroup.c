@@ -1,6 +1,7 @@
 /* Command cgroups: finding the hierarchy, making a process's cgroup, killing it (cgroup.h). */
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -166,4 +167,19 @@ int shms__cgroup_kill(const char *path, uint64_t timeout_ns) {
   }
   rmdir(path); /* empty now; a failure only leaves an empty directory behind */
   return 1;
+}
+
+void shms__cgroup_sweep(uint64_t incarnation) {
+  char root[PATH_MAX], prefix[24];
+  if (shms__cgroup_root(root, sizeof root) != 0)
+    return;
+  DIR *d = opendir(root);
+  if (d == NULL)
+    return;
+  snprintf(prefix, sizeof prefix, "%016" PRIx64 "-", incarnation);
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+      unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+  closedir(d);
 }

@@ -35,6 +35,10 @@ int shms__cgroup_make(const char *path);
  */
 int shms__cgroup_kill(const char *path, uint64_t timeout_ns);
 
+/* Remove the empty cgroups of segment incarnation (its processes' that died unrecovered):
+ * when the segment is destroyed. A populated one stays (rmdir refuses it). */
+void shms__cgroup_sweep(uint64_t incarnation);
+
 /* 1 if the cgroup at path holds a live process, 0 if not (or it does not exist). */
 int shms__cgroup_populated(const char *path);
 

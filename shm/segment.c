@@ -21,6 +21,7 @@
 
 #include "../core/sched.h"
 #include "atomic.h"
+#include "cgroup.h"
 #include "error.h"
 #include "format.h"
 #include "handle.h"
@@ -397,6 +398,8 @@ int shms_destroy(const char *name, unsigned flags) {
     rc = open_fail(errno, name, "remove");
     shms__store_32(&h->hdr->state, old);
   }
+  if (rc == SHMS_OK)
+    shms__cgroup_sweep(h->incarnation); /* what processes that died unrecovered left */
   char why[256];
   snprintf(why, sizeof why, "%s", shms_last_error_detail());
   shms_detach(h);

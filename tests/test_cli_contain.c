@@ -170,12 +170,13 @@ START_TEST(stop_signal_while_queued) {
   cli_read_line(q.err, line, sizeof line); /* the ticket: it is queued */
   ck_assert_int_eq(kill(q.pid, sig), 0);
   ck_assert_int_eq(reap(&q, 1), 75);
-  snprintf(sn, sizeof sn, "SIG%s", sig == SIGINT    ? "INT"
-                                   : sig == SIGTERM ? "TERM"
-                                   : sig == SIGHUP  ? "HUP"
-                                   : sig == SIGQUIT ? "QUIT"
-                                   : sig == SIGUSR1 ? "USR1"
-                                                    : "USR2");
+  snprintf(sn, sizeof sn, "SIG%s",
+           sig == SIGINT    ? "INT"
+           : sig == SIGTERM ? "TERM"
+           : sig == SIGHUP  ? "HUP"
+           : sig == SIGQUIT ? "QUIT"
+           : sig == SIGUSR1 ? "USR1"
+                            : "USR2");
   ck_assert_msg(strstr(perr, "interrupted by ") && strstr(perr, sn), "%s", perr);
   ck_assert_uint_eq(status_figure(name, "queue_depth"), 0);
   ck_assert_uint_eq(status_figure(name, "cancelled"), 1);
@@ -224,9 +225,9 @@ START_TEST(leftovers_end_before_release) {
   cli_path(bg, sizeof bg, "bg.pid");
   cli_path(dm, sizeof dm, "daemon.pid");
   /* A plain background child: SIGTERM ends it when its parent exits. */
-  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", self_exe, "helper", "group",
-                       bg, "exit"),
-                   0);
+  ck_assert_int_eq(
+      CLI("run", name, "-c", "standard", "-t", "a", "--", self_exe, "helper", "group", bg, "exit"),
+      0);
   ck_assert(!running(pid_from("bg.pid")));
   /* A daemon that ignores SIGTERM: SIGKILL, --kill-after later. */
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--kill-after", "100ms", "--",
@@ -334,8 +335,18 @@ START_TEST(ctrl_z_in_a_terminal) {
   pid_t pid = forkpty(&master, NULL, NULL, NULL);
   ck_assert_int_ge(pid, 0);
   if (pid == 0) {
-    const char *argv[] = {SHMS_BIN_DIR "/shmsched", "run", "-c", "standard", "-t", "a", name,
-                          "--", "sh", "-c", "echo ready; read x; echo \"got $x\"", NULL};
+    const char *argv[] = {SHMS_BIN_DIR "/shmsched",
+                          "run",
+                          "-c",
+                          "standard",
+                          "-t",
+                          "a",
+                          name,
+                          "--",
+                          "sh",
+                          "-c",
+                          "echo ready; read x; echo \"got $x\"",
+                          NULL};
     execv(argv[0], (char *const *)argv);
     _exit(127);
   }
@@ -365,8 +376,7 @@ START_TEST(worker_killed_job_tree_dies) {
   char pidfile[256];
   cli_path(pidfile, sizeof pidfile, "job.pid");
   struct cli_proc w, s;
-  CLI_SPAWN(&w, "worker", name, "-c", "small", "--", self_exe, "helper", "daemon", pidfile,
-            "stay");
+  CLI_SPAWN(&w, "worker", name, "-c", "small", "--", self_exe, "helper", "daemon", pidfile, "stay");
   CLI_SPAWN(&s, "submit", name, "-c", "small", "-t", "a", "--payload", "x", "--wait");
   await_line(w.err, "up");
   pid_t kept = pid_from("job.pid");
@@ -389,8 +399,10 @@ START_TEST(job_timeout) {
             "echo \"$x\"");
   ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--payload", "fast", "--wait"), 0);
   ck_assert_str_eq(out, "fast\n");
-  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--payload", "slow", "--wait"), 124);
-  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--payload", "again", "--wait"), 0);
+  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--payload", "slow", "--wait"),
+                   124);
+  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--payload", "again", "--wait"),
+                   0);
   ck_assert_str_eq(out, "again\n");
   ck_assert_int_eq(kill(w.pid, SIGTERM), 0);
   ck_assert_int_eq(reap(&w, 1), 0);
@@ -417,7 +429,8 @@ START_TEST(run_environment) {
   /* Cell 1 while cell 0 is held; queued with a ticket, which the command gets. */
   struct cli_proc holder;
   char line[64];
-  CLI_SPAWN(&holder, "run", name, "-c", "standard", "-t", "h", "--", "sh", "-c", "echo held; read x; exit 0");
+  CLI_SPAWN(&holder, "run", name, "-c", "standard", "-t", "h", "--", "sh", "-c",
+            "echo held; read x; exit 0");
   cli_read_line(holder.out, line, sizeof line);
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "b", "--print-ticket", "--cell-env",
                        "GPU=g0,g1", "--", "sh", "-c", script),
@@ -452,8 +465,8 @@ START_TEST(cell_env_errors) {
                        "--cell-env", "G=3,4,5", "--", "true"),
                    2);
   ck_assert_msg(strstr(err, "run: --cell-env: G: given twice") != NULL, "%s", err);
-  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--kill-after", "0s", "--", "true"),
-                   2);
+  ck_assert_int_eq(
+      CLI("run", name, "-c", "standard", "-t", "a", "--kill-after", "0s", "--", "true"), 2);
   ck_assert_uint_eq(status_figure(name, "granted"), 0); /* nothing was attempted */
 }
 END_TEST

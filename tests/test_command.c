@@ -236,6 +236,38 @@ START_TEST(detach_ends_the_recorded_command) {
 }
 END_TEST
 
+/* The cgroups of segment incarnation inc under ROOT (the default: <cgroup2 mount>/shmsched). */
+static int cgroups_of(uint64_t inc) {
+  FILE *f = popen("ls /sys/fs/cgroup/unified/shmsched /sys/fs/cgroup/shmsched 2>/dev/null", "r");
+  ck_assert_ptr_nonnull(f);
+  char line[256], prefix[24];
+  snprintf(prefix, sizeof prefix, "%016llx-", (unsigned long long)inc);
+  int n = 0;
+  while (fgets(line, sizeof line, f) != NULL)
+    n += strncmp(line, prefix, strlen(prefix)) == 0;
+  pclose(f);
+  return n;
+}
+
+/* A holder that died unrecovered leaves an empty cgroup; destroying its segment removes it. */
+START_TEST(destroy_sweeps_cgroups) {
+  subreaper();
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_segment_info info;
+  ck_assert_shms_ok(shms_segment_info_get(h, &info));
+  struct holder ho = start_holder(name, take_lease, GROUP, 1);
+  kill_and_reap(ho.pid);
+  if (cgroups_of(info.incarnation) == 0)
+    return; /* no cgroup v2 hierarchy at the default place here: nothing to sweep */
+  for (int i = 0; i < 2; i++)
+    kill_and_reap(ho.tree[i]);
+  shms_detach(h);
+  ck_assert_shms_ok(shms_destroy(name, SHMS_DESTROY_FORCE));
+  ck_assert_int_eq(cgroups_of(info.incarnation), 0);
+}
+END_TEST
+
 static int take_job(shms_t *h) {
   shms_worker_t *w;
   shms_job job;
@@ -345,6 +377,7 @@ int main(void) {
   tcase_add_test(tc, claiming_the_entry_kills_first);
   tcase_add_test(tc, detach_ends_the_recorded_command);
   tcase_add_test(tc, worker_lost_after_its_command);
+  tcase_add_test(tc, destroy_sweeps_cgroups);
   suite_add_tcase(s, tc);
   tc = harness_tcase("crash");
   tcase_add_loop_test(tc, recovery_killed_mid_kill, 0, sizeof mid_kill / sizeof mid_kill[0]);
