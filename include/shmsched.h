@@ -181,7 +181,8 @@ enum {
  * Attach to NAME: validate it (SHMS_EINCOMPAT, with a detail naming the
  * failed check), map it and register this process in its process table.
  * SHMS_ENOTFOUND if there is no such segment, SHMS_EPERM if it may not be
- * opened, SHMS_EBUSY if the process table is full.
+ * opened, SHMS_EBUSY if the process table is full (an entry of a dead process
+ * is taken over once the command it recorded is killed: see "Commands").
  */
 SHMS_EXTERN int shms_attach(const char *name, unsigned flags, shms_t **out);
 /* Unregister and unmap. The handle is freed even on error. */
