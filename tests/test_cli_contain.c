@@ -269,6 +269,17 @@ END_TEST
 START_TEST(run_killed_group_without_cgroup) { run_killed_case("group", "off"); }
 END_TEST
 
+/* SHMSCHED_CGROUP names another directory of the hierarchy (a delegated subtree): there too. */
+START_TEST(run_killed_daemon_in_named_cgroup) {
+  char dir[128];
+  snprintf(dir, sizeof dir, "/sys/fs/cgroup/unified/shmst-%d", (int)getpid());
+  if (access("/sys/fs/cgroup/unified/cgroup.procs", W_OK) != 0)
+    return; /* no writable cgroup v2 hierarchy there on this machine */
+  run_killed_case("daemon", dir);
+  ck_assert_int_eq(rmdir(dir), 0); /* only its (removed) cgroups were in it */
+}
+END_TEST
+
 /* ---- a terminal ----------------------------------------------------------------- */
 
 /* Read the pty master until text appears (or EOF: the slave side is gone). */
@@ -492,6 +503,7 @@ int main(int argc, char **argv) {
   tcase_add_test(tc, leftovers_end_before_release);
   tcase_add_test(tc, run_killed_daemon_in_cgroup);
   tcase_add_test(tc, run_killed_group_without_cgroup);
+  tcase_add_test(tc, run_killed_daemon_in_named_cgroup);
   tcase_add_test(tc, worker_killed_job_tree_dies);
   tcase_add_test(tc, job_timeout);
   suite_add_tcase(s, tc);
