@@ -70,7 +70,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
     shms__baton_check_holder(h, k);
     uint32_t c = shms__load_32(&s->cell);
     if (st != SHMS__SLOT_QUEUED && c < k->ncells)
-      SHMS__OP_VOID(h, k, shms__workcell_check(h, k, c));
+      shms__workcell_check(h, k, c); /* enters the operation itself */
   }
   return SHMS_OK;
 }

@@ -70,13 +70,16 @@ static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t 
     settle_request(h, k, i, owner, shms__load_64(&shms__slot_at(k, i)->seq));
 }
 
-static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t owner) {
+static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t owner,
+                           int contained) {
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
     uint64_t w = shms__load_64(&cell->word);
     if (SHMS__CELL_STATE(w) != SHMS__CELL_LEASED || SHMS__CELL_OWNER(w) != (owner & 0xfffffffu))
       continue;
-    if (k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE) {
+    /* A holder's command that may still run keeps its cell out of service, whatever the
+     * policy: it is never handed on under a running command. */
+    if (!contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE) {
       shms__cell_quarantine(h, k, c, w, SHMS_EOWNERLOST);
       continue;
     }
@@ -90,7 +93,7 @@ static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t o
   }
 }
 
-void shms__recover_owner(struct shms *h, uint32_t owner) {
+void shms__recover_owner(struct shms *h, uint32_t owner, int contained) {
   /* Its requests from its own record; cells are few (at most 4096 a class): scanned. */
   struct shms__owned l;
   int listed = shms__owned_take(h, owner, &l);
@@ -104,9 +107,9 @@ void shms__recover_owner(struct shms *h, uint32_t owner) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
       for (uint32_t c = 0; c < k->ncells; c++)
         if (shms__load_32(&k->cells[c].worker) == owner)
-          shms__workcell_gone(h, k, c, owner);
+          shms__workcell_gone(h, k, c, owner, contained);
     } else {
-      dispose_leases(h, k, owner);
+      dispose_leases(h, k, owner, contained);
     }
     shms__op_leave(h, k);
   }

@@ -82,14 +82,15 @@ static int note_held(struct shms *h, uint32_t owner, struct held **out, uint32_t
  * generation with it) if a transition took it; what it became is read from the policy and the
  * state it left, not from its state now: the cell may already serve someone else.
  */
-static void tell_held(struct shms__report *rep, const struct held *e, uint32_t owner) {
+static void tell_held(struct shms__report *rep, const struct held *e, uint32_t owner,
+                      int contained) {
   const struct shms__cls *k = e->k;
   uint64_t now = shms__load_64(&k->cells[e->cell].word);
   if (now == e->word)
     return;
   struct shms__item it = {.k = k, .cell_ref = e->cell + 1, .owner = owner};
   if (k->cfg->mode == SHMS_MODE_LEASE) {
-    int quarantined = k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE;
+    int quarantined = !contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE;
     it.reason = quarantined ? SHMS_EOWNERLOST : 0;
     shms__report(rep, quarantined ? SHMS_EVENT_LEASE_QUARANTINED : SHMS_EVENT_LEASE_RELEASED, it);
     return;
@@ -115,15 +116,14 @@ static int settle_owned(struct shms *h, uint32_t owner, struct shms__report *rep
   int rc = note_held(h, owner, &held, &n);
   if (rc != SHMS_OK)
     return rc;
-  /*
-   * This is the one place where a dead holder's command tree is to be killed, before any cell
-   * it held goes to someone else (docs/operations.md, "How commands are contained").
-   */
+  /* First its command's tree: no cell it held goes to someone else while that runs
+   * (docs/operations.md, "Containment"). One not proven gone keeps its cells quarantined. */
+  int contained = shms__proc_kill_command(h, h->fd, owner) == SHMS_OK;
   shms__report_settles(rep, owner);
-  shms__recover_owner(h, owner);
+  shms__recover_owner(h, owner, contained);
   shms__report_settles(NULL, 0);
   for (uint32_t i = 0; i < n; i++)
-    tell_held(rep, &held[i], owner);
+    tell_held(rep, &held[i], owner, contained);
   free(held);
   return SHMS_OK;
 }

@@ -60,8 +60,9 @@ static uint32_t idle_owner(const struct shms__cls *k, uint32_t c) {
   return k->cfg->mode == SHMS_MODE_WORKER ? shms__load_32(&k->cells[c].worker) : 0;
 }
 
-/* A job that was running on a worker that is gone: once more if asked, else worker-lost. */
-static void lose_job(const struct shms__cls *k, uint32_t i, struct shms__report *r) {
+/* A job that was running on a worker that is gone: once more if asked (and its command is
+ * proven gone: contained), else worker-lost. */
+static void lose_job(const struct shms__cls *k, uint32_t i, int contained, struct shms__report *r) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   uint32_t c = shms__load_32(&s->cell);
@@ -70,7 +71,7 @@ static void lose_job(const struct shms__cls *k, uint32_t i, struct shms__report 
     job.cell_ref = c + 1;
     job.owner = shms__load_32(&k->cells[c].worker);
   }
-  if ((s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
+  if (contained && (s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
       !(w & (SHMS__SLOT_WRITING | SHMS__SLOT_COLLECTED))) {
     s->options |= SHMS__OPT_RETRIED;
     set_slot(k, i, SHMS__SLOT_QUEUED, 0, 0, SHMS__SLOT_WRITING);
@@ -82,10 +83,12 @@ static void lose_job(const struct shms__cls *k, uint32_t i, struct shms__report 
   }
 }
 
-/* A lease whose holder is gone: released or quarantined by the class's policy. */
-static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, struct shms__report *r) {
+/* A lease whose holder is gone: released or quarantined by the class's policy; quarantined
+ * whatever it says unless the holder's command is proven gone (contained). */
+static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, int contained,
+                    struct shms__report *r) {
   struct shms__item lease = {.k = k, .cell_ref = c + 1, .owner = SHMS__CELL_OWNER(w)};
-  if (k->cfg->on_holder_death == SHMS_ON_DEATH_RELEASE) {
+  if (contained && k->cfg->on_holder_death == SHMS_ON_DEATH_RELEASE) {
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE);
     shms__report(r, SHMS_EVENT_LEASE_RELEASED, lease);
   } else {
@@ -109,7 +112,7 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
   }
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {
     /* Accepted, then its acceptor died before taking the cell: the lease was exposed. */
-    dispose(k, c, SHMS__CELL_WORD(SHMS__CELL_GEN(w), s->owner, SHMS__CELL_LEASED), r);
+    dispose(k, c, SHMS__CELL_WORD(SHMS__CELL_GEN(w), s->owner, SHMS__CELL_LEASED), 1, r);
     return;
   }
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_GRANTED) {
@@ -149,15 +152,17 @@ static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cach
     uint32_t holder = worker ? shms__load_32(&cell->worker) : SHMS__CELL_OWNER(w);
     if (!dead(a, holder))
       return;
+    /* First its command: a cell is never handed on while its holder's command runs. */
+    int contained = shms__proc_kill_command(a->h, a->h->fd, holder) == SHMS_OK;
     if (!worker) {
-      dispose(k, c, w, r);
+      dispose(k, c, w, contained, r);
       return;
     }
     uint32_t ref = shms__load_32(&cell->slot);
     if (ref >= 1 && ref <= k->nslots &&
         SHMS__SLOT_STATE(shms__load_64(&shms__slot_at(k, ref - 1)->word)) == SHMS__SLOT_RUNNING &&
         shms__load_32(&shms__slot_at(k, ref - 1)->cell) == c)
-      lose_job(k, ref - 1, r);
+      lose_job(k, ref - 1, contained, r);
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
     shms__store_32(&cell->reason, (uint32_t)SHMS_EWORKERLOST);
     return;
@@ -213,7 +218,7 @@ static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cach
   }
   case SHMS__SLOT_RUNNING:
     if (!running_on_cell(k, s, i))
-      lose_job(k, i, r);
+      lose_job(k, i, 1, r); /* its cell was disposed of, and the command with it */
     else if (gone && !(w & SHMS__SLOT_COLLECTED))
       set_slot(k, i, SHMS__SLOT_RUNNING, 0, SHMS__SLOT_COLLECTED, 0); /* drop its result */
     return;

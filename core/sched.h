@@ -148,10 +148,13 @@ void shms__workcell_wake(const struct shms__cls *k, uint32_t c);
 /*
  * The worker bound to c is gone: an idle cell goes offline, a job granted but
  * not taken is queued again (it never ran), a running job ends worker-lost
- * (or is queued again once) and the cell is quarantined.
+ * (or is queued again once, if contained: its command is proven gone) and the
+ * cell is quarantined.
  */
-void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker);
-/* If the worker bound to c is dead, shms__workcell_gone. */
+void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker,
+                         int contained);
+/* If the worker bound to c is dead: kill its command (shms__proc_kill_command), then
+ * shms__workcell_gone. Call it outside any operation: it enters one itself. */
 void shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c);
 
 /* ---- Request slots ---- */
@@ -254,9 +257,12 @@ void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k);
 
 /*
  * Everything owner held: requests end owner-lost (unaccepted grants return
- * their cells), leases follow the class's on-holder-death policy.
+ * their cells), leases follow the class's on-holder-death policy. contained:
+ * the command the owner recorded is proven gone (shms__proc_kill_command or
+ * shms__proc_end_command said so); if not, its leases are quarantined
+ * whatever the policy and a job it ran is never run again.
  */
-void shms__recover_owner(struct shms *h, uint32_t owner);
+void shms__recover_owner(struct shms *h, uint32_t owner, int contained);
 /* Whether owner id names a process that is gone (its lock is free or its entry reused). */
 int shms__owner_dead(const struct shms *h, uint32_t owner);
 /*

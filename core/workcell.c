@@ -8,6 +8,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/futex.h"
+#include "../shm/proc.h"
 #include "hbm.h"
 #include "sched.h"
 
@@ -47,13 +48,16 @@ void shms__workcell_wake(const struct shms__cls *k, uint32_t c) {
  * it. Only while it is still running on c: someone else may have found the dead worker first,
  * queued the job again, and another worker may be running it now.
  */
-static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c) {
+static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c,
+                     int contained) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && shms__load_32(&s->cell) == c) {
-    /* A payload half overwritten by the result cannot run again. */
-    int again = (s->options & SHMS__OPT_RETRY_ONCE) && !(s->options & SHMS__OPT_RETRIED) &&
-                !(w & SHMS__SLOT_WRITING) && !(w & SHMS__SLOT_COLLECTED);
+    /* A payload half overwritten by the result cannot run again, nor a job whose command may
+     * still run. */
+    int again = contained && (s->options & SHMS__OPT_RETRY_ONCE) &&
+                !(s->options & SHMS__OPT_RETRIED) && !(w & SHMS__SLOT_WRITING) &&
+                !(w & SHMS__SLOT_COLLECTED);
     uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING);
     if (again) {
       s->options |= SHMS__OPT_RETRIED;
@@ -96,7 +100,8 @@ static int cell_to(const struct shms__cls *k, uint32_t c, uint64_t w, uint32_t s
   return ck_pr_cas_64(&k->cells[c].word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, state));
 }
 
-void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker) {
+void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker,
+                         int contained) {
   struct shms__cell *cell = &k->cells[c];
   /* Bounded: what a dead process left half done here is recovery's, and recovery waits for us. */
   for (int tries = 0; tries < 10000; tries++) {
@@ -130,7 +135,7 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
     case SHMS__CELL_LEASED: { /* mid-job: the job is lost, the cell's state unknown */
       uint32_t slot = shms__load_32(&cell->slot);
       if (slot >= 1 && slot <= k->nslots)
-        job_lost(h, k, slot - 1, c);
+        job_lost(h, k, slot - 1, c, contained);
       shms__cell_quarantine(h, k, c, w, SHMS_EWORKERLOST);
       return;
     }
@@ -142,6 +147,12 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
 
 void shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c) {
   uint32_t worker = shms__load_32(&k->cells[c].worker);
-  if (worker != 0 && shms__owner_dead(h, worker))
-    shms__workcell_gone(h, k, c, worker);
+  if (worker == 0 || !shms__owner_dead(h, worker))
+    return;
+  /* Its job's command dies before the job is declared lost or queued again; outside any
+   * operation, since that may take a moment. */
+  int contained = shms__proc_kill_command(h, h->fd, worker) == SHMS_OK;
+  shms__op_enter(h, k);
+  shms__workcell_gone(h, k, c, worker, contained);
+  shms__op_leave(h, k);
 }

@@ -100,6 +100,12 @@ typedef enum {
 
 typedef enum { SHMS_MODE_LEASE, SHMS_MODE_WORKER } shms_class_mode_t;
 typedef enum { SHMS_ON_DEATH_QUARANTINE, SHMS_ON_DEATH_RELEASE } shms_on_death_t;
+/*
+ * What `shmsched run` and `worker` do with a cell whose command crashed (was killed by a fault
+ * signal nobody sent it: SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP). The zero
+ * value is the default: release (the command's whole process tree is gone by then).
+ */
+typedef enum { SHMS_ON_CRASH_RELEASE, SHMS_ON_CRASH_QUARANTINE } shms_on_crash_t;
 
 #define SHMS_TENANT_MAX  31           /* bytes in a tenant name */
 #define SHMS_ALLOW_MAX   16           /* tenants in one class's allow list */
@@ -119,6 +125,7 @@ typedef struct {
   uint32_t payload;           /* worker mode: max payload/result bytes */
   uint32_t tenant_max_active; /* 0: unlimited */
   uint32_t on_holder_death;   /* shms_on_death_t */
+  uint32_t on_command_crash;  /* shms_on_crash_t; 0 (release) by default */
   uint32_t allow_count;       /* 0: any tenant (extra-large: none) */
   char allow[SHMS_ALLOW_MAX][SHMS_TENANT_MAX + 1];
   /* Lease classes: a grant its waiter has not accepted after this long goes to the next
@@ -179,7 +186,8 @@ enum {
  * Attach to NAME: validate it (SHMS_EINCOMPAT, with a detail naming the
  * failed check), map it and register this process in its process table.
  * SHMS_ENOTFOUND if there is no such segment, SHMS_EPERM if it may not be
- * opened, SHMS_EBUSY if the process table is full.
+ * opened, SHMS_EBUSY if the process table is full (an entry of a dead process
+ * is taken over once the command it recorded is killed: see "Commands").
  */
 SHMS_EXTERN int shms_attach(const char *name, unsigned flags, shms_t **out);
 /* Unregister and unmap. The handle is freed even on error. */
@@ -504,6 +512,39 @@ SHMS_EXTERN int shms_worker_quarantine(shms_worker_t *w, const shms_job *job, in
  * had died (worker-lost, or queued again once), its cell quarantined.
  */
 SHMS_EXTERN int shms_worker_close(shms_worker_t *w);
+
+/* ---- Commands: what must die with a process ------------------------------ */
+
+/*
+ * A process that runs commands under its leases or jobs (as `shmsched run` and `worker` do)
+ * records each command's process group, and may put the command in a cgroup of its own, so
+ * that the command's whole tree dies with the process: whoever disposes of what a dead
+ * process left (recovery, a client that finds its worker dead, a process taking over its
+ * process-table entry) first SIGKILLs the cgroup and the recorded group (the group only when
+ * its leader is the recorded process, by start time, or is gone) and waits until none of it
+ * is alive. A cell is never handed on while its previous holder's command runs; when that
+ * cannot be proven (another user's processes, a process that does not die), a dead holder's
+ * lease is quarantined whatever the class's on-holder-death says. shms_detach ends the
+ * recorded command and the cgroup the same way. Without a cgroup, a descendant that left the
+ * process group (setsid) escapes this.
+ */
+
+/*
+ * Make this process's command cgroup and write its path into path (cap bytes): put a
+ * command's processes in it (write a pid to PATH/cgroup.procs). One per registration, kept
+ * until detach. The hierarchy is $SHMSCHED_CGROUP (an absolute directory in a cgroup v2
+ * hierarchy; "off": none) or "shmsched" under the first cgroup2 mount; every process of the
+ * segment must see the same. SHMS_ENOTFOUND when there is none, SHMS_EPERM when it is not
+ * writable.
+ */
+SHMS_EXTERN int shms_command_cgroup(shms_t *h, char *path, size_t cap);
+/*
+ * Record process group pgid (its leader has pid pgid and must be alive: its start time is
+ * read now) as the command this process runs. Replaces an earlier record.
+ */
+SHMS_EXTERN int shms_command_set(shms_t *h, pid_t pgid);
+/* Forget the recorded command: call it once the command's whole tree is gone. */
+SHMS_EXTERN int shms_command_clear(shms_t *h);
 
 /* ---- Recovery and audit ------------------------------------------------- */
 

@@ -100,6 +100,9 @@ static int validate_class(const shms_config *cfg, int c) {
   if (k->grant_timeout_ns != 0 &&
       (k->grant_timeout_ns < SHMS_MIN_DURATION_NS || k->grant_timeout_ns > SHMS_MAX_DURATION_NS))
     return shms__fail(SHMS_EINVAL, "class %s: grant-timeout: must be 1ms..24h", cn);
+  if (k->on_command_crash != SHMS_ON_CRASH_RELEASE &&
+      k->on_command_crash != SHMS_ON_CRASH_QUARANTINE)
+    return shms__fail(SHMS_EINVAL, "class %s: on-command-crash: must be release or quarantine", cn);
   if (k->allow_count > SHMS_ALLOW_MAX)
     return shms__fail(SHMS_EINVAL, "class %s: allow: at most %d tenants, got %u", cn,
                       SHMS_ALLOW_MAX, k->allow_count);

@@ -195,9 +195,22 @@ struct shms__proc {
   /* Line 2: one word per thread of the process (the first SHMS__MARKS): bit c set while that
    * thread has an operation under way on class c. Written by its thread with plain stores. */
   uint32_t marks[SHMS__MARKS] SHMS__ALIGNED;
+  /* Line 3: who the process is (its effective uid and gid at registration) and the command it
+   * runs under its leases or jobs (shms_command_set), which must die with it: a process group,
+   * named by its leader's pid and start time, and whether it has its own cgroup. Written by the
+   * process itself; read, killed and cleared by whoever disposes of what it left once it is
+   * dead (shms__proc_kill_command), under the entry's lock. */
+  uint32_t uid SHMS__ALIGNED;
+  uint32_t gid;
+  uint32_t cmd_flags; /* 0: no command; else SHMS__CMD_SET, | SHMS__CMD_CGROUP; stored last */
+  int32_t cmd_pgid;
+  uint64_t cmd_start_time; /* the group leader's start time (/proc/PID/stat field 22) */
+  uint8_t reserved2[40];
 } SHMS__ALIGNED;
 
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
+/* shms__proc.cmd_flags. */
+enum { SHMS__CMD_SET = 1u, SHMS__CMD_CGROUP = 2u };
 
 /* Cell states (the low 4 bits of shms__cell.word). */
 enum {
@@ -267,7 +280,7 @@ _Static_assert(sizeof(struct shms__class_ctl) == 8 * (size_t)SHMS__LINE, "class 
 _Static_assert(sizeof(struct shms__cell) == SHMS__LINE, "cell is one line");
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 2 * (size_t)SHMS__LINE, "tenant is two lines");
-_Static_assert(sizeof(struct shms__proc) == 2 * (size_t)SHMS__LINE, "proc entry is two lines");
+_Static_assert(sizeof(struct shms__proc) == 3 * (size_t)SHMS__LINE, "proc entry is three lines");
 
 /* Whether a class's fast word holds a map of its free cells (a lease class of at most 32
  * cells) rather than a count (core/sched.h, "The fast word"). */

@@ -2,14 +2,20 @@
 #include "proc.h"
 
 #include <ck_pr.h>
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "../core/sched.h"
 #include "atomic.h"
+#include "cgroup.h"
 #include "error.h"
 
 uint64_t shms__proc_start_time(pid_t pid) {
@@ -115,6 +121,9 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
     return shms__fail(shms__from_errno(e), "cannot lock the owner byte of process entry %u: %s",
                       index, strerror(e));
   }
+  shms__store_32(&p->cmd_flags, 0); /* the dead predecessor's command is dead (register) */
+  shms__store_32(&p->uid, (uint32_t)geteuid());
+  shms__store_32(&p->gid, (uint32_t)getegid());
   shms__store_32((uint32_t *)&p->pid, (uint32_t)getpid());
   shms__store_64(&p->start_time, shms__proc_start_time(getpid()));
   shms__store_64(&p->attached_unix_ns, realtime_ns());
@@ -143,6 +152,13 @@ static int try_claim(const struct shms *h, int fd, uint32_t i, int pass, uint32_
       return 0; /* a live process holds it */
     return shms__fail(shms__from_errno(errno), "cannot lock process entry %u: %s", i,
                       strerror(errno));
+  }
+  /* A dead owner's command must be gone before its entry (and the record of it) is ours;
+   * one we cannot prove gone leaves the entry to a recovery that may (another uid's). */
+  if (shms__load_32(&shms__proc_at(h, i)->state) != SHMS__PROC_FREE &&
+      shms__proc_end_command(h, i) != SHMS_OK) {
+    lock_byte(fd, lock_offset(h, i), F_UNLCK);
+    return 0;
   }
   int rc = claim(h, fd, i, role);
   return rc == SHMS_OK ? 1 : rc;
@@ -189,6 +205,10 @@ int shms__proc_reap_gen(const struct shms *h, int fd, uint32_t index, uint32_t g
     lock_byte(fd, lock_offset(h, index), F_UNLCK);
     return 0;
   }
+  if (shms__proc_end_command(h, index) != SHMS_OK) {
+    lock_byte(fd, lock_offset(h, index), F_UNLCK);
+    return 0; /* its command may still run: the entry keeps its record */
+  }
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     shms__store_32(&p->ops[c], 0);
   for (int t = 0; t < SHMS__MARKS; t++)
@@ -212,4 +232,122 @@ uint32_t shms__proc_count_live(const struct shms *h, int fd, uint32_t self, pid_
     live++;
   }
   return live;
+}
+
+/* ---- the command a process runs, and killing it when the process is gone ---- */
+
+/* How long a kill waits for a command tree to be gone: SIGKILLed processes exit at once, unless
+ * stuck in the kernel (uninterruptible sleep). */
+#define KILL_WAIT_NS (2ull * 1000 * 1000 * 1000)
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* 1 if a process of group pgid is alive (a zombie is not: it runs nothing), from /proc. */
+static int group_alive(pid_t pgid) {
+  DIR *d = opendir("/proc");
+  if (d == NULL)
+    return 1; /* cannot tell: assume it is */
+  int found = 0;
+  struct dirent *e;
+  while (!found && (e = readdir(d)) != NULL) {
+    if (!isdigit((unsigned char)e->d_name[0]))
+      continue;
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      continue;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+      continue;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'), state;
+    int ppid, pgrp;
+    /* After the command name: state, ppid, pgrp. */
+    if (p != NULL &&
+        sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && // NOLINT(cert-err34-c)
+        pgrp == (int)pgid && state != 'Z' && state != 'X')
+      found = 1;
+  }
+  closedir(d);
+  return found;
+}
+
+/*
+ * SIGKILL process group pgid, whose leader started at start_time, and wait until no process of
+ * it is alive. A pid in use as a group id is never given to a new process, so a process with
+ * the leader's pid and another start time means the group has no member left; with no process
+ * of that pid at all, the group may still have members, and the kill reaches them. 1 gone.
+ */
+static int kill_group(pid_t pgid, uint64_t start_time) {
+  if (pgid <= 1)
+    return 1;
+  uint64_t now_start = shms__proc_start_time(pgid);
+  if (now_start != 0 && now_start != start_time)
+    return 1;
+  if (kill(-pgid, SIGKILL) != 0 && errno != ESRCH)
+    return 0; /* another user's: not ours to prove gone */
+  uint64_t until = mono_ns() + KILL_WAIT_NS;
+  while (group_alive(pgid)) {
+    if (mono_ns() >= until)
+      return 0;
+    struct timespec ms = {0, 1000 * 1000};
+    nanosleep(&ms, NULL);
+  }
+  return 1;
+}
+
+int shms__proc_end_command(const struct shms *h, uint32_t index) {
+  struct shms__proc *p = shms__proc_at(h, index);
+  uint32_t flags = shms__load_32(&p->cmd_flags);
+  if (flags == 0)
+    return SHMS_OK;
+  ck_pr_fence_load(); /* the record's fields were stored before its flags */
+  char path[PATH_MAX];
+  if ((flags & SHMS__CMD_CGROUP) &&
+      shms__cgroup_path(path, sizeof path, h->incarnation, index, shms__load_32(&p->gen)) == 0 &&
+      !shms__cgroup_kill(path, KILL_WAIT_NS))
+    return shms__fail(SHMS_EBUSY, "process entry %u: its command's cgroup %s: %s", index, path,
+                      errno == EBUSY ? "still has live processes after SIGKILL" : strerror(errno));
+  SHMS__STEP(); /* a killer dying here leaves the record: the next one kills again */
+  pid_t pgid = (pid_t)shms__load_32((uint32_t *)&p->cmd_pgid);
+  if ((flags & SHMS__CMD_SET) && !kill_group(pgid, shms__load_64(&p->cmd_start_time)))
+    return shms__fail(SHMS_EBUSY, "process entry %u: its command's process group %d: %s", index,
+                      (int)pgid,
+                      errno == EPERM ? "not permitted to kill it" : "still alive after SIGKILL");
+  SHMS__STEP();
+  shms__store_32(&p->cmd_flags, 0);
+  return SHMS_OK;
+}
+
+int shms__proc_kill_command(const struct shms *h, int fd, uint32_t owner) {
+  uint32_t index = SHMS__OWNER_INDEX(owner);
+  if (owner == 0 || index >= h->layout.procs_count)
+    return SHMS_OK;
+  struct shms__proc *p = shms__proc_at(h, index);
+  for (;;) {
+    /* Claimed again since: its claimant ended the command before it moved the generation. */
+    if ((shms__load_32(&p->gen) & 0xfffu) != (owner & 0xfffu))
+      return SHMS_OK;
+    if (shms__owner_alive(h, fd, owner, 0) == 1)
+      return shms__fail(SHMS_EBUSY, "process entry %u: its owner is alive", index);
+    if (lock_byte(fd, lock_offset(h, index), F_WRLCK) == 0)
+      break;
+    if (errno != EAGAIN && errno != EACCES)
+      return shms__fail(shms__from_errno(errno), "cannot lock process entry %u: %s", index,
+                        strerror(errno));
+    /* A claimant or another killer is at it: wait for its verdict. */
+    struct timespec ms = {0, 1000 * 1000};
+    nanosleep(&ms, NULL);
+  }
+  int rc = SHMS_OK;
+  if ((shms__load_32(&p->gen) & 0xfffu) == (owner & 0xfffu))
+    rc = shms__proc_end_command(h, index);
+  lock_byte(fd, lock_offset(h, index), F_UNLCK);
+  return rc;
 }

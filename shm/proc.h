@@ -69,6 +69,26 @@ int shms__proc_reap(const struct shms *h, int fd, uint32_t index);
 /* The same, only while the entry's generation is still gen (the owner recovered is its owner). */
 int shms__proc_reap_gen(const struct shms *h, int fd, uint32_t index, uint32_t gen);
 
+/*
+ * End the command recorded in entry index (shms_command_set), and its cgroup: SIGKILL to the
+ * cgroup (cgroup.kill) and to the recorded process group (only if its leader is the recorded
+ * process, by start time, or gone), then wait, up to 2 s, until none of it is alive, remove
+ * the cgroup and clear the record. SHMS_OK when nothing of it runs any more (or nothing was
+ * recorded); SHMS_EBUSY (detail: why) when that cannot be proven: another user's processes,
+ * or processes that did not die. The caller holds the entry's lock (its own entry, or a dead
+ * owner's it took). Without a cgroup, a descendant that left the process group is not found.
+ */
+int shms__proc_end_command(const struct shms *h, uint32_t index);
+
+/*
+ * The same for dead owner id owner, taking its entry's lock meanwhile (through the writable
+ * descriptor fd) so that nobody claims the entry before the command is gone. What recovery
+ * calls before it disposes of a dead holder's lease or a dead worker's job: a cell is never
+ * handed on while the previous holder's command runs. SHMS_OK also when the entry was claimed
+ * again since (its claimant ended the command first); SHMS_EBUSY if the owner is alive.
+ */
+int shms__proc_kill_command(const struct shms *h, int fd, uint32_t owner);
+
 /* What an entry's process is to the segment (shms__proc.role). */
 enum {
   SHMS__ROLE_MEMBER = 0, /* a client or worker */

@@ -21,6 +21,7 @@
 
 #include "../core/sched.h"
 #include "atomic.h"
+#include "cgroup.h"
 #include "error.h"
 #include "format.h"
 #include "handle.h"
@@ -338,8 +339,10 @@ int shms_detach(shms_t *h) {
     pthread_mutex_lock(&registry_lock);
     struct shms__file *f = h->file;
     if (h->self != UINT32_MAX && --f->registered_refs == 0) {
-      /* The process leaves the segment: nothing it held may stay behind. */
-      shms__recover_owner(h, h->owner);
+      /* The process leaves the segment: nothing it held may stay behind, nor any command it
+       * recorded as running under what it held (first: the leases go after it). */
+      int contained = shms__proc_end_command(h, f->proc_index) == SHMS_OK;
+      shms__recover_owner(h, h->owner, contained);
       shms__proc_unregister(h, f->fd_rw, f->proc_index);
       f->proc_index = UINT32_MAX;
     }
@@ -431,6 +434,8 @@ int shms_destroy(const char *name, unsigned flags) {
     rc = open_fail(errno, name, "remove");
     shms__store_32(&h->hdr->state, old);
   }
+  if (rc == SHMS_OK)
+    shms__cgroup_sweep(h->incarnation); /* what processes that died unrecovered left */
   char why[256];
   snprintf(why, sizeof why, "%s", shms_last_error_detail());
   shms_detach(h);

@@ -15,6 +15,7 @@ static const char *const key_names[CLI_KEY_COUNT] = {
     [CLI_KEY_ALLOW] = "allow",
     [CLI_KEY_ON_HOLDER_DEATH] = "on-holder-death",
     [CLI_KEY_GRANT_TIMEOUT] = "grant-timeout",
+    [CLI_KEY_ON_COMMAND_CRASH] = "on-command-crash",
 };
 
 const char *cli_class_key_name(int key) {
@@ -106,6 +107,8 @@ static int set_value(shms_class_config *k, int key, const char *v, char *err, si
   case CLI_KEY_GRANT_TIMEOUT:
     return cli_parse_duration(v, &k->grant_timeout_ns, err, n) != 0 ? blame(key_names[key], err, n)
                                                                     : 0;
+  case CLI_KEY_ON_COMMAND_CRASH:
+    return pick(v, "release", "quarantine", &k->on_command_crash, "on-command-crash", err, n);
   case CLI_KEY_ALLOW:
     return parse_allow(k, v, err, n);
   default:
@@ -123,7 +126,7 @@ int cli_class_set(struct cli_class_build *b, const char *key, const char *value,
   if (i < 0) {
     snprintf(err, n,
              "%s: unknown key (expected cells, queue, mode, payload, tenant-max-active, allow, "
-             "on-holder-death or grant-timeout)",
+             "on-holder-death, on-command-crash or grant-timeout)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

@@ -30,6 +30,7 @@ static const char help[] =
     "      allow=T[+T]...      only these tenants, at most 16 (default: any tenant;\n"
     "                          extra-large: none)\n"
     "      on-holder-death=quarantine|release  (default quarantine)\n"
+    "      on-command-crash=release|quarantine (default release)\n"
     "  --config FILE           read the segment and its classes from an INI file\n"
     "                          (docs/config.md); cannot be combined with --class; the\n"
     "                          options below override the file's [segment] settings\n"

@@ -13,6 +13,7 @@
 #include "cli_config.h"
 #include "cli_sched.h"
 #include "run.h"
+#include "run_env.h"
 
 static const char help[] =
     "Usage: shmsched run NAME --class CLASS --tenant TENANT [options] -- CMD [ARGS...]\n"
@@ -20,11 +21,17 @@ static const char help[] =
     "Acquire a lease on a cell of CLASS for TENANT, run CMD on it, and exit with\n"
     "CMD's status. Requests wait fairly: tenants take round-robin turns, and within\n"
     "a tenant the highest priority, then the earliest deadline, goes first.\n"
-    "When CMD exits, the lease is released. When CMD is killed by a signal, its\n"
-    "cell is quarantined (its cleanup cannot be proven; 'shmsched repair' returns\n"
-    "it) unless --release-on-signal, and run exits 128+signal.\n"
-    "SIGINT or SIGTERM while waiting cancels the request (exit 75, cancelled);\n"
-    "while CMD runs, a SIGINT or SIGTERM sent to run is forwarded to CMD.\n"
+    "CMD runs in a process group (and, where cgroup v2 is writable, a cgroup) of\n"
+    "its own, with SHMSCHED_SEGMENT, SHMSCHED_CLASS, SHMSCHED_CELL, SHMSCHED_TENANT\n"
+    "and SHMSCHED_TICKET (if it queued) in its environment. The lease is released\n"
+    "once CMD and every process it started are gone: when CMD exits, what is left\n"
+    "gets SIGTERM, then SIGKILL after --kill-after. A CMD that crashes (SIGSEGV,\n"
+    "SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP) is released too, or its cell\n"
+    "quarantined if the class says on-command-crash=quarantine.\n"
+    "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2 while waiting cancels the\n"
+    "request (exit 75, cancelled); while CMD runs, it is forwarded to CMD's group,\n"
+    "and --kill-after later whatever is left is killed. If run is killed, CMD's\n"
+    "tree is killed before its cell is given to anyone else.\n"
     "\n"
     "Options:\n"
     "  -c, --class CLASS      tiny, small, standard, large or extra-large (required)\n"
@@ -38,8 +45,13 @@ static const char help[] =
     "  --print-ticket         print the request's ticket alone on the first line of\n"
     "                         stderr once it is queued, for 'cancel' and 'explain'\n"
     "                         (default: off; a free cell is then taken without queueing)\n"
-    "  --release-on-signal    release the cell, not quarantine it, when CMD is killed\n"
-    "                         by a signal (default: off)\n"
+    "  -k, --kill-after DUR   from a forwarded signal, or CMD's exit with processes\n"
+    "                         left, to SIGKILL of what is left (default 10s)\n"
+    "  --cell-env VAR=LIST    set VAR to the LIST item (comma-separated, one per cell)\n"
+    "                         at the cell's index; repeatable, at most 8\n"
+    "                         (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3) (default: none)\n"
+    "  --release-on-signal    release the cell even when CMD crashed, whatever the\n"
+    "                         class's on-command-crash says (default: off)\n"
     "  -h, --help             show this help\n"
     "CMD must follow '--'; it is looked up in PATH.\n"
     "\n"
@@ -56,9 +68,10 @@ static const char help[] =
     "  shmsched run jobs --class standard --tenant ci -- make -j4 test\n"
     "  shmsched run jobs -c standard -t nightly -p -5 --deadline 10m -- ./backup.sh\n"
     "  shmsched run jobs -c standard -t web --print-ticket -- ./render.sh 2>render.log &\n"
-    "  shmsched cancel jobs \"$(head -n1 render.log)\"\n";
+    "  shmsched cancel jobs \"$(head -n1 render.log)\"\n"
+    "  shmsched run gpus -c large -t ml --cell-env CUDA_VISIBLE_DEVICES=0,1,2,3 -- ./train\n";
 
-enum { OPT_PRINT_TICKET = 256, OPT_RELEASE_ON_SIGNAL };
+enum { OPT_PRINT_TICKET = 256, OPT_RELEASE_ON_SIGNAL, OPT_CELL_ENV };
 
 static const struct option opts[] = {
     {"class", required_argument, NULL, 'c'},
@@ -68,6 +81,8 @@ static const struct option opts[] = {
     {"activation", required_argument, NULL, 'a'},
     {"print-ticket", no_argument, NULL, OPT_PRINT_TICKET},
     {"release-on-signal", no_argument, NULL, OPT_RELEASE_ON_SIGNAL},
+    {"kill-after", required_argument, NULL, 'k'},
+    {"cell-env", required_argument, NULL, OPT_CELL_ENV},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -77,7 +92,9 @@ struct run_args {
   const char *cls;
   shms_request req;
   uint64_t deadline_in_ns; /* 0: none */
+  uint64_t kill_after_ns;
   int print_ticket, release_on_signal;
+  struct cell_envs cell_env;
   char **cmd;
 };
 
@@ -86,7 +103,16 @@ static int take_option(int c, char **argv, struct run_args *a) {
   int rc = cli_request_option("run", c, &a->cls, &a->req, &a->deadline_in_ns);
   if (rc != 0)
     return rc;
+  char err[256];
   switch (c) {
+  case 'k':
+    if (cli_parse_duration(optarg, &a->kill_after_ns, err, sizeof err) != 0)
+      return cli_usage("run: --kill-after: %s", err);
+    return -1;
+  case OPT_CELL_ENV:
+    if (run_cell_env_add(&a->cell_env, optarg, err, sizeof err) != 0)
+      return cli_usage("run: --cell-env: %s", err);
+    return -1;
   case OPT_PRINT_TICKET:
     a->print_ticket = 1;
     return -1;
@@ -106,7 +132,7 @@ static int parse(int argc, char **argv, struct run_args *a) {
   while (dashes < argc && strcmp(argv[dashes], "--") != 0)
     dashes++;
   int c, rc;
-  while ((c = getopt_long(dashes, argv, ":c:t:p:d:a:h", opts, NULL)) != -1)
+  while ((c = getopt_long(dashes, argv, ":c:t:p:d:a:k:h", opts, NULL)) != -1)
     if ((rc = take_option(c, argv, a)) >= 0)
       return rc;
   char q[96];
@@ -146,28 +172,75 @@ static int no_lease(const struct run_args *a, int rc, int signo) {
   return CLI_EXIT_SCHED;
 }
 
-/* CMD ended with wait status st: release or quarantine the lease. Returns run's exit code. */
-static int dispose(shms_t *h, const struct run_args *a, const shms_lease *lease, int st) {
+/* CMD and its tree are gone, and CMD ended with wait status st: release the lease, or
+ * quarantine it after a crash in a class that says so. Returns run's exit code. */
+static int dispose(shms_t *h, const struct run_args *a, const struct contain *c,
+                   const shms_config *cfg, const shms_lease *lease, int st) {
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), rc;
   char sn[24];
-  if (WIFEXITED(st) || a->release_on_signal) {
-    rc = shms_release(h, lease);
-  } else {
+  int crashed = contain_crashed(c, st);
+  if (crashed)
+    cli_signal_name(WTERMSIG(st), sn, sizeof sn);
+  if (crashed && !a->release_on_signal &&
+      cfg->classes[a->req.cls].on_command_crash == SHMS_ON_CRASH_QUARANTINE) {
     rc = shms_quarantine(h, lease, code);
     if (rc == SHMS_OK)
       fprintf(stderr,
-              "shmsched: run: '%s' was killed by %s: quarantined class %s cell %u "
-              "(return it with 'shmsched repair %s --class %s --cell %u')\n",
-              a->cmd[0], cli_signal_name(WTERMSIG(st), sn, sizeof sn), a->cls, lease->cell, a->name,
-              a->cls, lease->cell);
+              "shmsched: run: '%s' crashed (%s): quarantined class %s cell %u "
+              "(on-command-crash=quarantine; return it with 'shmsched repair %s --class %s "
+              "--cell %u')\n",
+              a->cmd[0], sn, a->cls, lease->cell, a->name, a->cls, lease->cell);
+  } else {
+    rc = shms_release(h, lease);
+    if (rc == SHMS_OK && crashed)
+      fprintf(stderr,
+              "shmsched: run: '%s' crashed (%s): its processes are gone, class %s cell %u "
+              "released\n",
+              a->cmd[0], sn, a->cls, lease->cell);
   }
   if (rc != SHMS_OK) /* the command ran: its status stays run's, the failure is reported */
     cli_sched_fail(rc);
   return code;
 }
 
+/* Check the options that depend on the segment: --cell-env against the class's cells. */
+static int check_segment(const struct run_args *a, const shms_config *cfg) {
+  char err[256];
+  if (!cfg->classes[a->req.cls].configured)
+    return 0; /* the library says so, with its own reason */
+  if (run_cell_env_check(&a->cell_env, cfg->classes[a->req.cls].cells, a->cls, err, sizeof err))
+    return cli_usage("run: --cell-env %s", err);
+  return 0;
+}
+
+/* Run CMD on the lease, contained; returns run's exit code. */
+static int run_on_lease(shms_t *h, const struct run_args *a, const shms_config *cfg,
+                        const struct run_signals *sigs, const shms_lease *lease,
+                        const shms_ticket *ticket) {
+  struct contain c;
+  struct run_env env = {.list = {NULL}};
+  int st;
+  if (contain_init(&c, h, a->kill_after_ns, 1) != 0 ||
+      run_env_build(&env, a->name, a->cls, a->req.tenant, lease->cell, ticket, &a->cell_env) != 0 ||
+      run_command(a->cmd, env.list, sigs, &c, &st) != 0) {
+    int e = errno;
+    /* EAGAIN: the system's process table (or the user's RLIMIT_NPROC) is full; temporary. */
+    cli_fail(SHMS_ESYSTEM, "run: cannot start '%s': %s%s", a->cmd[0], strerror(e),
+             e == EAGAIN
+                 ? " (the process limit is reached; the lease was released: try again later)"
+                 : "");
+    shms_release(h, lease);
+    run_env_free(&env);
+    return e == EAGAIN ? CLI_EXIT_SCHED : CLI_EXIT_FAIL;
+  }
+  run_env_free(&env);
+  if (c.tty >= 0)
+    close(c.tty);
+  return dispose(h, a, &c, cfg, lease, st);
+}
+
 int cmd_run(int argc, char **argv) {
-  struct run_args a = {.req.priority = 0};
+  struct run_args a = {.req.priority = 0, .kill_after_ns = CONTAIN_KILL_AFTER_NS};
   int rc = parse(argc, argv, &a);
   if (rc >= 0)
     return rc;
@@ -178,30 +251,23 @@ int cmd_run(int argc, char **argv) {
   shms_t *h;
   if ((rc = cli_attach_to_queue("run", a.name, &h)) != 0)
     return rc;
-  /* The fast path never queues; with a tenant limit the library would queue and cancel. */
   shms_config cfg;
-  int fast = shms_get_config(h, &cfg) == SHMS_OK && cfg.classes[a.req.cls].configured &&
-             cfg.classes[a.req.cls].tenant_max_active == 0;
+  if ((rc = shms_get_config(h, &cfg)) != SHMS_OK || (rc = check_segment(&a, &cfg)) != 0) {
+    shms_detach(h);
+    return rc < 0 ? cli_fail_lib(rc) : rc;
+  }
+  /* The fast path never queues; with a tenant limit the library would queue and cancel. */
+  int fast = cfg.classes[a.req.cls].configured && cfg.classes[a.req.cls].tenant_max_active == 0;
   shms_lease lease;
-  int signo;
-  rc = run_get_lease(h, &a.req, fast, a.print_ticket, &sigs, &lease, &signo);
+  shms_ticket ticket;
+  int signo, queued;
+  rc = run_get_lease(h, &a.req, fast, a.print_ticket, &sigs, &lease, &ticket, &queued, &signo);
   if (rc != SHMS_OK) {
     int code = no_lease(&a, rc, signo);
     shms_detach(h);
     return code;
   }
-  int st;
-  if (run_command(a.cmd, &sigs, &st) != 0) {
-    /* EAGAIN: the system's process table (or the user's RLIMIT_NPROC) is full; temporary. */
-    int again = errno == EAGAIN;
-    cli_fail(SHMS_ESYSTEM, "run: cannot start '%s': %s%s", a.cmd[0], strerror(errno),
-             again ? " (the process limit is reached; the lease was released: try again later)"
-                   : "");
-    shms_release(h, &lease);
-    shms_detach(h);
-    return again ? CLI_EXIT_SCHED : CLI_EXIT_FAIL;
-  }
-  int code = dispose(h, &a, &lease, st);
+  int code = run_on_lease(h, &a, &cfg, &sigs, &lease, queued ? &ticket : NULL);
   shms_detach(h);
   return code;
 }

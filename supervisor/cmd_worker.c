@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,15 +32,24 @@ static const char help[] =
     "SHMSCHED_TICKET, SHMSCHED_TENANT and SHMSCHED_PRIORITY.\n"
     "- A result longer than the class's payload size is never cut short: CMD's\n"
     "  stdout is closed on it and the job completes with status 125 and no result.\n"
+    "CMD runs in a process group (and, where cgroup v2 is writable, a cgroup) of\n"
+    "its own; a job ends once CMD and every process it started are gone (what is\n"
+    "left when CMD exits gets SIGTERM, then SIGKILL after --kill-after). If the\n"
+    "worker is killed, CMD's tree is killed before the job is declared worker-lost.\n"
     "- A job its client cancels while CMD runs: CMD gets SIGTERM, and the job\n"
     "  completes with however CMD then ends (143 if SIGTERM killed it).\n"
-    "- CMD killed by any other signal: its cell is quarantined (cleanup cannot be\n"
-    "  proven; the job ends with status 128+signal), and the worker exits 1.\n"
-    "  'shmsched repair' returns the cell for a new worker.\n"
-    "SIGINT or SIGTERM while idle stops the worker (exit 0, its cell offline), and\n"
-    "so does a drained segment (within about a second: no job will come);\n"
-    "while CMD runs, one sent to the worker is forwarded to CMD, the job completes\n"
-    "with CMD's status, and then the worker stops.\n"
+    "- A job that runs longer than --job-timeout: CMD gets SIGTERM, then SIGKILL\n"
+    "  after --kill-after, and the job completes with status 124.\n"
+    "- CMD crashes (killed by SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS or\n"
+    "  SIGTRAP): the job completes with status 128+signal and the worker goes on,\n"
+    "  unless the class says on-command-crash=quarantine: then its cell is\n"
+    "  quarantined and the worker exits 1 ('shmsched repair' returns the cell for\n"
+    "  a new worker). Killed by any other signal: the job completes with 128+signal.\n"
+    "SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 or SIGUSR2 while idle stops the\n"
+    "worker (exit 0, its cell offline), and so does a drained segment (within about\n"
+    "a second: no job will come); while CMD runs, one sent to the worker is\n"
+    "forwarded to CMD's group, the job completes with CMD's status, and then the\n"
+    "worker stops.\n"
     "\n"
     "Options:\n"
     "  -c, --class CLASS   a worker class: tiny, small, standard, large or\n"
@@ -48,11 +58,16 @@ static const char help[] =
     "                      stopped)\n"
     "  -v, --verbose       one line per job on stderr: ticket, tenant, status,\n"
     "                      result size, run time (default: off)\n"
+    "  -T, --job-timeout DUR  end a job's CMD that runs longer than DUR (ms, s, m\n"
+    "                      or h): SIGTERM, then SIGKILL; status 124 (default: none)\n"
+    "  -k, --kill-after DUR  from SIGTERM (a cancel, the time limit, a forwarded\n"
+    "                      signal, CMD's exit with processes left) to SIGKILL of\n"
+    "                      what is left (default 10s)\n"
     "  -h, --help          show this help\n"
     "CMD must follow '--'; it is looked up in PATH.\n"
     "\n"
-    "Exit status: 0 stopped (by --jobs, SIGINT, SIGTERM or a drain); 1 CMD was\n"
-    "killed by a signal and its cell quarantined, or the worker failed (busy:\n"
+    "Exit status: 0 stopped (by --jobs, a stop signal or a drain); 1 CMD crashed\n"
+    "and its cell was quarantined, or the worker failed (busy:\n"
     "every cell of the class has a worker; not-found; ...); 75 the scheduler took\n"
     "its cell (all-cells-quarantined, ...), or busy: the segment's process table\n"
     "is full; 2 usage error.\n"
@@ -64,11 +79,15 @@ static const char help[] =
 
 /* A job's status when its result was too long (a 125 of our own, like env(1)'s and git's). */
 #define WORKER_STATUS_OVERFLOW 125
+/* A job's status when it ran past --job-timeout: timeout(1)'s. */
+#define WORKER_STATUS_TIMEOUT 124
 
 static const struct option opts[] = {
     {"class", required_argument, NULL, 'c'},
     {"jobs", required_argument, NULL, 'n'},
     {"verbose", no_argument, NULL, 'v'},
+    {"job-timeout", required_argument, NULL, 'T'},
+    {"kill-after", required_argument, NULL, 'k'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -79,6 +98,8 @@ struct worker_args {
   shms_class_t cls;
   uint32_t jobs; /* 0: no limit */
   int verbose;
+  uint64_t job_timeout_ns; /* 0: none */
+  uint64_t kill_after_ns;
   char **cmd;
 };
 
@@ -98,6 +119,14 @@ static int take_option(int c, char **argv, struct worker_args *a) {
   case 'v':
     a->verbose = 1;
     return -1;
+  case 'T':
+    if (cli_parse_duration(optarg, &a->job_timeout_ns, err, sizeof err) != 0)
+      return cli_usage("worker: --job-timeout: %s", err);
+    return -1;
+  case 'k':
+    if (cli_parse_duration(optarg, &a->kill_after_ns, err, sizeof err) != 0)
+      return cli_usage("worker: --kill-after: %s", err);
+    return -1;
   case 'h':
     return cli_help(help);
   default:
@@ -111,7 +140,7 @@ static int parse(int argc, char **argv, struct worker_args *a) {
   while (dashes < argc && strcmp(argv[dashes], "--") != 0)
     dashes++;
   int c, rc;
-  while ((c = getopt_long(dashes, argv, ":c:n:vh", opts, NULL)) != -1)
+  while ((c = getopt_long(dashes, argv, ":c:n:vT:k:h", opts, NULL)) != -1)
     if ((rc = take_option(c, argv, a)) >= 0)
       return rc;
   char q[96];
@@ -144,6 +173,8 @@ struct worker {
   char *out; /* payload size + 1 bytes */
   size_t cap;
   shms_job job; /* the job in hand */
+  struct contain contain;
+  uint32_t on_crash; /* the class's on-command-crash */
   uint64_t done;
   unsigned idle_slices;
 };
@@ -175,6 +206,7 @@ static int check_class(struct worker *k) {
                      "'shmsched run'",
                      k->a->cls_name);
   k->cap = c->payload;
+  k->on_crash = c->on_command_crash;
   return 0;
 }
 
@@ -234,13 +266,8 @@ static void job_env(const struct worker *k, struct job_env *e) {
   memcpy(e->list, list, sizeof list);
 }
 
-/* A signal CMD died of that the worker itself caused or passed on, so its cleanup is known. */
-static int signal_explained(const struct job_run *j, int sig) {
-  return (j->cancel_sent && sig == SIGTERM) || (j->overflow && sig == SIGPIPE) ||
-         (j->stop_signo != 0 && sig == j->stop_signo);
-}
-
-/* CMD was killed by a signal nobody explained: quarantine its cell; the worker stops. */
+/* CMD crashed in a class with on-command-crash=quarantine: quarantine its cell; the worker
+ * stops. */
 static int quarantine(struct worker *k, const struct job_run *j) {
   int sig = WTERMSIG(j->status), rc = shms_worker_quarantine(k->w, &k->job, 128 + sig);
   if (rc != SHMS_OK)
@@ -248,9 +275,9 @@ static int quarantine(struct worker *k, const struct job_run *j) {
   char sn[24];
   uint32_t cell = shms_worker_cell(k->w);
   fprintf(stderr,
-          "shmsched: worker: '%s' was killed by %s: quarantined class %s cell %" PRIu32
-          " (return it with 'shmsched repair %s --class %s --cell %" PRIu32
-          "', then start a worker again)\n",
+          "shmsched: worker: '%s' crashed (%s): quarantined class %s cell %" PRIu32
+          " (on-command-crash=quarantine; return it with 'shmsched repair %s --class %s --cell "
+          "%" PRIu32 "', then start a worker again)\n",
           k->a->cmd[0], cli_signal_name(sig, sn, sizeof sn), k->a->cls_name, cell, k->a->name,
           k->a->cls_name, cell);
   return CLI_EXIT_FAIL;
@@ -267,21 +294,49 @@ static void report(const struct worker *k, const struct job_run *j, int status, 
           (double)ns / 1e6, j->cancel_sent ? ", cancelled" : "");
 }
 
+/* One line on stderr about job j, prefixed with its ticket. */
+static void job_note(const struct worker *k, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void job_note(const struct worker *k, const char *fmt, ...) {
+  char ticket[SHMS_TICKET_STRLEN], text[512];
+  shms_ticket_format(&k->job.ticket, ticket);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "shmsched: worker: job %s: %s\n", ticket, text);
+}
+
+/* The job's status for how CMD ended, and a line about it when it did not simply exit. */
+static int job_status(const struct worker *k, const struct job_run *j) {
+  int st = j->status, status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  char sn[24];
+  if (j->timed_out) {
+    job_note(k,
+             "'%s' ran longer than --job-timeout (%.3fs): its processes were ended; completed "
+             "with status %d",
+             k->a->cmd[0], (double)k->a->job_timeout_ns / 1e9, WORKER_STATUS_TIMEOUT);
+    return WORKER_STATUS_TIMEOUT;
+  }
+  if (j->overflow) {
+    job_note(k,
+             "'%s' wrote more than class %s's payload size of %zu bytes: completed with status "
+             "%d and no result",
+             k->a->cmd[0], k->a->cls_name, k->cap, WORKER_STATUS_OVERFLOW);
+    return WORKER_STATUS_OVERFLOW;
+  }
+  if (contain_crashed(&k->contain, st))
+    job_note(k, "'%s' crashed (%s): completed with status %d; the worker goes on", k->a->cmd[0],
+             cli_signal_name(WTERMSIG(st), sn, sizeof sn), status);
+  return status;
+}
+
 /* CMD ended: complete the job with its status and output. Returns -1 to go on, or an exit code. */
 static int finish(struct worker *k, const struct job_run *j, uint64_t started) {
-  int st = j->status;
-  if (WIFSIGNALED(st) && !signal_explained(j, WTERMSIG(st)))
+  if (!j->timed_out && !j->overflow && contain_crashed(&k->contain, j->status) &&
+      k->on_crash == SHMS_ON_CRASH_QUARANTINE)
     return quarantine(k, j);
-  int status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  if (j->overflow) {
-    char ticket[SHMS_TICKET_STRLEN];
-    shms_ticket_format(&k->job.ticket, ticket);
-    fprintf(stderr,
-            "shmsched: worker: job %s: '%s' wrote more than class %s's payload size of %zu "
-            "bytes: completed with status %d and no result\n",
-            ticket, k->a->cmd[0], k->a->cls_name, k->cap, WORKER_STATUS_OVERFLOW);
-    status = WORKER_STATUS_OVERFLOW;
-  }
+  int status = job_status(k, j); /* an overflow has no result: out_len is 0 */
   int rc = shms_worker_complete(k->w, &k->job, status, j->out, j->out_len);
   if (rc != SHMS_OK)
     return worker_fail(k, rc);
@@ -304,7 +359,9 @@ static int run_job(struct worker *k) {
                       .cap = k->cap,
                       .env = env.list,
                       .cancelled = job_cancelled,
-                      .ctx = k};
+                      .ctx = k,
+                      .c = &k->contain,
+                      .timeout_ns = k->a->job_timeout_ns};
   uint64_t started = run_monotonic_ns();
   if (worker_run_job(&j) != 0) {
     int e = errno;
@@ -357,7 +414,7 @@ static int block_signals(struct worker *k) {
 }
 
 int cmd_worker(int argc, char **argv) {
-  struct worker_args a = {.jobs = 0};
+  struct worker_args a = {.jobs = 0, .kill_after_ns = CONTAIN_KILL_AFTER_NS};
   int rc = parse(argc, argv, &a);
   if (rc >= 0)
     return rc;
@@ -369,6 +426,8 @@ int cmd_worker(int argc, char **argv) {
     return rc;
   if ((rc = check_class(&k)) == 0 && (k.out = malloc(k.cap + 1)) == NULL)
     rc = cli_fail(SHMS_ENOMEM, "worker: no memory for a %zu-byte result", k.cap);
+  if (rc == 0 && contain_init(&k.contain, k.h, a.kill_after_ns, 0) != 0)
+    rc = cli_fail(SHMS_ESYSTEM, "worker: cannot become a child subreaper: %s", strerror(errno));
   if (rc == 0 && (rc = shms_worker_open(k.h, a.cls, &k.w)) != SHMS_OK)
     rc = worker_fail(&k, rc);
   if (rc == 0)

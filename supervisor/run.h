@@ -1,14 +1,14 @@
 /*
  * The moving parts that `shmsched run`, `submit` and `worker` share (cmd_run.c,
  * cmd_submit.c and cmd_worker.c parse their options): waiting on the library
- * in slices so that SIGINT/SIGTERM are noticed, and running a command as a
- * child while forwarding those signals to it.
+ * so that a stop signal is noticed, and running a command contained
+ * (contain.h) while forwarding stop signals to it.
  *
- * Signals: these commands block SIGINT, SIGTERM and SIGCHLD for their whole
- * life and take them synchronously (sigtimedwait, sigwaitinfo, a signalfd),
- * so no handler ever runs and every library call happens on the main path
- * (shms_cancel is not async-signal-safe). A child gets the original mask back
- * before it execs.
+ * Signals: these commands block the stop signals (SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT, SIGUSR1, SIGUSR2: all alike) and SIGCHLD for their whole life and
+ * take them synchronously (sigtimedwait, a signalfd, a thread waiting for
+ * them), so no handler ever runs (shms_cancel is not async-signal-safe). A
+ * child gets the original mask back before it execs.
  */
 #ifndef SHMS_SUPERVISOR_RUN_H
 #define SHMS_SUPERVISOR_RUN_H
@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "contain.h"
 #include "shmsched.h"
 
 /*
@@ -27,7 +28,7 @@
 #define RUN_WAIT_SLICE_NS (250ull * 1000 * 1000)
 
 struct run_signals {
-  sigset_t stop;  /* SIGINT and SIGTERM, less any we inherited as ignored */
+  sigset_t stop;  /* the six stop signals, less any we inherited as ignored */
   sigset_t taken; /* stop + SIGCHLD: what we take synchronously */
   sigset_t old;   /* the mask we started with: restored in the child */
 };
@@ -54,13 +55,15 @@ uint64_t run_monotonic_ns(void);
 /*
  * Get a lease for req. With fast, try shms_try_acquire first (never with
  * print_ticket: a ticket needs a queued request). Otherwise enqueue (printing
- * the ticket alone on a line of stderr if print_ticket) and wait in slices,
- * looking for a stop signal between them; a stop signal cancels the request.
- * Returns SHMS_OK with *lease, or the library's error; *signo is the stop
- * signal that cancelled the request, or 0.
+ * the ticket alone on a line of stderr if print_ticket) and wait without a
+ * time limit, while a thread waits for a stop signal: one cancels the request
+ * (shms_cancel wakes the waiter), so nothing wakes us but what concerns us.
+ * Returns SHMS_OK with *lease (and *ticket, *queued = 1 if it was queued), or
+ * the library's error; *signo is the stop signal that cancelled it, or 0.
  */
 int run_get_lease(shms_t *h, const shms_request *req, int fast, int print_ticket,
-                  const struct run_signals *s, shms_lease *lease, int *signo);
+                  const struct run_signals *s, shms_lease *lease, shms_ticket *ticket, int *queued,
+                  int *signo);
 
 /*
  * In a forked child: restore the original signal mask and exec cmd (PATH
@@ -71,18 +74,14 @@ __attribute__((noreturn)) void run_exec_child(char *const cmd[], const struct ru
                                               const char *who);
 
 /*
- * Whether a stop signal sig that arrived with si_code code is to be forwarded
- * to a running child: not if the terminal sent it (SI_KERNEL) to the whole
- * foreground process group, which the child is in and received it too.
+ * Run cmd (PATH search) contained by c (contain.h), with env ("KEY=VALUE"
+ * strings, NULL-ended) added to its environment, and wait until it and its
+ * whole tree are gone. Every stop signal sent to us is forwarded to its
+ * group (the command has a group of its own: nothing we receive reached it),
+ * and SIGTSTP/SIGCONT keep job control working. Returns 0 with the leader's
+ * wait status in *status, or -1 with errno when it could not be started.
  */
-int run_forwardable(int sig, int code);
-
-/*
- * Fork and exec cmd (PATH search), then wait for it, forwarding stop signals
- * sent to us (not those the terminal sent to the whole process group, which
- * the child received too). Returns 0 with its wait status in *status, or -1
- * with errno when it could not be started.
- */
-int run_command(char *const cmd[], const struct run_signals *s, int *status);
+int run_command(char *const cmd[], char *const env[], const struct run_signals *s,
+                struct contain *c, int *status);
 
 #endif

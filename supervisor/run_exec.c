@@ -1,7 +1,12 @@
-/* Waiting in slices and running a command: what run, submit and worker share (run.h). */
+/* Waiting and running a command: what run, submit and worker share (run.h). */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -10,7 +15,7 @@
 
 void run_signals_block(struct run_signals *s) {
   sigemptyset(&s->stop);
-  static const int stops[] = {SIGINT, SIGTERM};
+  static const int stops[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
   for (size_t i = 0; i < sizeof stops / sizeof stops[0]; i++) {
     struct sigaction sa;
     /* A shell starts background jobs with SIGINT ignored: keep it ignored, as the child will. */
@@ -80,24 +85,86 @@ static int lease_wait_slice(void *ctx, uint64_t slice_ns) {
   return shms_wait(w->h, w->t, slice_ns, w->lease);
 }
 
+/* The thread that waits for a stop signal while the main thread waits for the grant. */
+struct watcher {
+  shms_t *h;
+  const shms_ticket *t;
+  int sigfd;  /* reads the stop signals */
+  int donefd; /* an eventfd: the wait is over, stop watching */
+  int signo;  /* the stop signal that came, 0 if none (read after the join) */
+};
+
+static void *watch(void *arg) {
+  struct watcher *w = arg;
+  struct pollfd fds[2] = {{.fd = w->sigfd, .events = POLLIN}, {.fd = w->donefd, .events = POLLIN}};
+  for (;;) {
+    if (poll(fds, 2, -1) < 0)
+      continue; /* EINTR: every signal is blocked here, but a debugger may interrupt */
+    if (fds[1].revents != 0)
+      return NULL;
+    struct signalfd_siginfo si;
+    if (fds[0].revents != 0 && read(w->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+      w->signo = (int)si.ssi_signo;
+      /* Ends the request and wakes the main thread's shms_wait through the slot's futex. */
+      shms_cancel(w->h, w->t);
+      return NULL;
+    }
+  }
+}
+
+/* Wait for ticket t's grant with no time limit; a stop signal (in *signo) cancels it. */
+static int wait_watched(shms_t *h, const shms_ticket *t, const struct run_signals *s,
+                        shms_lease *lease, int *signo) {
+  struct watcher w = {.h = h, .t = t};
+  w.sigfd = signalfd(-1, &s->stop, SFD_CLOEXEC);
+  w.donefd = eventfd(0, EFD_CLOEXEC);
+  pthread_t th;
+  if (w.sigfd < 0 || w.donefd < 0 || pthread_create(&th, NULL, watch, &w) != 0) {
+    if (w.sigfd >= 0)
+      close(w.sigfd);
+    if (w.donefd >= 0)
+      close(w.donefd);
+    struct lease_wait lw = {h, t, lease}; /* no thread: wait in slices, as submit does */
+    return run_wait_sliced(s, lease_wait_slice, &lw, UINT64_MAX, signo);
+  }
+  int rc = shms_wait(h, t, UINT64_MAX, lease);
+  uint64_t one = 1;
+  if (write(w.donefd, &one, sizeof one) != (ssize_t)sizeof one)
+    pthread_cancel(th);
+  pthread_join(th, NULL);
+  close(w.sigfd);
+  close(w.donefd);
+  *signo = w.signo;
+  return rc;
+}
+
 int run_get_lease(shms_t *h, const shms_request *req, int fast, int print_ticket,
-                  const struct run_signals *s, shms_lease *lease, int *signo) {
+                  const struct run_signals *s, shms_lease *lease, shms_ticket *t, int *queued,
+                  int *signo) {
   *signo = 0;
+  *queued = 0;
   int rc;
   if (fast && !print_ticket && (rc = shms_try_acquire(h, req, lease)) != SHMS_EWOULDBLOCK)
     return rc;
-  shms_ticket t;
-  if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)
+  if ((rc = shms_enqueue(h, req, t)) != SHMS_OK)
     return rc;
+  *queued = 1;
   if (print_ticket) {
     char text[SHMS_TICKET_STRLEN];
-    shms_ticket_format(&t, text);
+    shms_ticket_format(t, text);
     fprintf(stderr, "%s\n", text);
     fflush(stderr);
   }
-  struct lease_wait w = {h, &t, lease};
-  rc = run_wait_sliced(s, lease_wait_slice, &w, UINT64_MAX, signo);
-  return *signo != 0 ? cancel_own(h, &t, lease) : rc;
+  rc = wait_watched(h, t, s, lease, signo);
+  if (*signo == 0)
+    return rc;
+  if (rc == SHMS_ETIMEDOUT) /* the sliced wait noticed it: the request is still ours to cancel */
+    return cancel_own(h, t, lease);
+  if (rc == SHMS_OK) { /* accepted before the cancel could land: not ours to keep */
+    shms_release(h, lease);
+    rc = SHMS_ECANCELLED;
+  }
+  return rc;
 }
 
 void run_exec_child(char *const cmd[], const struct run_signals *s, const char *who) {
@@ -113,25 +180,53 @@ void run_exec_child(char *const cmd[], const struct run_signals *s, const char *
   _exit(e == ENOENT ? 127 : 126);
 }
 
-int run_forwardable(int sig, int code) { return sig != SIGCHLD && code != SI_KERNEL; }
+/* In the child: its environment, then the exec. */
+struct exec_args {
+  char *const *cmd;
+  char *const *env;
+  const struct run_signals *s;
+};
 
-int run_command(char *const cmd[], const struct run_signals *s, int *status) {
-  fflush(NULL); /* nothing buffered may be written twice */
-  pid_t pid = fork();
-  if (pid < 0)
+static void exec_child(void *arg) {
+  const struct exec_args *x = arg;
+  for (size_t i = 0; x->env != NULL && x->env[i] != NULL; i++)
+    putenv(x->env[i]); /* the strings outlive the exec: it replaces this memory anyway */
+  run_exec_child(x->cmd, x->s, "run");
+}
+
+int run_command(char *const cmd[], char *const env[], const struct run_signals *s,
+                struct contain *c, int *status) {
+  /* While it runs, job control is ours to pass on: SIGTSTP (unless ignored) and SIGCONT. */
+  sigset_t taken = s->taken, more;
+  sigemptyset(&more);
+  sigaddset(&more, SIGCONT);
+  struct sigaction sa;
+  if (sigaction(SIGTSTP, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN)
+    sigaddset(&more, SIGTSTP);
+  sigprocmask(SIG_BLOCK, &more, NULL);
+  sigaddset(&taken, SIGCONT);
+  sigaddset(&taken, SIGTSTP);
+  struct exec_args x = {cmd, env, s};
+  if (contain_start(c, exec_child, &x) != 0) {
+    int e = errno;
+    sigprocmask(SIG_UNBLOCK, &more, NULL);
+    errno = e;
     return -1;
-  if (pid == 0)
-    run_exec_child(cmd, s, "run");
-  for (;;) {
-    pid_t r = waitpid(pid, status, WNOHANG);
-    if (r == pid)
-      return 0;
-    if (r < 0 && errno != EINTR)
-      return -1;
-    /* SIGCHLD is blocked, so a child that ends after waitpid leaves it pending: no lost wake-up. */
-    siginfo_t si;
-    int sig = sigwaitinfo(&s->taken, &si);
-    if (sig > 0 && run_forwardable(sig, si.si_code))
-      kill(pid, sig);
   }
+  /* SIGCHLD is blocked, so a child that ends after contain_reap leaves it pending: no lost
+   * wake-up. */
+  while (!contain_reap(c)) {
+    int ms = contain_tick(c);
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    siginfo_t si;
+    int sig = sigtimedwait(&taken, &si, ms < 0 ? NULL : &ts);
+    if (sig == SIGCONT)
+      contain_continued(c);
+    else if (sig > 0 && sig != SIGCHLD)
+      contain_forward(c, sig);
+  }
+  *status = c->status;
+  contain_end(c);
+  sigprocmask(SIG_UNBLOCK, &more, NULL);
+  return 0;
 }

@@ -91,6 +91,8 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "tenant_max_active", k->tenant_max_active);
   s->str(s->ctx, "on_holder_death",
          k->on_holder_death == SHMS_ON_DEATH_RELEASE ? "release" : "quarantine");
+  s->str(s->ctx, "on_command_crash",
+         k->on_command_crash == SHMS_ON_CRASH_QUARANTINE ? "quarantine" : "release");
   /* The timeout in force (the default when the configuration says 0); 0 for a worker class. */
   s->u64(s->ctx, "grant_timeout_ns",
          k->mode == SHMS_MODE_WORKER ? 0

@@ -25,21 +25,26 @@ struct job_run {
   char *const *env;            /* "KEY=VALUE" strings added to its environment, NULL-ended */
   int (*cancelled)(void *ctx); /* 1 once the job's client cancelled it */
   void *ctx;
+  struct contain *c;   /* contains the command (contain.h) */
+  uint64_t timeout_ns; /* --job-timeout: then it gets SIGTERM (0: no limit) */
   /* Out. */
   size_t out_len;  /* bytes of result in out */
   int overflow;    /* it wrote more than cap bytes: its stdout was closed on it */
   int cancel_sent; /* it was sent SIGTERM because the job was cancelled */
+  int timed_out;   /* it was sent SIGTERM because it ran longer than timeout_ns */
   int stop_signo;  /* a stop signal sent to us while it ran (forwarded unless from the tty) */
   int status;      /* its wait status */
 };
 
 /*
- * Fork and exec j->cmd with its stdin and stdout on pipes, feed it the
+ * Run j->cmd contained by j->c with its stdin and stdout on pipes, feed it the
  * payload and collect its stdout, interleaved with poll() (a command may
- * write before it has read all its input), until it has ended. Meanwhile a
- * stop signal is forwarded to it, and a cancelled job gets it a SIGTERM
- * (once). Output beyond cap closes its stdout (it gets EPIPE or SIGPIPE).
- * Returns 0, or -1 with errno when it could not be started.
+ * write before it has read all its input), until it and its whole tree have
+ * ended. Meanwhile a stop signal is forwarded to it, and a cancelled job, or
+ * one that ran past j->timeout_ns, gets it a SIGTERM (once), then SIGKILL
+ * after the containment's kill_after. Output beyond cap closes its stdout (it
+ * gets EPIPE or SIGPIPE). Returns 0, or -1 with errno when it could not be
+ * started.
  */
 int worker_run_job(struct job_run *j);
 

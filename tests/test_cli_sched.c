@@ -111,12 +111,35 @@ START_TEST(run_exit_status) {
 }
 END_TEST
 
-START_TEST(run_killed_quarantines) {
-  const char *name = cli_segment("kill", "standard:cells=1,queue=4", NULL);
+/* A crash (a fault signal nobody sent) releases the cell by default: the tree is gone. */
+START_TEST(run_crash_releases_by_default) {
+  const char *name = cli_segment("crash", "standard:cells=1,queue=4", NULL);
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -SEGV $$"),
+                   128 + SIGSEGV);
+  ck_assert_str_eq(err, "shmsched: run: 'sh' crashed (SIGSEGV): its processes are gone, class "
+                        "standard cell 0 released\n");
+  assert_status(name, "cells_quarantined", "0");
+  assert_status(name, "cells_available", "1");
+  assert_status(name, "on_command_crash", "release");
+  /* Any other signal is no crash: released, and nothing to say. */
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -KILL $$"),
                    128 + SIGKILL);
-  ck_assert_msg(strstr(err, "killed by SIGKILL: quarantined class standard cell 0") != NULL, "%s",
-                err);
+  ck_assert_str_eq(err, "");
+  assert_status(name, "cells_available", "1");
+}
+END_TEST
+
+/* on-command-crash=quarantine: a crash takes the cell out of service until repaired. */
+START_TEST(run_crash_quarantines_by_policy) {
+  const char *name =
+      cli_segment("kill", "standard:cells=1,queue=4,on-command-crash=quarantine", NULL);
+  assert_status(name, "on_command_crash", "quarantine");
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -ABRT $$"),
+                   128 + SIGABRT);
+  ck_assert_msg(strstr(err,
+                       "'sh' crashed (SIGABRT): quarantined class standard cell 0 "
+                       "(on-command-crash=quarantine; return it with 'shmsched repair ") != NULL,
+                "%s", err);
   assert_status(name, "cells_quarantined", "1");
   assert_status(name, "cells_available", "0");
   /* With its only cell quarantined the class fails fast instead of waiting forever. */
@@ -131,27 +154,36 @@ START_TEST(run_killed_quarantines) {
   assert_error_line(err, "invalid-argument", "cell 0 is not quarantined");
   ck_assert_int_eq(CLI("repair", name, "--class", "standard"), 0);
   ck_assert_str_eq(out, "repaired 0 cells of class standard\n");
-  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "true"), 0);
-  /* repair --cell N on a quarantined cell. */
+  /* Signals that are no crash release the cell, even here. */
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -TERM $$"),
                    128 + SIGTERM);
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -XCPU $$"),
+                   128 + SIGXCPU);
+  assert_status(name, "cells_quarantined", "0");
+  /* repair --cell N on a quarantined cell. */
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--", "sh", "-c", "kill -BUS $$"),
+                   128 + SIGBUS);
   ck_assert_int_eq(CLI("repair", name, "--class", "standard", "--cell", "0"), 0);
   ck_assert_str_eq(out, "repaired 1 cell of class standard\n");
 }
 END_TEST
 
+/* --release-on-signal releases even a crash in a class that would quarantine it. */
 START_TEST(run_release_on_signal) {
-  const char *name = cli_segment("ros", "standard:cells=1,queue=4", NULL);
+  const char *name =
+      cli_segment("ros", "standard:cells=1,queue=4,on-command-crash=quarantine", NULL);
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--release-on-signal", "--", "sh",
-                       "-c", "kill -TERM $$"),
-                   128 + SIGTERM);
-  ck_assert_str_eq(err, "");
+                       "-c", "kill -SEGV $$"),
+                   128 + SIGSEGV);
+  ck_assert_msg(strstr(err, "crashed (SIGSEGV): its processes are gone, class standard cell 0 "
+                            "released") != NULL,
+                "%s", err);
   assert_status(name, "cells_quarantined", "0");
   assert_status(name, "cells_available", "1");
 }
 END_TEST
 
-/* SIGTERM sent to run while CMD runs goes to CMD; CMD killed by it: quarantined. */
+/* SIGTERM sent to run while CMD runs goes to CMD; CMD ended by it: the cell is released. */
 START_TEST(run_forwards_signals) {
   const char *name = cli_segment("fwd", "standard:cells=1,queue=4", NULL);
   struct cli_proc p;
@@ -162,8 +194,9 @@ START_TEST(run_forwards_signals) {
   ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
   /* Its stdin stays open: only the signal can end the command. */
   ck_assert_int_eq(reap(&p, 0), 128 + SIGTERM);
-  ck_assert_msg(strstr(perr, "killed by SIGTERM") != NULL, "%s", perr);
-  assert_status(name, "cells_quarantined", "1");
+  ck_assert_str_eq(perr, "");
+  assert_status(name, "cells_quarantined", "0");
+  assert_status(name, "cells_available", "1");
 }
 END_TEST
 
@@ -675,7 +708,8 @@ static Suite *cli_sched_suite(void) {
   TCase *tc = harness_tcase("run");
   tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);
   tcase_add_test(tc, run_exit_status);
-  tcase_add_test(tc, run_killed_quarantines);
+  tcase_add_test(tc, run_crash_releases_by_default);
+  tcase_add_test(tc, run_crash_quarantines_by_policy);
   tcase_add_test(tc, run_release_on_signal);
   tcase_add_test(tc, run_forwards_signals);
   suite_add_tcase(s, tc);

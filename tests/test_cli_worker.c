@@ -306,15 +306,37 @@ END_TEST
 
 /* ---- failures ------------------------------------------------------------------ */
 
-START_TEST(killed_command_quarantines) {
-  const char *name = cli_segment("kill", "small:cells=1,queue=16,mode=worker,payload=64", NULL);
+/* A crash completes the job with its status and the worker goes on serving (the default). */
+START_TEST(crashed_command_goes_on) {
+  const char *name = cli_segment("crash", "small:cells=1,queue=16,mode=worker,payload=64", NULL);
   struct cli_proc w;
-  worker(&w, name, "0", "kill -KILL $$", NULL, NULL);
-  round_trip(name, "a", "x", "", 128 + SIGKILL);
-  ck_assert_int_eq(reap(&w), 1);
-  ck_assert_msg(strstr(err, "shmsched: worker: 'sh' was killed by SIGKILL: quarantined class small "
-                            "cell 0 (return it with 'shmsched repair ") != NULL,
+  worker(&w, name, "0", "case $(cat) in crash) kill -SEGV $$;; kill) kill -KILL $$;; esac; echo ok",
+         NULL, NULL);
+  round_trip(name, "a", "crash", "", 128 + SIGSEGV);
+  round_trip(name, "a", "kill", "", 128 + SIGKILL);
+  round_trip(name, "a", "x", "ok\n", 0);
+  assert_status(name, "cells_quarantined", "0");
+  ck_assert_int_eq(kill(w.pid, SIGTERM), 0);
+  ck_assert_int_eq(reap(&w), 0);
+  ck_assert_msg(strstr(err, "'sh' crashed (SIGSEGV): completed with status 139; the worker goes "
+                            "on\n") != NULL,
                 "%s", err);
+  assert_status(name, "cells_offline", "1");
+}
+END_TEST
+
+/* on-command-crash=quarantine: the crash quarantines the worker's cell, and the worker stops. */
+START_TEST(crashed_command_quarantines) {
+  const char *name = cli_segment(
+      "kill", "small:cells=1,queue=16,mode=worker,payload=64,on-command-crash=quarantine", NULL);
+  struct cli_proc w;
+  worker(&w, name, "0", "kill -SEGV $$", NULL, NULL);
+  round_trip(name, "a", "x", "", 128 + SIGSEGV);
+  ck_assert_int_eq(reap(&w), 1);
+  ck_assert_msg(
+      strstr(err, "shmsched: worker: 'sh' crashed (SIGSEGV): quarantined class small "
+                  "cell 0 (on-command-crash=quarantine; return it with 'shmsched repair ") != NULL,
+      "%s", err);
   assert_status(name, "cells_quarantined", "1");
   assert_status(name, "cells_offline", "0");
   ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--wait"), 75);
@@ -665,7 +687,8 @@ static Suite *cli_worker_suite(void) {
   suite_add_tcase(s, tc);
   tc = harness_tcase("failures");
   tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);
-  tcase_add_test(tc, killed_command_quarantines);
+  tcase_add_test(tc, crashed_command_goes_on);
+  tcase_add_test(tc, crashed_command_quarantines);
   tcase_add_test(tc, cancel_queued_job);
   tcase_add_test(tc, cancel_running_job);
   tcase_add_test(tc, worker_stops_on_signal);

@@ -127,7 +127,8 @@ START_TEST(class_spec_good) {
   shms_config_init(&cfg);
   ck_assert_parses(cli_parse_class_spec(&cfg,
                                         "small:cells=8,queue=64,tenant-max-active=2,"
-                                        "on-holder-death=release,allow=ci+release",
+                                        "on-holder-death=release,allow=ci+release,"
+                                        "on-command-crash=quarantine",
                                         err, sizeof err));
   ck_assert_parses(
       cli_parse_class_spec(&cfg, "large:queue=0,cells=2,mode=worker", err, sizeof err));
@@ -143,6 +144,7 @@ START_TEST(class_spec_good) {
   ck_assert_uint_eq(s->payload, 0);
   ck_assert_uint_eq(s->tenant_max_active, 2);
   ck_assert_uint_eq(s->on_holder_death, SHMS_ON_DEATH_RELEASE);
+  ck_assert_uint_eq(s->on_command_crash, SHMS_ON_CRASH_QUARANTINE);
   ck_assert_uint_eq(s->allow_count, 2);
   ck_assert_str_eq(s->allow[0], "ci");
   ck_assert_str_eq(s->allow[1], "release");
@@ -151,6 +153,7 @@ START_TEST(class_spec_good) {
   ck_assert_uint_eq(l->payload, SHMS_DEFAULT_PAYLOAD); /* the worker default */
   ck_assert_uint_eq(l->queue, 0);
   ck_assert_uint_eq(l->on_holder_death, SHMS_ON_DEATH_QUARANTINE);
+  ck_assert_uint_eq(l->on_command_crash, SHMS_ON_CRASH_RELEASE); /* the default */
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_EXTRA_LARGE].payload, 65536);
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_EXTRA_LARGE].allow_count, 1);
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].cells, 4096);
@@ -194,6 +197,10 @@ static const struct {
      "--class standard: tenant-max-active: not a number"},
     {"standard:cells=1,queue=1,on-holder-death=ignore",
      "--class standard: on-holder-death: must be quarantine or release, got 'ignore'"},
+    {"standard:cells=1,queue=1,on-command-crash=ignore",
+     "--class standard: on-command-crash: must be release or quarantine, got 'ignore'"},
+    {"standard:cells=1,queue=1,on-command-crash=release,on-command-crash=release",
+     "--class standard: on-command-crash: given twice"},
     {"standard:cells=1,queue=1,allow=", "--class standard: allow: empty tenant name"},
     {"standard:cells=1,queue=1,allow=a++b", "--class standard: allow: empty tenant name"},
     {"standard:cells=1,queue=1,allow=a+", "--class standard: allow: empty tenant name"},

@@ -61,6 +61,9 @@ START_TEST(detail_names_the_failure_and_is_per_call) {
   harness_config(&cfg, 0, 4);
   ck_assert_shms_err(shms_config_validate(&cfg), SHMS_EINVAL, "class standard: cells");
   harness_config(&cfg, 2, 4);
+  cfg.classes[SHMS_CLASS_STANDARD].on_command_crash = 2;
+  ck_assert_shms_err(shms_config_validate(&cfg), SHMS_EINVAL, "class standard: on-command-crash");
+  cfg.classes[SHMS_CLASS_STANDARD].on_command_crash = SHMS_ON_CRASH_QUARANTINE;
   ck_assert_shms_ok(shms_config_validate(&cfg));
   ck_assert_str_eq(shms_last_error_detail(), "");
 }

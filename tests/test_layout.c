@@ -42,7 +42,7 @@ static uint64_t documented_size(const shms_config *cfg) {
             line(4 * pow2(k->queue ? k->queue : 1)) + 2 * line(8 * hbm_words(k->queue)) +
             line(8 * hbm_words(t));
   }
-  return size + 128ull * cfg->max_processes;
+  return size + 192ull * cfg->max_processes;
 }
 
 static void set_class(shms_config *cfg, shms_class_t c, unsigned cells, unsigned queue,

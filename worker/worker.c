@@ -313,7 +313,7 @@ int shms_worker_close(shms_worker_t *w) {
     return shms__fail(SHMS_EINVAL, "worker is NULL");
   int rc = shms__handle_check_member(w->h);
   if (rc == SHMS_OK)
-    SHMS__OP_VOID(w->h, w->k, shms__workcell_gone(w->h, w->k, w->cell, w->h->owner));
+    SHMS__OP_VOID(w->h, w->k, shms__workcell_gone(w->h, w->k, w->cell, w->h->owner, 1));
   free(w);
   return rc;
 }
