@@ -276,8 +276,8 @@ static int dispose(shms_t *h, const struct js_args *a, const struct contain *c,
               "shmsched: jobserver: '%s' crashed (%s): quarantined class %s cell %u "
               "(on-command-crash=quarantine; return it with 'shmsched repair %s --class %s "
               "--cell %u')\n",
-              a->cmd[0], cli_signal_name(WTERMSIG(st), sn, sizeof sn), a->cls, lease->cell,
-              a->name, a->cls, lease->cell);
+              a->cmd[0], cli_signal_name(WTERMSIG(st), sn, sizeof sn), a->cls, lease->cell, a->name,
+              a->cls, lease->cell);
   } else {
     rc = shms_release(h, lease);
   }

@@ -180,13 +180,16 @@ static void ask(struct js_bridge *b, uint64_t now, uint32_t target) {
   }
 }
 
+/* Unread tokens the build may have: one per token in clients' hands plus the spare, bounded. */
+static uint32_t target_of(const struct js_bridge *b) {
+  uint32_t target = b->n_held - b->unread + b->spare;
+  return target > b->max - 1 ? b->max - 1 : target;
+}
+
 uint64_t js_bridge_step(struct js_bridge *b, uint64_t now, int *watch_fifo) {
   uint32_t before = b->seen;
   take_returns(b);
-  uint32_t in_use = b->n_held - b->unread;
-  uint32_t target = in_use + b->spare;
-  if (target > b->max - 1)
-    target = b->max - 1;
+  uint32_t target = target_of(b);
   if (b->n_held > target) { /* more unread than the spare: --max reached, or none wanted */
     uint32_t got = take_back(b, b->n_held - target);
     b->fresh -= got < b->fresh ? got : b->fresh;
@@ -195,7 +198,7 @@ uint64_t js_bridge_step(struct js_bridge *b, uint64_t now, int *watch_fifo) {
     b->unread_since = now;
   rotate_idle(b, now);
   reclaim_lost(b, now, b->n_held - b->unread);
-  ask(b, now, target);
+  ask(b, now, target_of(b));
   b->seen = b->unread;
   /* The next step: soon while tokens wait unread (a client's read shows only as a drop in the
    * count), at the idle spare's rotation, at the next sample, after a refusal. */

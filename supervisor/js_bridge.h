@@ -27,10 +27,10 @@
 #include "js_tokens.h"
 #include "shmsched.h"
 
-#define JS_POLL_NS       (10ull * 1000 * 1000)         /* --poll's default: unread spare watched */
-#define JS_SPARE_IDLE_NS (1000ull * 1000 * 1000)       /* an unread spare is rotated after this */
-#define JS_SAMPLE_NS     (1000ull * 1000 * 1000)       /* the reclaim heuristic's sampling period */
-#define JS_RETRY_NS      (100ull * 1000 * 1000)        /* after queue-full, ask again this later */
+#define JS_POLL_NS       (10ull * 1000 * 1000)   /* --poll's default: unread spare watched */
+#define JS_SPARE_IDLE_NS (1000ull * 1000 * 1000) /* an unread spare is rotated after this */
+#define JS_SAMPLE_NS     (1000ull * 1000 * 1000) /* the reclaim heuristic's sampling period */
+#define JS_RETRY_NS      (100ull * 1000 * 1000)  /* after queue-full, ask again this later */
 
 struct js_bridge {
   shms_t *h;

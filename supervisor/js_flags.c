@@ -96,7 +96,7 @@ static int is_make(const char *cmd0) {
 /* make's long options that take their argument as the next word when it has no '='. */
 static int long_takes_next(const char *a) {
   static const char *const with_arg[] = {
-      "--directory", "--file",     "--makefile",   "--include-dir", "--old-file",
+      "--directory",  "--file",     "--makefile",   "--include-dir", "--old-file",
       "--assume-old", "--new-file", "--assume-new", "--what-if",     "--eval",
   };
   if (strchr(a, '=') != NULL)

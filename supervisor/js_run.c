@@ -42,8 +42,10 @@ char **js_run_env(const char *makeflags, const char *segment, const char *cls, c
   for (size_t i = 0; i < n; i++)
     if (!dropped(environ[i]) && (env[k] = strdup(environ[i])) != NULL)
       k++;
-  const char *add[][2] = {{"MAKEFLAGS", makeflags},      {"CARGO_MAKEFLAGS", makeflags},
-                          {"SHMSCHED_SEGMENT", segment}, {"SHMSCHED_CLASS", cls},
+  const char *add[][2] = {{"MAKEFLAGS", makeflags},
+                          {"CARGO_MAKEFLAGS", makeflags},
+                          {"SHMSCHED_SEGMENT", segment},
+                          {"SHMSCHED_CLASS", cls},
                           {"SHMSCHED_TENANT", tenant}};
   for (size_t i = 0; i < 5; i++)
     if ((env[k++] = joined(add[i][0], add[i][1])) == NULL) {

@@ -38,8 +38,11 @@ static int read_row(const char *pid, struct proc_row *row) {
   int ppid;
   long threads;
   if (p == NULL ||
-      sscanf(p + 1, " %c %d" " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %ld", // NOLINT(cert-err34-c)
-             &state, &ppid, &threads) != 3)
+      sscanf(
+          p + 1,
+          " %c %d"
+          " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %ld", // NOLINT(cert-err34-c)
+          &state, &ppid, &threads) != 3)
     return -1;
   row->pid = (pid_t)atoi(pid); // NOLINT(cert-err34-c): digits only
   row->ppid = (pid_t)ppid;
