@@ -280,30 +280,50 @@ END_TEST
 
 /* ---- two builds, two tenants ----------------------------------------------------- */
 
-/* Two builds of 24 jobs each on 4 cells: while both have jobs to start, each starts about
- * half of them. */
+/* Four gated jobs first, then N jobs of `sleep D`: the build holds every cell until the gate
+ * opens. */
+static const char gated_then_sleep[] =
+    "J := $(shell seq 1 $(N))\n"
+    "all: g1 g2 g3 g4 $(addprefix j,$(J))\n"
+    "g%:\n"
+    "\t@flock $(LOG) sh -c 'echo start $(T) >> $(LOG)'; echo up $$$$; read x < $(GATE); "
+    "flock $(LOG) sh -c 'echo end $(T) >> $(LOG)'\n"
+    "j%:\n"
+    "\t@flock $(LOG) sh -c 'echo start $(T) >> $(LOG)'; sleep $(D); "
+    "flock $(LOG) sh -c 'echo end $(T) >> $(LOG)'\n";
+
+/* Build a holds all 4 cells when build b starts: while both then have jobs to start, each
+ * starts about half of them. (A bridge that let its build keep the tokens it writes back,
+ * as one pipe for both would, never lets b in until a is done.) */
 START_TEST(two_builds_share_fairly) {
   const char *name = cli_segment("fair", "standard:cells=4,queue=16,on-holder-death=release", NULL);
-  char a[256], b[256], log[256], var_log[300];
-  makefile_dir(a, sizeof a, "a", sleep_jobs);
+  char a[256], b[256], log[256], gpath[256], var_log[300], var_gate[300];
+  makefile_dir(a, sizeof a, "a", gated_then_sleep);
   makefile_dir(b, sizeof b, "b", sleep_jobs);
   scratch(log, sizeof log, "log");
   snprintf(var_log, sizeof var_log, "LOG=%s", log);
+  int gate = open_gate(gpath, sizeof gpath, "gate");
+  snprintf(var_gate, sizeof var_gate, "GATE=%s", gpath);
   struct cli_proc pa, pb;
   CLI_SPAWN(&pa, "jobserver", name, "-c", "standard", "-t", "a", "--", "make", "-s", "-C", a,
-            var_log, "N=24", "D=0.2", "T=a");
+            var_log, var_gate, "N=24", "D=0.2", "T=a");
+  pid_t held[4];
+  await_ups(pa.out, held, 4);
+  ck_assert_uint_eq(status_figure(name, "cells_leased"), 4);
   CLI_SPAWN(&pb, "jobserver", name, "-c", "standard", "-t", "b", "--", "make", "-s", "-C", b,
             var_log, "N=24", "D=0.2", "T=b");
+  open_gate_for(gate, 4);
   ck_assert_msg(reap(&pa) == 0, "%s", perr);
   ck_assert_msg(reap(&pb) == 0, "%s", perr);
   struct log_figures f = read_log(log);
-  ck_assert_uint_eq(f.starts[0], 24);
+  ck_assert_uint_eq(f.starts[0], 28);
   ck_assert_uint_eq(f.starts[1], 24);
   ck_assert_uint_le(f.peak, 4);
   unsigned diff = f.window[0] > f.window[1] ? f.window[0] - f.window[1] : f.window[1] - f.window[0];
   ck_assert_msg(f.both_busy_n >= 16 && diff * 5 <= f.both_busy_n,
                 "while both were busy, a started %u jobs and b %u", f.window[0], f.window[1]);
   assert_all_free(name, 4);
+  close(gate);
 }
 END_TEST
 
