@@ -16,6 +16,12 @@ packages=(
   clang libclang-rt-14-dev     # libFuzzer and its sanitizers: scripts/fuzz.sh
 )
 
+# cargo: the jobserver bridge's cargo test (tests/test_cli_jobserver.c), unless a cargo is there
+# already (rustup's in ~/.cargo/bin counts). Debian 12's is 0.66: it reads the pipe style only.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "${HOME:-/root}/.cargo/bin/cargo" ]; then
+  packages+=(cargo)
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

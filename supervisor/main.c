@@ -23,6 +23,8 @@ static const char top_help[] =
     "  run NAME ... -- CMD    acquire a lease fairly, run CMD on it, release it\n"
     "  submit NAME ...        queue a job for a worker class; --wait for its result\n"
     "  worker NAME ... -- CMD serve a worker class: each job's payload through CMD\n"
+    "  jobserver NAME ... -- CMD  run a build tool (make, cargo) as a jobserver client\n"
+    "                         whose tokens are leases: builds share the cells fairly\n"
     "  cancel NAME TICKET     cancel a queued request\n"
     "  explain NAME TICKET    say why a request waits\n"
     "  drain NAME             stop taking work; leases held run to their end\n"
@@ -37,7 +39,7 @@ static const char top_help[] =
     "  -V, --version          print the version\n"
     "\n"
     "Exit status: 0 success, 1 the operation failed, 2 usage or configuration error;\n"
-    "run: CMD's status, or 75 when the scheduler did not grant a lease;\n"
+    "run, jobserver: CMD's status, or 75 when the scheduler did not grant a lease;\n"
     "submit --wait: the job's status, or 75 when the job did not complete;\n"
     "74 the segment was truncated under the command (SIGBUS on it).\n"
     "Errors are one line on stderr: 'shmsched: <reason>: <what, and where>'.\n"
@@ -54,11 +56,11 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"create", cmd_create}, {"destroy", cmd_destroy}, {"status", cmd_status},
-    {"run", cmd_run},       {"cancel", cmd_cancel},   {"explain", cmd_explain},
-    {"drain", cmd_drain},   {"repair", cmd_repair},   {"version", cmd_version},
-    {"submit", cmd_submit}, {"worker", cmd_worker},   {"supervise", cmd_supervise},
-    {"check", cmd_check},
+    {"create", cmd_create}, {"destroy", cmd_destroy},     {"status", cmd_status},
+    {"run", cmd_run},       {"cancel", cmd_cancel},       {"explain", cmd_explain},
+    {"drain", cmd_drain},   {"repair", cmd_repair},       {"version", cmd_version},
+    {"submit", cmd_submit}, {"worker", cmd_worker},       {"supervise", cmd_supervise},
+    {"check", cmd_check},   {"jobserver", cmd_jobserver},
 };
 
 static const struct command *find_command(const char *name) {
