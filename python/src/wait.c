@@ -115,5 +115,9 @@ int pyshms_block(struct pyshms_wait *w) {
   pthread_join(th, NULL);
   PyEval_RestoreThread(ts);
   close(w->efd);
+  /* A signal that came as the call returned: its handler runs now, while the caller can still
+   * undo what it got, rather than in the caller's Python code, where a lease would be lost. */
+  if (!interrupted && PyErr_CheckSignals() < 0)
+    interrupted = 1;
   return interrupted ? -1 : 0;
 }

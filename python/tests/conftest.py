@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import itertools
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 from typing import Callable, Dict, Iterator, List, Optional
 
@@ -44,8 +46,9 @@ def until(cond: Callable[[], bool], what: str, limit: float = 30.0) -> None:
         time.sleep(0.0005)
 
 
-def in_poll(pid: int) -> bool:
-    """Whether pid's main thread is asleep in poll(): where Python waits for a grant."""
+def in_wait(pid: int) -> bool:
+    """Whether pid's main thread is asleep in poll() (where Python's waits sleep) or a futex
+    (where the library's own sleep; what a wait that is not interruptible shows)."""
     try:
         with open(f"/proc/{pid}/syscall") as f:
             nr = f.read().split()[0]
@@ -53,8 +56,19 @@ def in_poll(pid: int) -> bool:
             state = f.read().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return False
-    # x86_64 poll 7 and ppoll 271, aarch64 ppoll 73: glibc's poll() is one of them.
-    return state == "S" and nr in ("7", "271", "73")
+    # x86_64: poll 7, ppoll 271, futex 202; aarch64: ppoll 73, futex 98.
+    return state == "S" and nr in ("7", "271", "202", "73", "98")
+
+
+def read_line(proc: subprocess.Popen, limit: float = 30.0) -> str:
+    """The child's next line of output; a failure, not a hang, if none comes within limit."""
+    box: "queue.Queue[str]" = queue.Queue()
+    threading.Thread(target=lambda: box.put(proc.stdout.readline()), daemon=True).start()
+    try:
+        return box.get(timeout=limit)
+    except queue.Empty:
+        proc.kill()
+        pytest.fail(f"no line from child {proc.pid} within {limit} s")
 
 
 class Seg:
