@@ -73,6 +73,11 @@ static int lease_run(struct pyshms_wait *w) {
   return shms_wait(x->h, &x->t, x->timeout_ns, &x->lease);
 }
 
+static int lease_look(struct pyshms_wait *w) {
+  struct lease_wait *x = (struct lease_wait *)w;
+  return shms_wait(x->h, &x->t, 0, &x->lease);
+}
+
 /* Cancelling wakes the waiter through its slot's futex at once. */
 static void lease_abort(struct pyshms_wait *w) {
   struct lease_wait *x = (struct lease_wait *)w;
@@ -80,13 +85,14 @@ static void lease_abort(struct pyshms_wait *w) {
 }
 
 PyObject *pyshms_wait(HandleObject *self, PyObject *args) {
-  struct lease_wait x = {.w = {.run = lease_run, .abort = lease_abort}};
+  struct lease_wait x = {.w = {.run = lease_run, .look = lease_look, .abort = lease_abort}};
   unsigned long long timeout;
   if (!PyArg_ParseTuple(args, "O&K", pyshms_ticket_conv, &x.t, &timeout) ||
       pyshms_handle_usable(self, 1) < 0)
     return NULL;
   x.h = self->h;
   x.timeout_ns = timeout;
+  x.w.look_only = timeout == 0;
   self->active++;
   int interrupted = pyshms_block(&x.w);
   if (interrupted) { /* a handler raised (^C): the request must not outlive the wait */
@@ -198,6 +204,11 @@ static int result_run(struct pyshms_wait *w) {
   }
 }
 
+static int result_look(struct pyshms_wait *w) {
+  struct result_wait *x = (struct result_wait *)w;
+  return shms_wait_result(x->h, &x->t, 0, x->buf, x->cap, &x->res);
+}
+
 /* A queued job ends at once; a running one is flagged, and the slices notice the stop. */
 static void result_abort(struct pyshms_wait *w) {
   struct result_wait *x = (struct result_wait *)w;
@@ -205,7 +216,7 @@ static void result_abort(struct pyshms_wait *w) {
 }
 
 PyObject *pyshms_wait_result(HandleObject *self, PyObject *args) {
-  struct result_wait x = {.w = {.run = result_run, .abort = result_abort}};
+  struct result_wait x = {.w = {.run = result_run, .look = result_look, .abort = result_abort}};
   unsigned long long timeout;
   Py_ssize_t cap;
   if (!PyArg_ParseTuple(args, "O&Kn", pyshms_ticket_conv, &x.t, &timeout, &cap) ||
@@ -220,6 +231,7 @@ PyObject *pyshms_wait_result(HandleObject *self, PyObject *args) {
   x.timeout_ns = timeout;
   x.buf = PyBytes_AS_STRING(data);
   x.cap = (size_t)cap;
+  x.w.look_only = timeout == 0;
   self->active++;
   int interrupted = pyshms_block(&x.w);
   self->active--;

@@ -87,6 +87,10 @@ uint64_t pyshms_monotonic_ns(void);
  */
 struct pyshms_wait {
   int (*run)(struct pyshms_wait *w);
+  /* Optional: the same call with no wait ("just look"), made inline first; SHMS_ETIMEDOUT when
+   * it would have to wait. Spares a thread when the outcome is already there. */
+  int (*look)(struct pyshms_wait *w);
+  int look_only; /* a zero timeout: the look's answer is the answer */
   void (*abort)(struct pyshms_wait *w);
   int stop;         /* set (atomically) before abort(); run() loops that wait in slices read it */
   int rc;           /* what run() returned */

@@ -82,6 +82,13 @@ static int sleep_until_done(struct pyshms_wait *w) {
 
 int pyshms_block(struct pyshms_wait *w) {
   __atomic_store_n(&w->stop, 0, __ATOMIC_RELEASE);
+  if (w->look != NULL) {
+    PyThreadState *ts = PyEval_SaveThread();
+    finish(w, w->look(w));
+    PyEval_RestoreThread(ts);
+    if (w->rc != SHMS_ETIMEDOUT || w->look_only)
+      return 0;
+  }
   if (!in_main_thread()) {
     run_inline(w);
     return 0;

@@ -66,6 +66,11 @@ static int take_run(struct pyshms_wait *w) {
   }
 }
 
+static int take_look(struct pyshms_wait *w) {
+  struct take_wait *x = (struct take_wait *)w;
+  return shms_worker_take(x->worker, 0, &x->job);
+}
+
 static void take_abort(struct pyshms_wait *w) { (void)w; /* the stop flag ends the slices */ }
 
 static PyObject *job_tuple(const WorkerObject *self) {
@@ -81,8 +86,10 @@ static PyObject *worker_take(WorkerObject *self, PyObject *args) {
     return NULL;
   if (self->holding)
     return pyshms_raise_inval("the worker still holds a job: complete it first");
-  struct take_wait x = {
-      .w = {.run = take_run, .abort = take_abort}, .worker = self->w, .timeout_ns = timeout};
+  struct take_wait x = {.w = {.run = take_run, .look = take_look, .abort = take_abort},
+                        .worker = self->w,
+                        .timeout_ns = timeout};
+  x.w.look_only = timeout == 0;
   self->busy = 1;
   self->handle->active++;
   int interrupted = pyshms_block(&x.w);
