@@ -62,7 +62,7 @@ setup(
     license="see the shmsched repository",
     python_requires=">=3.9",
     packages=["shmsched"],
-    package_data={"shmsched": ["py.typed"]},
+    package_data={"shmsched": ["py.typed", "*.pyi"]},
     ext_modules=[extension],
     zip_safe=False,
     classifiers=["Operating System :: POSIX :: Linux", "Programming Language :: C",

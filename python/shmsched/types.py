@@ -135,7 +135,6 @@ class JobResult:
 
 
 def _explanation(t: tuple) -> Explanation:
-    from .errors import ShmschedError  # noqa: F401  (the table is registered)
     from . import _shmsched as _c
 
     (state, outcome, tenant, priority, waited_ns, aged, ahead, ring, ahead_t, tq, blocked, cell,
