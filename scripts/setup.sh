@@ -14,6 +14,8 @@ packages=(
   gnuplot-nox strace           # perf/run.sh: plots; system calls counted per operation
   spin                         # the protocol models (tests/model) are checked with spin
   clang libclang-rt-14-dev     # libFuzzer and its sanitizers: scripts/fuzz.sh
+  python3-dev python3-setuptools  # the Python binding (python/): headers; pip install ./python
+  python3-pytest python3-venv     # its tests; the offline install test's virtual environment
 )
 
 # cargo: the jobserver bridge's cargo test (tests/test_cli_jobserver.c), unless a cargo is there

@@ -1,0 +1,202 @@
+"""Leases, tickets and jobs: what a Segment's scheduling calls hand back."""
+
+from __future__ import annotations
+
+import math
+from types import TracebackType
+from typing import TYPE_CHECKING, Optional, Tuple, Type
+
+from . import _shmsched as _c
+from .errors import InvalidArgument
+from .types import CLASSES, Explanation, JobResult, _explanation
+
+if TYPE_CHECKING:
+    from .segment import Segment
+
+_FOREVER = (1 << 64) - 1
+_INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+def timeout_ns(timeout: Optional[float], what: str = "timeout") -> int:
+    """Seconds (None: no limit) as the C API's nanoseconds."""
+    if timeout is None:
+        return _FOREVER
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds or None, not {type(timeout).__name__}")
+    if math.isnan(timeout) or timeout < 0:
+        raise InvalidArgument(f"{what} must be at least 0 seconds, got {timeout!r}")
+    if math.isinf(timeout):
+        return _FOREVER
+    return min(int(timeout * 1e9), _FOREVER - 1)
+
+
+def request_args(cls_index: int, tenant: str, priority: int, deadline: Optional[float],
+                 activation: Optional[str]) -> Tuple[int, str, int, int, Optional[str]]:
+    """Check a request's arguments and give them in the form the C layer takes."""
+    if not isinstance(tenant, str):
+        raise TypeError(f"tenant must be a str, not {type(tenant).__name__}")
+    try:
+        _c.tenant_check(tenant)
+    except InvalidArgument as e:
+        raise InvalidArgument(f"tenant {tenant!r}: {e.detail}") from None
+    if isinstance(priority, bool) or not isinstance(priority, int):
+        raise TypeError(f"priority must be an int, not {type(priority).__name__}")
+    if not _INT32[0] <= priority <= _INT32[1]:
+        raise InvalidArgument(f"priority must be in {_INT32[0]}..{_INT32[1]}, got {priority}")
+    deadline_ns = 0
+    if deadline is not None:
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)):
+            raise TypeError(f"deadline must be a number of seconds or None, "
+                            f"not {type(deadline).__name__}")
+        if math.isnan(deadline) or math.isinf(deadline) or deadline <= 0:
+            raise InvalidArgument(f"deadline must be a positive number of seconds from now, "
+                                  f"got {deadline!r}")
+        deadline_ns = _c.monotonic_ns() + int(deadline * 1e9)
+    if activation is not None and not isinstance(activation, str):
+        raise TypeError(f"activation must be a str or None, not {type(activation).__name__}")
+    return cls_index, tenant, priority, deadline_ns, activation
+
+
+class Lease:
+    """The right to run on one cell, until :meth:`release` (or :meth:`quarantine`).
+
+    A context manager: ``with seg.lease(...) as lease:`` releases it on the way out, unless
+    it was already released or quarantined.
+    """
+
+    __slots__ = ("segment", "_t", "_held")
+
+    def __init__(self, segment: "Segment", t: Tuple[int, int, int, int, int]) -> None:
+        self.segment = segment
+        self._t = t
+        self._held = True
+
+    @property
+    def cls(self) -> str:
+        """The class's name."""
+        return CLASSES[self._t[0]]
+
+    @property
+    def cell(self) -> int:
+        """The cell's index in its class."""
+        return self._t[1]
+
+    @property
+    def generation(self) -> int:
+        """The cell's generation when granted: a stale lease is told apart by it."""
+        return self._t[2]
+
+    @property
+    def token(self) -> int:
+        return self._t[3]
+
+    @property
+    def held(self) -> bool:
+        """True until released or quarantined through this object."""
+        return self._held
+
+    def release(self) -> None:
+        """Return the cell to service. :class:`LeaseMismatch` if it is not current."""
+        self._done()
+        self.segment._h.release(self._t)
+
+    def quarantine(self, reason: int = 1) -> None:
+        """Take the cell out of service (its cleanup could not be proven); ``reason`` is
+        recorded for operators. ``shmsched repair`` returns it."""
+        self._done()
+        self.segment._h.quarantine(self._t, reason)
+
+    def _done(self) -> None:
+        if not self._held:
+            raise InvalidArgument(f"{self!r} was already released or quarantined")
+        self._held = False
+
+    def __enter__(self) -> "Lease":
+        return self
+
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        if self._held:
+            self.release()
+
+    def __repr__(self) -> str:
+        state = "held" if self._held else "returned"
+        return f"<shmsched.Lease {self.cls} cell {self.cell} gen {self.generation} {state}>"
+
+
+class _Request:
+    """A queued request, named by its ticket: common to Ticket and Job."""
+
+    __slots__ = ("segment", "_t")
+
+    def __init__(self, segment: "Segment", t: Tuple[int, int, int, int]) -> None:
+        self.segment = segment
+        self._t = t
+
+    @property
+    def cls(self) -> str:
+        return CLASSES[self._t[0]]
+
+    def cancel(self) -> bool:
+        """Cancel the request (any process may). True if this call cancelled it; False if it
+        had already been cancelled or had ended (a held lease is never revoked; a running job
+        is only flagged, and its worker decides). :class:`NotFound` for a stale ticket."""
+        return self.segment._h.cancel(self._t)
+
+    def explain(self) -> Explanation:
+        """Why the request waits, how it ended, or where its lease is held."""
+        return _explanation(self.segment._h.explain(self._t))
+
+    def __str__(self) -> str:
+        """The ticket's text form, ``CLASS.SLOT.SEQ.INCARNATION``, for ``shmsched explain``."""
+        return _c.ticket_format(self._t)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Request) and other._t == self._t
+
+    def __hash__(self) -> int:
+        return hash(self._t)
+
+    def __repr__(self) -> str:
+        return f"<shmsched.{type(self).__name__} {self}>"
+
+
+class Ticket(_Request):
+    """A request queued by :meth:`Segment.enqueue` (or parsed by :meth:`Segment.ticket`)."""
+
+    __slots__ = ()
+
+    def wait(self, timeout: Optional[float] = None) -> Lease:
+        """Wait for the grant and accept it. Only the process that queued the request may.
+
+        ``timeout`` (seconds; None: no limit) raises :class:`TimedOut` with the request still
+        queued: wait again or cancel. ^C (any signal handler that raises) cancels the request,
+        releases a lease that raced in, and raises. Every other outcome retires the ticket:
+        :class:`Cancelled`, :class:`DeadlineExceeded`, :class:`Shutdown`, ...
+        """
+        return Lease(self.segment, self.segment._h.wait(self._t, timeout_ns(timeout)))
+
+
+class Job(_Request):
+    """A job submitted by :meth:`Segment.submit`: its worker's result comes from :meth:`result`."""
+
+    __slots__ = ("_result", "_cap")
+
+    def __init__(self, segment: "Segment", t: Tuple[int, int, int, int], cap: int) -> None:
+        super().__init__(segment, t)
+        self._result: Optional[JobResult] = None
+        self._cap = cap
+
+    def result(self, timeout: Optional[float] = None) -> JobResult:
+        """Wait for the job to end and return the worker's status and result bytes.
+
+        ``timeout`` raises :class:`TimedOut` with the job still queued or running. ^C cancels
+        the job: a queued one ends at once; a running one is flagged for its worker, and the
+        wait stops within a second (call :meth:`result` again to collect its end). Other
+        outcomes raise: :class:`Cancelled`, :class:`WorkerLost`, :class:`DeadlineExceeded`...
+        The result is kept: later calls return it again.
+        """
+        if self._result is None:
+            status, data = self.segment._h.wait_result(self._t, timeout_ns(timeout), self._cap)
+            self._result = JobResult(status, data)
+        return self._result

@@ -1,0 +1,272 @@
+"""Segment: this process attached to one shmsched segment, /dev/shm/NAME."""
+
+from __future__ import annotations
+
+import weakref
+from types import TracebackType
+from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple, Type, Union
+
+from . import _shmsched as _c
+from .errors import InvalidArgument, TimedOut
+from .requests import Job, Lease, Ticket, request_args, timeout_ns
+from .types import (CLASSES, ClassConfig, ClassStats, SegmentConfig, SegmentInfo, TenantStats,
+                    class_index)
+
+if TYPE_CHECKING:
+    from .aio import AsyncLease
+    from .worker import Worker
+
+_MODES = ("lease", "worker")
+_DEATH = ("quarantine", "release")
+_CRASH = ("release", "quarantine")
+_SEG_STATES = {1: "active", 2: "draining", 3: "destroying"}
+_DEFAULT_PAYLOAD = 4096
+
+
+def _choice(value: str, choices: Tuple[str, ...], what: str) -> int:
+    if value not in choices:
+        raise InvalidArgument(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+    return choices.index(value)
+
+
+def _class_tuple(name: str, k: ClassConfig) -> tuple:
+    mode = _choice(k.mode, _MODES, f"class {name}: mode")
+    grant = 0 if k.grant_timeout is None else timeout_ns(k.grant_timeout, "grant_timeout")
+    payload = k.payload or (_DEFAULT_PAYLOAD if mode == 1 else 0)
+    return (k.cells, k.queue, mode, payload, k.tenant_max_active,
+            _choice(k.on_holder_death, _DEATH, f"class {name}: on_holder_death"),
+            _choice(k.on_command_crash, _CRASH, f"class {name}: on_command_crash"),
+            tuple(k.allow), grant)
+
+
+def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, object]]], *,
+           starvation_after: float = 5.0, max_tenants: int = 1024, max_processes: int = 1024,
+           mode: int = 0o600, group: Optional[int] = None) -> None:
+    """Create the segment /dev/shm/NAME, as ``shmsched create`` does (docs/config.md).
+
+    ``classes`` maps class names to :class:`ClassConfig` (or to dicts of its fields):
+    ``create("jobs", {"standard": ClassConfig(cells=4, queue=256)})``. Raises
+    :class:`AlreadyExists` (the existing segment untouched) or :class:`InvalidArgument`
+    naming the field at fault; nothing is created on error.
+    """
+    if not classes:
+        raise InvalidArgument("configure at least one class")
+    table = {}
+    for cname, k in classes.items():
+        if not isinstance(k, ClassConfig):
+            k = ClassConfig(**k)  # type: ignore[arg-type]
+        table[class_index(cname)] = _class_tuple(cname, k)
+    _c.create(name, table, timeout_ns(starvation_after, "starvation_after"), max_tenants,
+              max_processes, mode, -1 if group is None else group)
+
+
+def destroy(name: str, *, force: bool = False) -> None:
+    """Remove /dev/shm/NAME. :class:`Busy` while live processes are attached, unless
+    ``force``; :class:`SegmentNotFound` if there is none."""
+    _c.destroy(name, force)
+
+
+class Segment:
+    """This process attached to the segment /dev/shm/NAME.
+
+    ``with shmsched.Segment("jobs") as seg:`` detaches on the way out. Detaching ends this
+    process's queued requests, and settles its leases still held as its death would (the
+    class's on-holder-death: quarantined by default), so release leases first (``with
+    seg.lease(...)`` does). ``observer=True`` maps it read-only for status tools.
+
+    The handle belongs to this process: in a child forked from it every call raises
+    :class:`HandleForked`; open the segment again there. Threads may share a Segment
+    (docs/python.md, "Threads").
+    """
+
+    def __init__(self, name: str, *, observer: bool = False) -> None:
+        self._h = _c.Handle(name, observer)
+        self.name = name
+        self.observer = observer
+        self._config: Optional[SegmentConfig] = None
+        self._workers: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+
+    # ---- lifetime -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close this segment's workers, then detach. Closing twice does nothing."""
+        for w in list(self._workers):
+            w.close()
+        self._h.detach()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._h.closed)
+
+    def __enter__(self) -> "Segment":
+        return self
+
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"attached by {self._h.pid}"
+        return f"<shmsched.Segment {self.name!r} {state}>"
+
+    # ---- what the segment is --------------------------------------------------------------
+
+    def config(self) -> SegmentConfig:
+        """The configuration the segment was created with."""
+        if self._config is None:
+            classes, starve, tenants, procs, mode, group = self._h.config()
+            self._config = SegmentConfig(
+                classes={CLASSES[c]: ClassConfig(
+                    cells=t[0], queue=t[1], mode=_MODES[t[2]], payload=t[3],
+                    tenant_max_active=t[4], on_holder_death=_DEATH[t[5]],
+                    on_command_crash=_CRASH[t[6]], allow=tuple(t[7]),
+                    grant_timeout=t[8] / 1e9 if t[8] else None)
+                    for c, t in sorted(classes.items())},
+                starvation_after=starve / 1e9, max_tenants=tenants, max_processes=procs,
+                mode=mode, group=None if group < 0 else group)
+        else:
+            self._h.usable()
+        return self._config
+
+    @property
+    def classes(self) -> Tuple[str, ...]:
+        """The names of the classes the segment configures."""
+        return tuple(self.config().classes)
+
+    def info(self) -> SegmentInfo:
+        """Facts about the segment now: its state, size, live processes."""
+        t = self._h.info()
+        return SegmentInfo(t[0], t[1], t[2], t[3], _SEG_STATES.get(t[4], f"unknown-{t[4]}"),
+                           t[5], t[6], t[7], t[8])
+
+    def observe(self, cls: str) -> ClassStats:
+        """A class's live figures (what ``shmsched status`` shows)."""
+        return ClassStats(*self._h.observe(class_index(cls)))
+
+    def tenants(self, cls: str) -> List[TenantStats]:
+        """The tenants with queued work (or counted leases) in a class."""
+        return [TenantStats(n, q, a, bool(r), g, tw, mw)
+                for n, q, a, r, g, tw, mw in self._h.tenants(class_index(cls))]
+
+    def check(self) -> List[str]:
+        """Audit every invariant of the segment: the violations found, one line each
+        (empty when clean), as ``shmsched check`` prints them."""
+        n, report = self._h.check()
+        return [line for line in report.splitlines() if line][:n] if n else []
+
+    def drain(self) -> None:
+        """Stop taking work: new requests fail :class:`Shutdown`, queued ones end so."""
+        self._h.drain()
+
+    def repair(self, cls: str, cell: Optional[int] = None) -> int:
+        """Return quarantined cells of a class to service (one, or all): how many."""
+        return self._h.repair(class_index(cls), -1 if cell is None else cell)
+
+    # ---- leases ---------------------------------------------------------------------------
+
+    def _unlimited(self, c: int) -> bool:
+        k = self.config().classes.get(CLASSES[c])
+        return k is not None and k.tenant_max_active == 0
+
+    def try_acquire(self, cls: str, *, tenant: str, priority: int = 0,
+                    deadline: Optional[float] = None,
+                    activation: Optional[str] = None) -> Optional[Lease]:
+        """A lease now if a cell is free and nobody is queued, else None. Never queues."""
+        t = self._h.try_acquire(*request_args(class_index(cls), tenant, priority, deadline,
+                                              activation))
+        return None if t is None else Lease(self, t)
+
+    def enqueue(self, cls: str, *, tenant: str, priority: int = 0,
+                deadline: Optional[float] = None, activation: Optional[str] = None) -> Ticket:
+        """Queue a request; :meth:`Ticket.wait` takes its lease.
+
+        ``priority``: higher first within its tenant's turn; ``deadline``: seconds from now
+        after which it gives up unless granted; ``activation``: an id unique among the
+        class's live requests. Raises :class:`QueueFull`, :class:`ClassDenied`,
+        :class:`DuplicateActivation`, :class:`Shutdown`...; on error nothing was queued.
+        """
+        args = request_args(class_index(cls), tenant, priority, deadline, activation)
+        return Ticket(self, self._h.enqueue(*args))
+
+    def lease(self, cls: str, *, tenant: str, priority: int = 0, deadline: Optional[float] = None,
+              activation: Optional[str] = None, timeout: Optional[float] = None) -> Lease:
+        """Wait for a lease on a cell of ``cls``: at once if one is free and nobody is
+        queued, else in line (tenants take turns). Use it as ``with seg.lease(...) as lease:``.
+
+        ``timeout`` (seconds) raises :class:`TimedOut` and withdraws the request; ^C raises
+        KeyboardInterrupt at once, with the request cancelled and any lease that raced in
+        released. Other arguments and errors as :meth:`enqueue` and :meth:`Ticket.wait`.
+        """
+        args = request_args(class_index(cls), tenant, priority, deadline, activation)
+        limit = timeout_ns(timeout)
+        if self._unlimited(args[0]):
+            t = self._h.try_acquire(*args)
+            if t is not None:
+                return Lease(self, t)
+        ticket = self._h.enqueue(*args)
+        try:
+            return Lease(self, self._h.wait(ticket, limit))
+        except TimedOut:  # still queued: it must not outlive the call
+            self._h.withdraw(ticket)
+            raise
+
+    def lease_async(self, cls: str, *, tenant: str, priority: int = 0,
+                    deadline: Optional[float] = None, activation: Optional[str] = None,
+                    timeout: Optional[float] = None) -> "AsyncLease":
+        """:meth:`lease` for asyncio: ``async with seg.lease_async(...) as lease:`` (or
+        ``lease = await seg.lease_async(...)``). Cancelling the task cancels the request
+        (and releases a lease that raced in). The wait runs in a thread of its own."""
+        from .aio import AsyncLease
+
+        return AsyncLease(self, request_args(class_index(cls), tenant, priority, deadline,
+                                             activation), timeout_ns(timeout))
+
+    def ticket(self, text: str) -> Ticket:
+        """The request named by a ticket's text form (from ``str(ticket)`` or ``shmsched run
+        --print-ticket``), to cancel or explain it."""
+        if not isinstance(text, str):
+            raise TypeError(f"a ticket's text form is a str, not {type(text).__name__}")
+        return Ticket(self, _c.ticket_parse(text))
+
+    # ---- jobs -----------------------------------------------------------------------------
+
+    def _payload_max(self, cls: str) -> int:
+        k = self.config().classes.get(cls)
+        if k is None:
+            raise InvalidArgument(f"class {cls} is not configured in segment {self.name!r}")
+        if k.mode != "worker":
+            raise InvalidArgument(f"class {cls} is a lease class: jobs go to worker classes")
+        return k.payload
+
+    def submit(self, cls: str, payload: bytes, *, tenant: str, priority: int = 0,
+               deadline: Optional[float] = None, activation: Optional[str] = None,
+               retry_once: bool = False) -> Job:
+        """Queue a job for the workers of a worker class; :meth:`Job.result` waits for it.
+
+        ``payload``: bytes (at most the class's payload size). ``retry_once``: if its worker
+        dies mid-job, queue it once more instead of ending it :class:`WorkerLost`.
+        """
+        args = request_args(class_index(cls), tenant, priority, deadline, activation)
+        cap = self._payload_max(cls)
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise TypeError(f"payload must be bytes, not {type(payload).__name__}")
+        if len(payload) > cap:
+            raise InvalidArgument(f"a payload of {len(payload)} bytes is larger than class "
+                                  f"{cls}'s payload size ({cap})")
+        t = self._h.submit(*args, payload, 1 if retry_once else 0)
+        return Job(self, t, cap)
+
+    def job(self, text: str) -> Job:
+        """A job this process submitted, named by its ticket's text form."""
+        t = self.ticket(text)
+        return Job(self, t._t, self._payload_max(t.cls))
+
+    def worker(self, cls: str) -> "Worker":
+        """Bind this process to an offline cell of a worker class: ``for job in
+        seg.worker("small"): job.complete(result)``. :class:`Busy` if every cell has one."""
+        from .worker import Worker
+
+        w = Worker(self, cls, self._payload_max(cls))
+        self._workers.add(w)
+        return w
+

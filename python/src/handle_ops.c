@@ -1,0 +1,245 @@
+/*
+ * Scheduling through a Handle: requests, waits, leases, jobs. Every call releases the GIL;
+ * the waits go through pyshms_block (wait.c) so that ^C ends them.
+ */
+#include "handle_ops.h"
+
+/* Parse (cls, tenant, priority, deadline_ns, activation) into req; strings borrowed from args. */
+static int parse_request(PyObject *args, shms_request *req, Py_buffer *payload, unsigned *flags) {
+  int cls, priority;
+  unsigned long long deadline;
+  const char *tenant, *activation;
+  int ok = payload == NULL
+               ? PyArg_ParseTuple(args, "isiKz", &cls, &tenant, &priority, &deadline, &activation)
+               : PyArg_ParseTuple(args, "isiKzy*I", &cls, &tenant, &priority, &deadline,
+                                  &activation, payload, flags);
+  if (!ok)
+    return -1;
+  *req = (shms_request){.cls = (shms_class_t)cls,
+                        .tenant = tenant,
+                        .priority = priority,
+                        .deadline_ns = deadline,
+                        .activation = activation};
+  return 0;
+}
+
+PyObject *pyshms_enqueue(HandleObject *self, PyObject *args) {
+  shms_request req;
+  if (parse_request(args, &req, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  shms_ticket t;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_enqueue(self->h, &req, &t));
+  return rc == SHMS_OK ? pyshms_ticket_tuple(&t) : pyshms_raise_last(rc);
+}
+
+PyObject *pyshms_try_acquire(HandleObject *self, PyObject *args) {
+  shms_request req;
+  if (parse_request(args, &req, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  shms_lease l;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_try_acquire(self->h, &req, &l));
+  if (rc == SHMS_EWOULDBLOCK)
+    Py_RETURN_NONE;
+  return rc == SHMS_OK ? pyshms_lease_tuple(&l) : pyshms_raise_last(rc);
+}
+
+/*
+ * End our own request t and collect its outcome; a lease accepted before the cancel landed is
+ * released (it was never handed to the caller). As `shmsched run` does on a stop signal.
+ */
+static void withdraw(shms_t *h, const shms_ticket *t) {
+  shms_lease l;
+  int rc = SHMS_ETIMEDOUT;
+  for (int tries = 0; rc == SHMS_ETIMEDOUT && tries < 3; tries++) {
+    shms_cancel(h, t);
+    rc = shms_wait(h, t, tries == 0 ? 0 : PYSHMS_SLICE_NS, &l);
+  }
+  if (rc == SHMS_OK)
+    shms_release(h, &l);
+}
+
+struct lease_wait {
+  struct pyshms_wait w; /* first: the wait.c view */
+  shms_t *h;
+  shms_ticket t;
+  uint64_t timeout_ns;
+  shms_lease lease;
+};
+
+static int lease_run(struct pyshms_wait *w) {
+  struct lease_wait *x = (struct lease_wait *)w;
+  return shms_wait(x->h, &x->t, x->timeout_ns, &x->lease);
+}
+
+static int lease_look(struct pyshms_wait *w) {
+  struct lease_wait *x = (struct lease_wait *)w;
+  return shms_wait(x->h, &x->t, 0, &x->lease);
+}
+
+/* Cancelling wakes the waiter through its slot's futex at once. */
+static void lease_abort(struct pyshms_wait *w) {
+  struct lease_wait *x = (struct lease_wait *)w;
+  shms_cancel(x->h, &x->t);
+}
+
+PyObject *pyshms_wait(HandleObject *self, PyObject *args) {
+  struct lease_wait x = {.w = {.run = lease_run, .look = lease_look, .abort = lease_abort}};
+  unsigned long long timeout;
+  if (!PyArg_ParseTuple(args, "O&K", pyshms_ticket_conv, &x.t, &timeout) ||
+      pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  x.h = self->h;
+  x.timeout_ns = timeout;
+  x.w.look_only = timeout == 0;
+  self->active++;
+  int interrupted = pyshms_block(&x.w);
+  if (interrupted) { /* a handler raised (^C): the request must not outlive the wait */
+    if (x.w.rc == SHMS_OK)
+      PYSHMS_UNLOCKED(shms_release(x.h, &x.lease));
+    else if (x.w.rc == SHMS_ETIMEDOUT)
+      PYSHMS_UNLOCKED(withdraw(x.h, &x.t));
+  }
+  self->active--;
+  if (interrupted)
+    return NULL;
+  return x.w.rc == SHMS_OK ? pyshms_lease_tuple(&x.lease) : pyshms_raise(x.w.rc, x.w.detail);
+}
+
+PyObject *pyshms_withdraw(HandleObject *self, PyObject *arg) {
+  shms_ticket t;
+  if (!pyshms_ticket_conv(arg, &t) || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  PYSHMS_HANDLE_CALL(self, withdraw(self->h, &t));
+  Py_RETURN_NONE;
+}
+
+PyObject *pyshms_cancel(HandleObject *self, PyObject *arg) {
+  shms_ticket t;
+  if (!pyshms_ticket_conv(arg, &t) || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_cancel(self->h, &t));
+  return rc >= 0 ? PyBool_FromLong(rc) : pyshms_raise_last(rc);
+}
+
+PyObject *pyshms_release(HandleObject *self, PyObject *arg) {
+  shms_lease l;
+  if (!pyshms_lease_conv(arg, &l) || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_release(self->h, &l));
+  return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
+}
+
+PyObject *pyshms_quarantine(HandleObject *self, PyObject *args) {
+  shms_lease l;
+  int reason;
+  if (!PyArg_ParseTuple(args, "O&i", pyshms_lease_conv, &l, &reason) ||
+      pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_quarantine(self->h, &l, reason));
+  return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
+}
+
+PyObject *pyshms_explain(HandleObject *self, PyObject *arg) {
+  shms_ticket t;
+  if (!pyshms_ticket_conv(arg, &t) || pyshms_handle_usable(self, 0) < 0)
+    return NULL;
+  shms_explanation x;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_explain(self->h, &t, &x));
+  if (rc != SHMS_OK)
+    return pyshms_raise_last(rc);
+  return Py_BuildValue("(IisiKIIIIIIIiIK)", x.state, x.outcome, x.tenant, x.priority,
+                       (unsigned long long)x.waited_ns, x.aged, x.tenants_ahead, x.ring_length,
+                       x.ahead_in_tenant, x.tenant_queued, x.blocked_by, x.cell, x.holder_pid,
+                       x.holder_alive, (unsigned long long)x.held_ns);
+}
+
+PyObject *pyshms_submit(HandleObject *self, PyObject *args) {
+  shms_request req;
+  Py_buffer payload;
+  unsigned flags = 0;
+  if (parse_request(args, &req, &payload, &flags) < 0)
+    return NULL;
+  PyObject *out = NULL;
+  if (pyshms_handle_usable(self, 1) == 0) {
+    shms_ticket t;
+    int rc;
+    PYSHMS_HANDLE_CALL(
+        self, rc = shms_submit(self->h, &req, payload.buf, (size_t)payload.len, flags, &t));
+    out = rc == SHMS_OK ? pyshms_ticket_tuple(&t) : pyshms_raise_last(rc);
+  }
+  PyBuffer_Release(&payload);
+  return out;
+}
+
+struct result_wait {
+  struct pyshms_wait w;
+  shms_t *h;
+  shms_ticket t;
+  uint64_t timeout_ns;
+  char *buf;
+  size_t cap;
+  shms_result res;
+};
+
+/*
+ * In slices: cancelling a running job only flags it (its worker decides when it ends), so an
+ * interrupted wait must be able to stop on its own. A slice is the library's own poll interval.
+ */
+static int result_run(struct pyshms_wait *w) {
+  struct result_wait *x = (struct result_wait *)w;
+  uint64_t end = x->timeout_ns == UINT64_MAX ? 0 : pyshms_monotonic_ns() + x->timeout_ns;
+  for (;;) {
+    uint64_t slice = PYSHMS_SLICE_NS, now = end != 0 ? pyshms_monotonic_ns() : 0;
+    if (end != 0 && end - now < slice)
+      slice = now >= end ? 0 : end - now;
+    int rc = shms_wait_result(x->h, &x->t, slice, x->buf, x->cap, &x->res);
+    if (rc != SHMS_ETIMEDOUT || slice == 0 || __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+      return rc;
+  }
+}
+
+static int result_look(struct pyshms_wait *w) {
+  struct result_wait *x = (struct result_wait *)w;
+  return shms_wait_result(x->h, &x->t, 0, x->buf, x->cap, &x->res);
+}
+
+/* A queued job ends at once; a running one is flagged, and the slices notice the stop. */
+static void result_abort(struct pyshms_wait *w) {
+  struct result_wait *x = (struct result_wait *)w;
+  shms_cancel(x->h, &x->t);
+}
+
+PyObject *pyshms_wait_result(HandleObject *self, PyObject *args) {
+  struct result_wait x = {.w = {.run = result_run, .look = result_look, .abort = result_abort}};
+  unsigned long long timeout;
+  Py_ssize_t cap;
+  if (!PyArg_ParseTuple(args, "O&Kn", pyshms_ticket_conv, &x.t, &timeout, &cap) ||
+      pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  if (cap < 0 || (size_t)cap > SHMS_PAYLOAD_MAX)
+    return pyshms_raise_inval("result buffer of %zd bytes", cap);
+  PyObject *data = PyBytes_FromStringAndSize(NULL, cap);
+  if (data == NULL)
+    return NULL;
+  x.h = self->h;
+  x.timeout_ns = timeout;
+  x.buf = PyBytes_AS_STRING(data);
+  x.cap = (size_t)cap;
+  x.w.look_only = timeout == 0;
+  self->active++;
+  int interrupted = pyshms_block(&x.w);
+  self->active--;
+  if (interrupted || x.w.rc != SHMS_OK) {
+    Py_DECREF(data);
+    return interrupted ? NULL : pyshms_raise(x.w.rc, x.w.detail);
+  }
+  if (_PyBytes_Resize(&data, (Py_ssize_t)x.res.result_len) < 0)
+    return NULL;
+  return Py_BuildValue("(iN)", x.res.status, data);
+}

@@ -1,0 +1,264 @@
+"""The shape of the API: leases, tickets, jobs, workers, records; and its exceptions."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+import shmsched
+from conftest import audit
+
+STD = {"standard": shmsched.ClassConfig(cells=2, queue=8)}
+WORK = {"small": shmsched.ClassConfig(cells=1, queue=8, mode="worker", payload=64)}
+
+
+def test_lease_is_a_context_manager(make_segment):
+    s = make_segment(STD)
+    with s.open() as seg:
+        with seg.lease("standard", tenant="ci", priority=0, deadline=10.0) as lease:
+            assert (lease.cls, lease.held) == ("standard", True)
+            st = seg.observe("standard")
+            assert (st.leased, st.available, st.granted) == (1, 1, 1)
+        assert not lease.held
+        assert seg.observe("standard").available == 2
+    assert seg.closed
+    audit(s.name)
+
+
+def test_try_acquire_returns_none_when_nothing_is_free(make_segment):
+    s = make_segment(STD)
+    with s.open() as seg:
+        a = seg.try_acquire("standard", tenant="a")
+        b = seg.try_acquire("standard", tenant="b")
+        assert a is not None and b is not None and a.cell != b.cell
+        assert seg.try_acquire("standard", tenant="c") is None
+        a.release()
+        b.release()
+        with pytest.raises(shmsched.InvalidArgument, match="already released"):
+            a.release()
+
+
+def test_enqueue_gives_a_ticket_to_wait_cancel_explain(make_segment):
+    s = make_segment(STD)
+    with s.open() as seg:
+        held = [seg.try_acquire("standard", tenant="h") for _ in range(2)]
+        t = seg.enqueue("standard", tenant="bob", priority=3)
+        assert str(t).startswith("standard.") and seg.ticket(str(t)) == t
+        x = t.explain()
+        assert (x.state, x.tenant, x.priority, x.tenants_ahead) == ("queued", "bob", 3, 0)
+        assert "no-cell" in x.blocked_by
+        with pytest.raises(shmsched.TimedOut) as e:
+            t.wait(timeout=0)
+        assert isinstance(e.value, TimeoutError) and e.value.reason == "timed-out"
+        held[0].release()
+        lease = t.wait(timeout=10)
+        x = t.explain()
+        assert (x.state, x.cell, x.holder_pid, x.holder_alive) == ("held", lease.cell,
+                                                                   seg._h.pid, True)
+        lease.release()
+        held[1].release()
+        u = seg.enqueue("standard", tenant="carol")
+        assert u.wait().cell in (0, 1)  # free cells: granted at once
+        v = seg.enqueue("standard", tenant="dave")
+        lease2 = v.wait()
+        w = seg.enqueue("standard", tenant="erin")
+        assert w.cancel() is True and w.cancel() is False
+        with pytest.raises(shmsched.Cancelled) as e:
+            w.wait()
+        assert e.value.reason == "cancelled"
+        with pytest.raises(shmsched.NotFound):  # retired: its outcome was collected
+            w.wait()
+        seg.ticket(str(u)).explain  # parses; explaining a retired ticket is not-found:
+        for lease_ in (lease2,):
+            lease_.release()
+    audit(s.name)
+
+
+def test_lease_timeout_withdraws_the_request(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=8)})
+    with s.open() as seg:
+        holder = seg.try_acquire("standard", tenant="h")
+        with pytest.raises(shmsched.TimedOut):
+            seg.lease("standard", tenant="w", timeout=0.01)
+        st = seg.observe("standard")
+        assert (st.queue_depth, st.cancelled) == (0, 1)
+        holder.release()
+
+
+def test_deadline_exceeded_is_a_timeout_error(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=8)})
+    with s.open() as seg:
+        holder = seg.try_acquire("standard", tenant="h")
+        with pytest.raises(TimeoutError) as e:
+            seg.lease("standard", tenant="w", deadline=0.01)
+        assert type(e.value) is shmsched.DeadlineExceeded
+        assert e.value.reason == "deadline-exceeded" and e.value.code < 0
+        assert seg.observe("standard").expired == 1
+        holder.release()
+
+
+def test_observe_tenants_config_info_are_dataclasses(make_segment):
+    s = make_segment({**STD, **WORK}, max_tenants=16, starvation_after=2.5)
+    with s.open() as seg:
+        cfg = seg.config()
+        assert seg.classes == ("small", "standard")
+        assert cfg.classes["small"] == shmsched.ClassConfig(cells=1, queue=8, mode="worker",
+                                                            payload=64)
+        assert (cfg.max_tenants, cfg.starvation_after, cfg.mode) == (16, 2.5, 0o600)
+        info = seg.info()
+        assert (info.state, info.live_processes, info.layout_version) == ("active", 1, 3)
+        held = [seg.try_acquire("standard", tenant="h") for _ in range(2)]
+        ts = [seg.enqueue("standard", tenant=n) for n in ("a", "a", "b")]
+        rows = {t.name: t for t in seg.tenants("standard")}
+        assert (rows["a"].queued, rows["b"].queued, rows["a"].in_ring) == (2, 1, True)
+        st = seg.observe("standard")
+        assert (st.queue_depth, st.queued_tenants, st.leased) == (3, 2, 2)
+        for t in ts:
+            t.cancel()
+        for h in held:
+            h.release()
+
+
+def test_submit_and_worker(make_segment):
+    s = make_segment(WORK)
+    with s.open() as seg:
+        results = {}
+
+        def serve() -> None:
+            with shmsched.Segment(s.name) as wseg:
+                for n, job in enumerate(wseg.worker("small")):
+                    job.complete(job.payload.upper() + job.tenant.encode(), status=n)
+                    if n == 2:
+                        break
+
+        th = threading.Thread(target=serve)
+        th.start()
+        jobs = [seg.submit("small", p, tenant=t) for p, t in ((b"one", "a"), (b"two", "b"),
+                                                              (b"three", "a"))]
+        for j in jobs:
+            r = j.result(timeout=30)
+            results[str(j)] = r
+            assert j.result() is r  # kept
+        th.join()
+        assert sorted(r.data for r in results.values()) == [b"ONEa", b"THREEa", b"TWOb"]
+        assert seg.observe("small").offline == 1  # the worker closed: its cell offline
+
+
+def test_worker_job_left_uncompleted_ends_with_status_1(make_segment):
+    s = make_segment(WORK)
+    with s.open() as seg:
+        job = seg.submit("small", b"x", tenant="a")
+        w = seg.worker("small")
+        wj = w.take(timeout=10)
+        assert (wj.payload, wj.tenant, wj.ticket, wj.cancelled) == (b"x", "a", str(job), False)
+        with pytest.raises(shmsched.InvalidArgument, match="holds a job"):
+            w.take(timeout=0)
+        w.close()
+        assert job.result(timeout=10) == shmsched.JobResult(1, b"")
+        with pytest.raises(shmsched.InvalidArgument, match="closed"):
+            wj.complete(b"late")
+    audit(s.name)
+
+
+def test_exceptions_carry_reason_detail_and_builtins():
+    for cls, base in ((shmsched.InvalidArgument, ValueError), (shmsched.TimedOut, TimeoutError),
+                      (shmsched.DeadlineExceeded, TimeoutError),
+                      (shmsched.NotFound, LookupError),
+                      (shmsched.SegmentNotFound, FileNotFoundError),
+                      (shmsched.SegmentNotFound, LookupError),
+                      (shmsched.AlreadyExists, FileExistsError),
+                      (shmsched.ClassDenied, PermissionError),
+                      (shmsched.PermissionDenied, PermissionError),
+                      (shmsched.OutOfMemory, MemoryError),
+                      (shmsched.HandleForked, RuntimeError)):
+        assert issubclass(cls, base) and issubclass(cls, shmsched.ShmschedError)
+    assert shmsched.error_for("queue-full") is shmsched.QueueFull
+    e = shmsched.QueueFull("class standard: all 8 request slots are in use")
+    assert str(e) == "queue-full: class standard: all 8 request slots are in use"
+    assert shmsched.Cancelled().detail == "request was cancelled"
+    # Every reason word of the C library has its class.
+    for code in range(-1, -24, -1):
+        word = shmsched._shmsched.err_name(code)[0]
+        assert shmsched.error_for(word).code == code
+
+
+def test_bad_arguments_get_clear_exceptions(make_segment):
+    s = make_segment({**STD, **WORK})
+    with s.open() as seg:
+        cases = [
+            (lambda: seg.lease("huge", tenant="a"), shmsched.InvalidArgument, "unknown class 'huge'"),
+            (lambda: seg.lease("standard", tenant=""), shmsched.InvalidArgument, "tenant ''"),
+            (lambda: seg.lease("standard", tenant="a" * 32), shmsched.InvalidArgument, "tenant"),
+            (lambda: seg.lease("standard", tenant="a b"), shmsched.InvalidArgument, "'a b'"),
+            (lambda: seg.lease("standard", tenant=7), TypeError, "tenant must be a str"),
+            (lambda: seg.lease("standard", tenant="a", priority=2**31), shmsched.InvalidArgument,
+             "priority must be in"),
+            (lambda: seg.lease("standard", tenant="a", priority=1.5), TypeError, "priority"),
+            (lambda: seg.lease("standard", tenant="a", deadline=-1), shmsched.InvalidArgument,
+             "deadline must be a positive"),
+            (lambda: seg.lease("standard", tenant="a", deadline=float("nan")),
+             shmsched.InvalidArgument, "deadline"),
+            (lambda: seg.lease("standard", tenant="a", timeout=-2), shmsched.InvalidArgument,
+             "timeout must be at least 0"),
+            (lambda: seg.lease("standard", tenant="a", timeout="1"), TypeError, "timeout"),
+            (lambda: seg.lease("tiny", tenant="a"), shmsched.InvalidArgument, "tiny"),
+            (lambda: seg.submit("small", "text", tenant="a"), TypeError, "payload must be bytes"),
+            (lambda: seg.submit("small", b"x" * 65, tenant="a"), shmsched.InvalidArgument,
+             "65 bytes is larger than class small's payload size (64)"),
+            (lambda: seg.submit("standard", b"x", tenant="a"), shmsched.InvalidArgument,
+             "lease class"),
+            (lambda: seg.worker("standard"), shmsched.InvalidArgument, "lease class"),
+            (lambda: seg.ticket("standard.x"), shmsched.InvalidArgument, ""),
+            (lambda: seg.observe("large"), shmsched.InvalidArgument, "not configured"),
+            (lambda: shmsched.Segment("no/such"), shmsched.ShmschedError, ""),
+            (lambda: shmsched.create("x", {}), shmsched.InvalidArgument, "at least one class"),
+            (lambda: shmsched.create("x", {"standard": shmsched.ClassConfig(cells=0, queue=1)}),
+             shmsched.InvalidArgument, "cells"),
+            (lambda: shmsched.create("x", {"standard": shmsched.ClassConfig(cells=1, queue=1,
+                                                                            mode="batch")}),
+             shmsched.InvalidArgument, "mode must be one of lease, worker"),
+        ]
+        for call, exc, text in cases:
+            with pytest.raises(exc) as e:
+                call()
+            assert text in str(e.value), (text, str(e.value))
+            if isinstance(e.value, shmsched.ShmschedError):
+                assert e.value.detail and str(e.value).startswith(e.value.reason + ": ")
+        held = [seg.try_acquire("standard", tenant="h") for _ in range(2)]
+        a = seg.enqueue("standard", tenant="a", activation="job-1")
+        with pytest.raises(shmsched.DuplicateActivation, match="duplicate-activation"):
+            seg.enqueue("standard", tenant="b", activation="job-1")
+        a.cancel()
+        for h in held:
+            h.release()
+        with pytest.raises(shmsched.SegmentNotFound, match="not-found"):
+            shmsched.Segment(s.name + "-none")
+        # Nothing was queued or taken by any of it.
+        st = seg.observe("standard")
+        assert (st.queue_depth, st.leased, st.available) == (0, 0, 2)
+    with pytest.raises(shmsched.InvalidArgument, match="is closed"):
+        seg.lease("standard", tenant="a")
+    with pytest.raises(shmsched.InvalidArgument, match="observer"):
+        with s.open(observer=True) as obs:
+            assert obs.observe("standard").cells == 2
+            obs.lease("standard", tenant="a")
+    audit(s.name)
+
+
+def test_queue_full_and_denied(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=1),
+                      "large": shmsched.ClassConfig(cells=1, queue=4, allow=("ops",))})
+    with s.open() as seg:
+        h = seg.try_acquire("standard", tenant="h")
+        t = seg.enqueue("standard", tenant="a")
+        with pytest.raises(shmsched.QueueFull) as e:
+            seg.enqueue("standard", tenant="b")
+        assert "request slots" in e.value.detail
+        with pytest.raises(PermissionError) as e:
+            seg.lease("large", tenant="dev")
+        assert e.value.reason == "class-denied"
+        with seg.lease("large", tenant="ops"):
+            pass
+        t.cancel()
+        h.release()
