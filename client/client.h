@@ -7,10 +7,11 @@
 /*
  * The prologue of a call taking a request: forget the last detail, then
  * validate h (a member handle), req (class, tenant, allow list, bounds,
- * segment state) and the caller's output pointer out (named out_name).
+ * segment state) and the caller's output pointer out (named out_name). The tenant's name
+ * packed as the cells record it into tenant_words (SHMS__NAME_WORDS), unless NULL.
  */
 int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, const void *out,
-                        const char *out_name, struct shms__cls **k);
+                        const char *out_name, struct shms__cls **k, uint64_t *tenant_words);
 /*
  * Claim a slot of k, fill it from req (and payload, for a job), publish it and
  * return once the dispatcher has indexed it or refused it.

@@ -81,7 +81,7 @@ static int refused(struct shms *h, const struct shms__cls *k, uint32_t i, int re
 
 int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, ticket, "ticket", &k);
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, ticket, "ticket", &k, NULL);
   if (rc != SHMS_OK)
     return rc;
   return shms__enqueue_slot(h, k, req, NULL, 0, 0, ticket);
@@ -287,7 +287,8 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
 
 /* The fast path: a free cell and nobody queued; one CAS on the fast word (and one on the cell
  * in a class too large for the fast word's map of free cells). */
-static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *lease, int entering) {
+static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                       shms_lease *lease, int entering) {
   int64_t r = shms__cell_take(k, entering ? SHMS__TAKE_ENTERING : 1, h->owner, SHMS__CELL_LEASED);
   if (r == -2)
     return 1; /* frozen: enter the ordinary way, which waits */
@@ -296,7 +297,7 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *le
   uint32_t c = (uint32_t)r, gen;
   uint64_t token;
   SHMS__STEP();
-  int rc = shms__cell_start(k, c, 0, 0, &gen, &token);
+  int rc = shms__cell_start(k, c, 0, tenant, 0, &gen, &token);
   if (rc != SHMS_OK) {
     shms__cell_exhausted(h, k, c);
     return shms__fail(rc, "class %s: cell %u's token sequence is exhausted (cell quarantined)",
@@ -311,19 +312,21 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *le
  * The fast path as one operation: marked without a fence of its own, since its
  * first step is the locked CAS that both reserves and checks FROZEN.
  */
-static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease) {
-  int rc = take_now_op(h, k, lease, shms__op_enter_fast(h, k));
+static int take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                    shms_lease *lease) {
+  int rc = take_now_op(h, k, tenant, lease, shms__op_enter_fast(h, k));
   shms__op_leave(h, k);
-  return rc == 1 ? SHMS__OP(h, k, take_now_op(h, k, lease, 0)) : rc;
+  return rc == 1 ? SHMS__OP(h, k, take_now_op(h, k, tenant, lease, 0)) : rc;
 }
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k);
+  uint64_t tenant[SHMS__NAME_WORDS];
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k, tenant);
   if (rc != SHMS_OK)
     return rc;
   if (k->cfg->tenant_max_active == 0) {
-    rc = take_now(h, k, lease);
+    rc = take_now(h, k, tenant, lease);
     return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
   }
   /* A tenant limit needs the dispatcher's books: queue, look once, withdraw if not granted
@@ -342,11 +345,12 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
 
 int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k);
+  uint64_t tenant[SHMS__NAME_WORDS];
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k, tenant);
   if (rc != SHMS_OK)
     return rc;
   /* An immediate grant never takes a request slot. */
-  if (k->cfg->tenant_max_active == 0 && (rc = take_now(h, k, lease)) != SHMS_EWOULDBLOCK)
+  if (k->cfg->tenant_max_active == 0 && (rc = take_now(h, k, tenant, lease)) != SHMS_EWOULDBLOCK)
     return rc;
   shms_ticket t;
   if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)

@@ -13,7 +13,7 @@
 int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len, unsigned flags,
                 shms_ticket *ticket) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", &k);
+  int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", &k, NULL);
   if (rc != SHMS_OK)
     return rc;
   if (len > k->cfg->payload)
