@@ -199,7 +199,9 @@ enum { SHMS_DESTROY_FORCE = 1u << 0 };
  * attached, unless SHMS_DESTROY_FORCE; the segment's supervisor does not
  * count (it holds nothing, and leaves once the segment is removed:
  * shms_segment_removed). Attached processes keep their mappings; new
- * attaches fail. A segment that fails validation
+ * attaches fail. The commands recorded by processes that died attached
+ * (shms_command_set) are killed, and their cgroups removed, since nobody
+ * could dispose of them once the segment is gone. A segment that fails validation
  * (SHMS_EINCOMPAT: corrupt, of another layout version, or half-made) is
  * removed only with SHMS_DESTROY_FORCE; a file that is not a shmsched
  * segment (its first 8 bytes are not the magic, and it is not a half-made

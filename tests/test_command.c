@@ -7,6 +7,7 @@
  * test process is a child subreaper, so every orphan of the tree becomes its
  * child and its fate can be read with waitpid.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 #include "core/sched.h"
 #include "sched_util.h"
 #include "shm/atomic.h"
+#include "shm/cgroup.h"
 
 enum tree { GROUP, DAEMON }; /* a leader and a member of its group; or a daemon in a cgroup */
 
@@ -237,16 +239,20 @@ START_TEST(detach_ends_the_recorded_command) {
 }
 END_TEST
 
-/* The cgroups of segment incarnation inc under ROOT (the default: <cgroup2 mount>/shmsched). */
+/* The cgroups of segment incarnation inc under ROOT (shm/cgroup.h: $SHMSCHED_CGROUP, or
+ * <cgroup2 mount>/shmsched). */
 static int cgroups_of(uint64_t inc) {
-  FILE *f = popen("ls /sys/fs/cgroup/unified/shmsched /sys/fs/cgroup/shmsched 2>/dev/null", "r");
-  ck_assert_ptr_nonnull(f);
-  char line[256], prefix[24];
+  char root[PATH_MAX], prefix[24];
+  if (shms__cgroup_root(root, sizeof root) != 0)
+    return 0;
+  DIR *d = opendir(root);
+  if (d == NULL)
+    return 0;
   snprintf(prefix, sizeof prefix, "%016llx-", (unsigned long long)inc);
   int n = 0;
-  while (fgets(line, sizeof line, f) != NULL)
-    n += strncmp(line, prefix, strlen(prefix)) == 0;
-  pclose(f);
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  closedir(d);
   return n;
 }
 
@@ -362,6 +368,34 @@ START_TEST(recovery_kills_before_it_freezes) {
 }
 END_TEST
 
+/*
+ * A holder that died while its command (a daemon in its cgroup) ran, never recovered: destroying
+ * the segment kills the command (nobody could dispose of it afterwards) and removes its
+ * cgroup, with or without --force (a dead process does not keep a segment in use).
+ */
+START_TEST(destroy_ends_dead_holders_commands) {
+  subreaper();
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_segment_info info;
+  ck_assert_shms_ok(shms_segment_info_get(h, &info));
+  struct holder ho = start_holder(name, take_lease, DAEMON, 1);
+  kill_and_reap(ho.pid);
+  if (cgroups_of(info.incarnation) == 0) {
+    for (int i = 0; i < 2; i++)
+      kill_and_reap(ho.tree[i]);
+    sched_close(h, name);
+    return; /* no cgroup v2 hierarchy here to leave anything in */
+  }
+  ck_assert(running(ho.tree[0]) && running(ho.tree[1]));
+  shms_detach(h);
+  ck_assert_shms_ok(shms_destroy(name, _i ? SHMS_DESTROY_FORCE : 0));
+  assert_killed(ho.tree[0]);
+  assert_killed(ho.tree[1]);
+  ck_assert_int_eq(cgroups_of(info.incarnation), 0);
+}
+END_TEST
+
 static int take_job(shms_t *h) {
   shms_worker_t *w;
   shms_job job;
@@ -473,6 +507,7 @@ int main(void) {
   tcase_add_test(tc, worker_lost_after_its_command);
   tcase_add_test(tc, destroy_sweeps_cgroups);
   tcase_add_test(tc, recovery_kills_before_it_freezes);
+  tcase_add_loop_test(tc, destroy_ends_dead_holders_commands, 0, 2);
   suite_add_tcase(s, tc);
   tc = harness_tcase("crash");
   tcase_add_loop_test(tc, recovery_killed_mid_kill, 0, sizeof mid_kill / sizeof mid_kill[0]);
