@@ -69,4 +69,12 @@ uint32_t shms__segment_state(const struct shms *h);
  */
 #define SHMS__POLL_NS (1000ull * 1000 * 1000)
 
+/* Whether shms_interrupt(h, 1) is in force: a wait returns SHMS_ETIMEDOUT instead of sleeping. */
+int shms__interrupted(struct shms *h);
+/* List s (its word and bit set, the bit already set in the word) before sleeping on it; 1 if h
+ * is interrupted (then s is not listed: do not sleep). */
+int shms__sleeper_add(struct shms *h, struct shms__sleeper *s);
+/* Take s off the list once awake. */
+void shms__sleeper_remove(struct shms *h, struct shms__sleeper *s);
+
 #endif

@@ -45,7 +45,11 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
   if (due == 0 || due > now + SHMS__POLL_NS)
     shms__store_64(due_p, due = now + SHMS__POLL_NS);
   uint64_t limit = until_real != 0 && until_real < due ? until_real : due;
+  struct shms__sleeper me = {.word64 = &s->word, .bit = SHMS__SLOT_SLEEPING};
+  if (shms__sleeper_add(h, &me))
+    return 0; /* interrupted: the caller's loop returns */
   shms__futex_wait(shms__slot_futex(s), (uint32_t)w, limit);
+  shms__sleeper_remove(h, &me);
   if ((now = shms__real_now_ns()) < due || !ck_pr_cas_64(due_p, due, now + SHMS__POLL_NS))
     return 0;
   return 1;
@@ -233,6 +237,8 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
     return SHMS_OK; /* the pass it ran may have granted us: look again */
   if (timeout_ns == 0 || (until_real != 0 && real >= until_real))
     return shms__fail(SHMS_ETIMEDOUT, "the request is still queued");
+  if (shms__interrupted(h))
+    return shms__fail(SHMS_ETIMEDOUT, "the request is still queued (the wait was interrupted)");
   uint64_t limit = shms__sleep_limit(s, until_real);
   if (due != 0 && (limit == 0 || due < limit))
     limit = due;

@@ -308,11 +308,13 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
     return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
   h->flags = flags;
   h->pid = current_pid();
+  pthread_mutex_init(&h->sleepers_lock, NULL);
   pthread_mutex_lock(&registry_lock);
   registry_after_fork();
   rc = attach_locked(name, flags, h);
   pthread_mutex_unlock(&registry_lock);
   if (rc != SHMS_OK) {
+    pthread_mutex_destroy(&h->sleepers_lock);
     free(h);
     return rc;
   }
@@ -350,6 +352,7 @@ int shms_detach(shms_t *h) {
     pthread_mutex_unlock(&registry_lock);
   }
   munmap(h->base, h->size);
+  pthread_mutex_destroy(&h->sleepers_lock);
   free(h);
   return rc;
 }
