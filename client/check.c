@@ -18,8 +18,9 @@ static int tenant_allowed(const struct shms__cls *k, const char *tenant) {
   return 0;
 }
 
-static int check_names(const shms_request *req) {
-  if (shms_tenant_check(req->tenant) != SHMS_OK)
+static int check_names(const shms_request *req, uint64_t *tenant_words) {
+  uint64_t scratch[SHMS__NAME_WORDS];
+  if (shms__tenant_pack(req->tenant, tenant_words != NULL ? tenant_words : scratch) != SHMS_OK)
     return SHMS_EINVAL;
   if (req->activation != NULL && shms_tenant_check(req->activation) != SHMS_OK) {
     char why[160];
@@ -31,7 +32,7 @@ static int check_names(const shms_request *req) {
 }
 
 int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, const void *result,
-                        const char *result_name, struct shms__cls **out) {
+                        const char *result_name, struct shms__cls **out, uint64_t *tenant_words) {
   shms__clear_detail();
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
@@ -44,7 +45,7 @@ int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, 
   if (k == NULL)
     return SHMS_EINVAL;
   const char *cn = shms_class_name(req->cls);
-  if ((rc = check_names(req)) != SHMS_OK)
+  if ((rc = check_names(req, tenant_words)) != SHMS_OK)
     return rc;
   if (k->cfg->mode != mode)
     return shms__fail(SHMS_EINVAL,

@@ -7,10 +7,11 @@
 /*
  * The prologue of a call taking a request: forget the last detail, then
  * validate h (a member handle), req (class, tenant, allow list, bounds,
- * segment state) and the caller's output pointer out (named out_name).
+ * segment state) and the caller's output pointer out (named out_name). The tenant's name
+ * packed as the cells record it into tenant_words (SHMS__NAME_WORDS), unless NULL.
  */
 int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, const void *out,
-                        const char *out_name, struct shms__cls **k);
+                        const char *out_name, struct shms__cls **k, uint64_t *tenant_words);
 /*
  * Claim a slot of k, fill it from req (and payload, for a job), publish it and
  * return once the dispatcher has indexed it or refused it.
@@ -67,5 +68,13 @@ uint32_t shms__segment_state(const struct shms *h);
  * CPU (docs/performance.md, "Idle waiters").
  */
 #define SHMS__POLL_NS (1000ull * 1000 * 1000)
+
+/* Whether shms_interrupt(h, 1) is in force: a wait returns SHMS_ETIMEDOUT instead of sleeping. */
+int shms__interrupted(struct shms *h);
+/* List s (its word and bit set, the bit already set in the word) before sleeping on it; 1 if h
+ * is interrupted (then s is not listed: do not sleep). */
+int shms__sleeper_add(struct shms *h, struct shms__sleeper *s);
+/* Take s off the list once awake. */
+void shms__sleeper_remove(struct shms *h, struct shms__sleeper *s);
 
 #endif

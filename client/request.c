@@ -45,7 +45,11 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
   if (due == 0 || due > now + SHMS__POLL_NS)
     shms__store_64(due_p, due = now + SHMS__POLL_NS);
   uint64_t limit = until_real != 0 && until_real < due ? until_real : due;
+  struct shms__sleeper me = {.word64 = &s->word, .bit = SHMS__SLOT_SLEEPING};
+  if (shms__sleeper_add(h, &me))
+    return 0; /* interrupted: the caller's loop returns */
   shms__futex_wait(shms__slot_futex(s), (uint32_t)w, limit);
+  shms__sleeper_remove(h, &me);
   if ((now = shms__real_now_ns()) < due || !ck_pr_cas_64(due_p, due, now + SHMS__POLL_NS))
     return 0;
   return 1;
@@ -81,7 +85,7 @@ static int refused(struct shms *h, const struct shms__cls *k, uint32_t i, int re
 
 int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, ticket, "ticket", &k);
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, ticket, "ticket", &k, NULL);
   if (rc != SHMS_OK)
     return rc;
   return shms__enqueue_slot(h, k, req, NULL, 0, 0, ticket);
@@ -233,6 +237,8 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
     return SHMS_OK; /* the pass it ran may have granted us: look again */
   if (timeout_ns == 0 || (until_real != 0 && real >= until_real))
     return shms__fail(SHMS_ETIMEDOUT, "the request is still queued");
+  if (shms__interrupted(h))
+    return shms__fail(SHMS_ETIMEDOUT, "the request is still queued (the wait was interrupted)");
   uint64_t limit = shms__sleep_limit(s, until_real);
   if (due != 0 && (limit == 0 || due < limit))
     limit = due;
@@ -287,7 +293,8 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
 
 /* The fast path: a free cell and nobody queued; one CAS on the fast word (and one on the cell
  * in a class too large for the fast word's map of free cells). */
-static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *lease, int entering) {
+static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                       shms_lease *lease, int entering) {
   int64_t r = shms__cell_take(k, entering ? SHMS__TAKE_ENTERING : 1, h->owner, SHMS__CELL_LEASED);
   if (r == -2)
     return 1; /* frozen: enter the ordinary way, which waits */
@@ -296,7 +303,7 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *le
   uint32_t c = (uint32_t)r, gen;
   uint64_t token;
   SHMS__STEP();
-  int rc = shms__cell_start(k, c, 0, 0, &gen, &token);
+  int rc = shms__cell_start(k, c, 0, tenant, 0, &gen, &token);
   if (rc != SHMS_OK) {
     shms__cell_exhausted(h, k, c);
     return shms__fail(rc, "class %s: cell %u's token sequence is exhausted (cell quarantined)",
@@ -311,19 +318,21 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, shms_lease *le
  * The fast path as one operation: marked without a fence of its own, since its
  * first step is the locked CAS that both reserves and checks FROZEN.
  */
-static int take_now(struct shms *h, const struct shms__cls *k, shms_lease *lease) {
-  int rc = take_now_op(h, k, lease, shms__op_enter_fast(h, k));
+static int take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                    shms_lease *lease) {
+  int rc = take_now_op(h, k, tenant, lease, shms__op_enter_fast(h, k));
   shms__op_leave(h, k);
-  return rc == 1 ? SHMS__OP(h, k, take_now_op(h, k, lease, 0)) : rc;
+  return rc == 1 ? SHMS__OP(h, k, take_now_op(h, k, tenant, lease, 0)) : rc;
 }
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k);
+  uint64_t tenant[SHMS__NAME_WORDS];
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k, tenant);
   if (rc != SHMS_OK)
     return rc;
   if (k->cfg->tenant_max_active == 0) {
-    rc = take_now(h, k, lease);
+    rc = take_now(h, k, tenant, lease);
     return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
   }
   /* A tenant limit needs the dispatcher's books: queue, look once, withdraw if not granted
@@ -342,11 +351,12 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
 
 int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k);
+  uint64_t tenant[SHMS__NAME_WORDS];
+  int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k, tenant);
   if (rc != SHMS_OK)
     return rc;
   /* An immediate grant never takes a request slot. */
-  if (k->cfg->tenant_max_active == 0 && (rc = take_now(h, k, lease)) != SHMS_EWOULDBLOCK)
+  if (k->cfg->tenant_max_active == 0 && (rc = take_now(h, k, tenant, lease)) != SHMS_EWOULDBLOCK)
     return rc;
   shms_ticket t;
   if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)

@@ -13,7 +13,7 @@
 int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len, unsigned flags,
                 shms_ticket *ticket) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", &k);
+  int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", &k, NULL);
   if (rc != SHMS_OK)
     return rc;
   if (len > k->cfg->payload)
@@ -60,9 +60,11 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
     SHMS__OP(h, k, shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
     return SHMS_OK;
   }
-  if (timeout_ns == 0 || (until_real != 0 && shms__real_now_ns() >= until_real))
-    return shms__fail(SHMS_ETIMEDOUT, st == SHMS__SLOT_RUNNING ? "the job is still running"
-                                                               : "the job is still queued");
+  if (timeout_ns == 0 || (until_real != 0 && shms__real_now_ns() >= until_real) ||
+      shms__interrupted(h))
+    return shms__fail(SHMS_ETIMEDOUT, "the job is still %s%s",
+                      st == SHMS__SLOT_RUNNING ? "running" : "queued",
+                      shms__interrupted(h) ? " (the wait was interrupted)" : "");
   uint64_t limit = st == SHMS__SLOT_QUEUED ? shms__sleep_limit(s, until_real) : until_real;
   if (shms__sleep_on(h, k, i, w, limit)) {
     /* A poll interval passed: nobody dead may hold the job up, dispatcher or worker. */

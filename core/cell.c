@@ -3,6 +3,7 @@
  * quarantine (docs/protocol.md, "Cells").
  */
 #include <ck_pr.h>
+#include <string.h>
 
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
@@ -117,8 +118,17 @@ int64_t shms__cell_take(const struct shms__cls *k, int unqueued_only, uint32_t o
   return cell_claim(k, owner, state);
 }
 
-int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uint32_t slot,
-                     uint32_t *gen, uint64_t *token) {
+void shms__cell_tenant(const struct shms__cls *k, uint32_t c, char *out) {
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t words[SHMS__NAME_WORDS];
+  for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
+    words[i] = shms__load_64(&cell->tenant_name[i]);
+  memcpy(out, words, SHMS_TENANT_MAX);
+  out[SHMS_TENANT_MAX] = '\0';
+}
+
+int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, const uint64_t *name,
+                     uint32_t slot, uint32_t *gen, uint64_t *token) {
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
   uint64_t next = cell->token + 1;
@@ -128,6 +138,11 @@ int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uin
   /* Read by others without our ownership (lease checks, recovery, observers): atomic stores. */
   shms__store_64(&cell->token, next);
   shms__store_32(&cell->tenant, tenant);
+  /* Plain stores, each word whole for a concurrent reader (no locked instruction here: this is
+   * the fast path). A reader racing a new lease's start reads a name never valid for the lease
+   * it looked at, which it must not use anyway. */
+  for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
+    shms__store_64(&cell->tenant_name[i], name[i]);
   shms__store_32(&cell->slot, slot);
   shms__store_64(&cell->lease_start_ns, shms__coarse_now_ns());
   *gen = SHMS__CELL_GEN(w);

@@ -8,6 +8,7 @@
 #include <ck_pr.h>
 #include <ck_sequence.h>
 #include <sched.h>
+#include <string.h>
 
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
@@ -89,11 +90,12 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   if (taken < 0)
     return 0;
   uint32_t limited = k->cfg->tenant_max_active != 0, c = (uint32_t)taken, gen;
-  uint64_t token;
+  uint64_t token, name[SHMS__NAME_WORDS];
+  memcpy(name, s->tenant_name, sizeof name); /* NUL-padded by the enqueuer's strncpy */
   SHMS__STEP();
   if (limited)
     ck_pr_inc_32(&shms__tenant_at(k, ref)->active);
-  if (shms__cell_start(k, c, limited ? ref : 0, i + 1, &gen, &token) != SHMS_OK) {
+  if (shms__cell_start(k, c, limited ? ref : 0, name, i + 1, &gen, &token) != SHMS_OK) {
     /* Settle the request first, so its waiter learns why, before the quarantine may fail
      * everyone else for lack of cells. */
     shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);

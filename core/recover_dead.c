@@ -36,8 +36,9 @@ struct held {
   const struct shms__cls *k;
   uint32_t cell;
   uint64_t word;
-  uint32_t slot_ref;    /* a worker's job, slot index + 1 */
-  uint32_t job_options; /* that job's options then */
+  uint32_t slot_ref;                /* a worker's job, slot index + 1 */
+  uint32_t job_options;             /* that job's options then */
+  char tenant[SHMS_TENANT_MAX + 1]; /* the tenant its lease served then */
 };
 
 static int holds(const struct shms__cls *k, uint32_t c, uint32_t owner) {
@@ -48,9 +49,11 @@ static int holds(const struct shms__cls *k, uint32_t c, uint32_t owner) {
 }
 
 static struct held note(const struct shms__cls *k, uint32_t c) {
-  struct held e = {k, c, shms__load_64(&k->cells[c].word), shms__load_32(&k->cells[c].slot), 0};
+  struct held e = {k, c, shms__load_64(&k->cells[c].word), shms__load_32(&k->cells[c].slot), 0, ""};
   if (e.slot_ref >= 1 && e.slot_ref <= k->nslots)
     e.job_options = shms__load_32(&shms__slot_at(k, e.slot_ref - 1)->options);
+  if (SHMS__CELL_STATE(e.word) == SHMS__CELL_LEASED && k->cfg->mode == SHMS_MODE_LEASE)
+    shms__cell_tenant(k, c, e.tenant);
   return e;
 }
 
@@ -90,6 +93,7 @@ static void tell_held(struct shms__report *rep, const struct held *e, uint32_t o
     return;
   struct shms__item it = {.k = k, .cell_ref = e->cell + 1, .owner = owner};
   if (k->cfg->mode == SHMS_MODE_LEASE) {
+    it.tenant = e->tenant;
     int quarantined = !contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE;
     it.reason = quarantined ? SHMS_EOWNERLOST : 0;
     shms__report(rep, quarantined ? SHMS_EVENT_LEASE_QUARANTINED : SHMS_EVENT_LEASE_RELEASED, it);

@@ -26,7 +26,8 @@ struct alive_cache {
   struct {
     uint32_t owner; /* the id whose answer is kept, 0 if none yet */
     int alive;
-  } * entry; /* one per process entry */
+    int killed; /* for that id: its command killed before the freeze (1), not provably (-1) */
+  } * entry;    /* one per process entry */
 };
 
 static int dead(struct alive_cache *a, uint32_t owner) {
@@ -36,8 +37,45 @@ static int dead(struct alive_cache *a, uint32_t owner) {
   if (a->entry[i].owner != owner) {
     a->entry[i].alive = !shms__owner_dead(a->h, owner);
     a->entry[i].owner = owner;
+    a->entry[i].killed = 0;
   }
   return !a->entry[i].alive;
+}
+
+/*
+ * Kill dead holder's command: 1 if it is proven gone. Normally done before the class is
+ * frozen (kill_dead_commands), so that here, in the frozen pass, it is found gone at once;
+ * one that could not be proven gone then is not tried again while the class stands still.
+ */
+static int command_gone(struct alive_cache *a, uint32_t holder) {
+  uint32_t i = SHMS__OWNER_INDEX(holder);
+  if (i < a->h->layout.procs_count && a->entry[i].owner == holder && a->entry[i].killed != 0)
+    return a->entry[i].killed > 0;
+  return shms__proc_kill_command(a->h, a->h->fd, holder) == SHMS_OK;
+}
+
+/*
+ * Before the freeze, outside any operation: kill the command of every dead holder of a cell of
+ * k (a lease's holder, a worker with a job granted or running). Killing waits until the tree is
+ * gone, up to 2 s per holder (a process stuck in the kernel): time every operation on the class
+ * would otherwise spend waiting for the freeze to end. The frozen pass still checks each.
+ */
+static void kill_dead_commands(const struct shms__cls *k, struct alive_cache *a) {
+  for (uint32_t c = 0; c < k->ncells; c++) {
+    const struct shms__cell *cell = &k->cells[c];
+    uint64_t w = shms__load_64((uint64_t *)&cell->word);
+    uint32_t st = SHMS__CELL_STATE(w), holder;
+    if (k->cfg->mode == SHMS_MODE_WORKER)
+      holder = st == SHMS__CELL_LEASED || st == SHMS__CELL_GRANTED
+                   ? shms__load_32((uint32_t *)&cell->worker)
+                   : 0;
+    else
+      holder = st == SHMS__CELL_LEASED ? SHMS__CELL_OWNER(w) : 0;
+    uint32_t i = SHMS__OWNER_INDEX(holder);
+    if (holder == 0 || i >= a->h->layout.procs_count || !dead(a, holder) || a->entry[i].killed)
+      continue;
+    a->entry[i].killed = shms__proc_kill_command(a->h, a->h->fd, holder) == SHMS_OK ? 1 : -1;
+  }
 }
 
 /* Set slot i's state word (same occupant), waking a waiter that sleeps on it. */
@@ -153,7 +191,7 @@ static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cach
     if (!dead(a, holder))
       return;
     /* First its command: a cell is never handed on while its holder's command runs. */
-    int contained = shms__proc_kill_command(a->h, a->h->fd, holder) == SHMS_OK;
+    int contained = command_gone(a, holder);
     if (!worker) {
       dispose(k, c, w, contained, r);
       return;
@@ -334,6 +372,7 @@ int shms__recover_class_into(struct shms *h, const struct shms__cls *k, struct s
   struct alive_cache a = {.h = h};
   if ((a.entry = calloc(h->layout.procs_count, sizeof *a.entry)) == NULL)
     return SHMS_ENOMEM;
+  kill_dead_commands(k, &a);
   shms__freeze(h, k);
   recover_frozen(k, &a, r);
   free(a.entry);

@@ -6,7 +6,6 @@
 
 #include "../shm/atomic.h"
 #include "../shm/proc.h"
-#include "tenant.h"
 
 SHMS__TLS struct shms__report *shms__settle_report;
 static SHMS__TLS uint32_t settle_owner;
@@ -71,17 +70,22 @@ static int32_t owner_pid(const struct shms *h, uint32_t owner) {
   return (int32_t)shms__load_32((uint32_t *)&p->pid);
 }
 
-/* The tenant an item names: its request's, else that of the lease counted on its cell. */
-static void tenant_of(const struct shms__item *it, char *out) {
+/*
+ * The tenant an item names: the one given with it; else its request's; else, for a lease or a
+ * grant, the one its cell recorded when it started (shms__cell_start). Never the name an idle
+ * cell keeps from its last lease.
+ */
+static void tenant_of(uint32_t kind, const struct shms__item *it, char *out) {
   const struct shms__cls *k = it->k;
   out[0] = '\0';
-  if (it->slot_ref >= 1 && it->slot_ref <= k->nslots) {
+  if (it->tenant != NULL)
+    memcpy(out, it->tenant, SHMS_TENANT_MAX);
+  else if (it->slot_ref >= 1 && it->slot_ref <= k->nslots)
     memcpy(out, shms__slot_at(k, it->slot_ref - 1)->tenant_name, SHMS_TENANT_MAX);
-  } else if (it->cell_ref >= 1 && it->cell_ref <= k->ncells) {
-    uint32_t ref = shms__load_32(&k->cells[it->cell_ref - 1].tenant);
-    if (ref >= 1 && ref <= k->ntenants && (shms__tenant_at(k, ref)->flags & SHMS__TENANT_INUSE))
-      memcpy(out, shms__tenant_at(k, ref)->name, SHMS_TENANT_MAX);
-  }
+  else if (it->cell_ref >= 1 && it->cell_ref <= k->ncells &&
+           (kind == SHMS_EVENT_LEASE_RELEASED || kind == SHMS_EVENT_LEASE_QUARANTINED ||
+            kind == SHMS_EVENT_GRANT_RETURNED))
+    shms__cell_tenant(k, it->cell_ref - 1, out);
   out[SHMS_TENANT_MAX] = '\0';
   for (int i = 0; out[i] != '\0'; i++) /* shared memory: only what a tenant name may hold */
     if (out[i] <= ' ' || out[i] > '~')
@@ -104,7 +108,7 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   ev.pid = owner_pid(rep->h, it.owner);
   ev.reason = it.reason;
   if (it.k != NULL) {
-    tenant_of(&it, ev.tenant);
+    tenant_of(kind, &it, ev.tenant);
     if (it.slot_ref >= 1 && it.slot_ref <= it.k->nslots) {
       uint64_t seq = it.seq ? it.seq : shms__load_64(&shms__slot_at(it.k, it.slot_ref - 1)->seq);
       ev.ticket = (shms_ticket){.cls = (uint32_t)it.k->id,

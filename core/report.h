@@ -34,6 +34,9 @@ struct shms__item {
   uint64_t seq;   /* the request's sequence; 0: read it from the slot */
   uint32_t owner; /* the owner id the item belonged to, 0 if unknown */
   int reason;     /* the outcome the item was given, or 0 */
+  /* The tenant it concerns, noted before the item was settled (a cell given back may already
+   * serve another tenant by the time it is told); NULL: read it from the slot or cell. */
+  const char *tenant;
 };
 
 /* Count one item of kind (shms_event_kind_t) and keep its event for the report's function. */

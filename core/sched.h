@@ -114,11 +114,16 @@ int64_t shms__cell_take(const struct shms__cls *k, int unqueued_only, uint32_t o
                         uint32_t state);
 /*
  * Start a lease on claimed cell c: take its next token and record the
- * tenant, slot and start time. SHMS_ESEQEXHAUSTED if its token sequence is
- * used up: the caller settles what it was granting, then shms__cell_exhausted.
+ * tenant (the record whose limit it counts in, and the name of the tenant it
+ * serves: SHMS__NAME_WORDS words, shms__tenant_pack), slot and start time.
+ * SHMS_ESEQEXHAUSTED if its token sequence is used up: the caller settles
+ * what it was granting, then shms__cell_exhausted.
  */
-int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, uint32_t slot,
-                     uint32_t *gen, uint64_t *token);
+int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, const uint64_t *name,
+                     uint32_t slot, uint32_t *gen, uint64_t *token);
+/* The tenant name cell c records (shms__cell_start) into out, SHMS_TENANT_MAX + 1 bytes. Only
+ * meaningful while the lease or grant it was recorded for is the cell's. */
+void shms__cell_tenant(const struct shms__cls *k, uint32_t c, char *out);
 /* A lease on c was handed to its holder (accepted, or taken on the fast path): count it. */
 void shms__cell_count_lease(const struct shms__cls *k, uint32_t c);
 /* Quarantine claimed cell c whose tokens ran out (fail closed). */

@@ -199,7 +199,9 @@ enum { SHMS_DESTROY_FORCE = 1u << 0 };
  * attached, unless SHMS_DESTROY_FORCE; the segment's supervisor does not
  * count (it holds nothing, and leaves once the segment is removed:
  * shms_segment_removed). Attached processes keep their mappings; new
- * attaches fail. A segment that fails validation
+ * attaches fail. The commands recorded by processes that died attached
+ * (shms_command_set) are killed, and their cgroups removed, since nobody
+ * could dispose of them once the segment is gone. A segment that fails validation
  * (SHMS_EINCOMPAT: corrupt, of another layout version, or half-made) is
  * removed only with SHMS_DESTROY_FORCE; a file that is not a shmsched
  * segment (its first 8 bytes are not the magic, and it is not a half-made
@@ -464,6 +466,16 @@ typedef struct {
  */
 SHMS_EXTERN int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns,
                                  void *buf, size_t cap, shms_result *out);
+
+/*
+ * Interrupt the waits of h, for a program that also waits for something else (a signal, a pipe)
+ * on a thread of its own. With on != 0, every shms_wait, shms_wait_result and shms_worker_take
+ * on h returns SHMS_ETIMEDOUT at once, as if its time had run out, those asleep now included
+ * (they are woken), until shms_interrupt(h, 0): the request, job or worker stays as it was.
+ * From any thread of the process, not from a signal handler. What `shmsched submit --wait`
+ * and `shmsched worker` use to sleep until something concerns them, stop signals included.
+ */
+SHMS_EXTERN int shms_interrupt(shms_t *h, int on);
 
 typedef struct shms_worker shms_worker_t;
 

@@ -169,7 +169,8 @@ int shms__cgroup_kill(const char *path, uint64_t timeout_ns) {
   return 1;
 }
 
-void shms__cgroup_sweep(uint64_t incarnation) {
+void shms__cgroup_sweep(uint64_t incarnation, int (*keep)(void *ctx, uint32_t index, uint32_t gen),
+                        void *ctx) {
   char root[PATH_MAX], prefix[24];
   if (shms__cgroup_root(root, sizeof root) != 0)
     return;
@@ -178,8 +179,14 @@ void shms__cgroup_sweep(uint64_t incarnation) {
     return;
   snprintf(prefix, sizeof prefix, "%016" PRIx64 "-", incarnation);
   struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
-      unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+  while ((e = readdir(d)) != NULL) {
+    unsigned index, gen;
+    char end;
+    if (strncmp(e->d_name, prefix, strlen(prefix)) != 0 ||
+        sscanf(e->d_name + strlen(prefix), "%u-%u%c", &index, &gen, &end) != 2)
+      continue; /* not one of this segment's: never ours to remove */
+    if (keep == NULL || !keep(ctx, index, gen))
+      unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR); /* refused while populated */
+  }
   closedir(d);
 }

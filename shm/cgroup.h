@@ -35,9 +35,11 @@ int shms__cgroup_make(const char *path);
  */
 int shms__cgroup_kill(const char *path, uint64_t timeout_ns);
 
-/* Remove the empty cgroups of segment incarnation (its processes' that died unrecovered):
- * when the segment is destroyed. A populated one stays (rmdir refuses it). */
-void shms__cgroup_sweep(uint64_t incarnation);
+/* Remove the empty cgroups of segment incarnation, but those of entries keep says to keep
+ * (keep(ctx, index, gen) nonzero; NULL: none): when the segment is destroyed, what its
+ * processes that died unrecovered left. A populated one stays (rmdir refuses it). */
+void shms__cgroup_sweep(uint64_t incarnation, int (*keep)(void *ctx, uint32_t index, uint32_t gen),
+                        void *ctx);
 
 /* 1 if the cgroup at path holds a live process, 0 if not (or it does not exist). */
 int shms__cgroup_populated(const char *path);

@@ -35,20 +35,37 @@ void shms_config_init(shms_config *cfg) {
   cfg->group = -1;
 }
 
-int shms_tenant_check(const char *name) {
+int shms__tenant_pack(const char *name, uint64_t words[SHMS__NAME_WORDS]) {
   shms__clear_detail();
   if (name == NULL || name[0] == '\0')
     return shms__fail(SHMS_EINVAL, "tenant name is empty");
   /* One pass (this is on every acquire): graphic ASCII only, so names print and parse
-   * unambiguously, and a NUL within the first SHMS_TENANT_MAX + 1 bytes. */
-  for (size_t i = 0; i <= SHMS_TENANT_MAX; i++) {
-    unsigned char ch = (unsigned char)name[i];
-    if (ch == '\0')
-      return SHMS_OK;
-    if (ch < 0x21 || ch > 0x7e)
-      return shms__fail(SHMS_EINVAL, "tenant name has a non-printable byte 0x%02x at %zu", ch, i);
+   * unambiguously, and a NUL within the first SHMS_TENANT_MAX + 1 bytes. Each word is built
+   * in a register and stored whole (bytes stored one by one and read back as words would stall
+   * store forwarding). */
+  size_t i = 0;
+  for (size_t w = 0; w < SHMS__NAME_WORDS; w++) {
+    uint64_t word = 0;
+    for (unsigned b = 0; b < 8; b++, i++) {
+      unsigned char ch = (unsigned char)name[i];
+      if (ch == '\0') {
+        words[w] = word;
+        while (++w < SHMS__NAME_WORDS)
+          words[w] = 0;
+        return SHMS_OK;
+      }
+      if (ch < 0x21 || ch > 0x7e)
+        return shms__fail(SHMS_EINVAL, "tenant name has a non-printable byte 0x%02x at %zu", ch, i);
+      word |= (uint64_t)ch << (8 * b);
+    }
+    words[w] = word;
   }
   return shms__fail(SHMS_EINVAL, "tenant name is longer than %d bytes", SHMS_TENANT_MAX);
+}
+
+int shms_tenant_check(const char *name) {
+  uint64_t words[SHMS__NAME_WORDS];
+  return shms__tenant_pack(name, words);
 }
 
 int shms_name_check(const char *name) {

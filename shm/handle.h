@@ -2,6 +2,7 @@
 #ifndef SHMS_SHM_HANDLE_H
 #define SHMS_SHM_HANDLE_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -9,6 +10,15 @@
 #include "layout.h"
 
 struct shms__file; /* this process's one registration per segment file (segment.c) */
+
+/* A thread of this process asleep in a wait of a handle (client/interrupt.c): the futex word it
+ * sleeps on and the bit of it that says it sleeps. On the sleeper's stack. */
+struct shms__sleeper {
+  uint64_t *word64; /* a slot word (its low half is the futex), or NULL */
+  uint32_t *word32; /* else a worker futex */
+  uint64_t bit;     /* the sleeping bit */
+  struct shms__sleeper *next;
+};
 
 struct shms {
   struct shms__file *file;
@@ -28,6 +38,11 @@ struct shms {
    * per handle, not per call, so waits in short slices still get their checks. */
   uint64_t poll_due[SHMS_CLASS_COUNT];
   struct shms__proc *proc; /* our process entry (operation marks and counts); NULL for observers */
+  /* shms_interrupt: while set, this handle's waits return SHMS_ETIMEDOUT; the sleepers listed
+   * are woken when it is set. */
+  uint32_t interrupted;
+  pthread_mutex_t sleepers_lock;
+  struct shms__sleeper *sleepers;
 };
 
 /* Internal attach flag: writable mapping without registering (destroy, repair tools). */

@@ -22,6 +22,11 @@
 
 #define SHMS__ALIGNED __attribute__((aligned(SHMS__LINE)))
 
+/* A tenant name kept as words (a cell's record of its lease's tenant): NUL-padded. */
+#define SHMS__NAME_WORDS ((SHMS_TENANT_MAX + 1) / 8)
+/* Validate name as shms_tenant_check does and pack it into words; SHMS_OK or SHMS_EINVAL. */
+int shms__tenant_pack(const char *name, uint64_t words[SHMS__NAME_WORDS]);
+
 /* Where one configured class lives. All zero for an unconfigured class. */
 struct shms__class_desc {
   uint64_t ctl_off;      /* struct shms__class_ctl */
@@ -99,7 +104,7 @@ struct shms__class_ctl {
 };
 
 /*
- * One cell of capacity, on its own cache line: acquirers of different cells
+ * One cell of capacity, on cache lines of its own: acquirers of different cells
  * never write the same line.
  */
 struct shms__cell {
@@ -117,6 +122,13 @@ struct shms__cell {
    * generation. Lets explain and cancel answer for a request whose slot was given back. */
   uint32_t ticket_gen;
   uint64_t ticket_seq;
+  /* Line 1: the tenant of the lease (or grant) the cell carries, its name NUL-padded in
+   * words (shms__tenant_pack): the acquirer's on the fast path, the request's when the dispatcher
+   * grants. Written with the lease's start (shms__cell_start) by plain stores; valid while the word
+   * is GRANTED or LEASED at that start's generation, like the ticket above. Read by recovery's
+   * reports (who a dead holder's lease was for) and observers. */
+  uint64_t tenant_name[SHMS__NAME_WORDS] SHMS__ALIGNED;
+  uint8_t reserved[32];
 } SHMS__ALIGNED;
 
 /*
@@ -277,7 +289,7 @@ _Static_assert(SHMS_QUEUE_MAX < 0xffffffu, "a slot reference holds index + 1 in 
 #define SHMS__LOCK_OWNERS ((uint64_t)1 << 40)
 
 _Static_assert(sizeof(struct shms__class_ctl) == 8 * (size_t)SHMS__LINE, "class ctl is 8 lines");
-_Static_assert(sizeof(struct shms__cell) == SHMS__LINE, "cell is one line");
+_Static_assert(sizeof(struct shms__cell) == 2 * (size_t)SHMS__LINE, "cell is two lines");
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 2 * (size_t)SHMS__LINE, "tenant is two lines");
 _Static_assert(sizeof(struct shms__proc) == 3 * (size_t)SHMS__LINE, "proc entry is three lines");

@@ -308,11 +308,13 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
     return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
   h->flags = flags;
   h->pid = current_pid();
+  pthread_mutex_init(&h->sleepers_lock, NULL);
   pthread_mutex_lock(&registry_lock);
   registry_after_fork();
   rc = attach_locked(name, flags, h);
   pthread_mutex_unlock(&registry_lock);
   if (rc != SHMS_OK) {
+    pthread_mutex_destroy(&h->sleepers_lock);
     free(h);
     return rc;
   }
@@ -350,6 +352,7 @@ int shms_detach(shms_t *h) {
     pthread_mutex_unlock(&registry_lock);
   }
   munmap(h->base, h->size);
+  pthread_mutex_destroy(&h->sleepers_lock);
   free(h);
   return rc;
 }
@@ -416,6 +419,34 @@ static int destroy_invalid(const char *name, unsigned flags) {
   return rc;
 }
 
+/* Whether entry index at generation gen is a live process's: its cgroup is its own to remove
+ * (at its detach), and may be joined by its next command meanwhile. */
+static int entry_live(void *ctx, uint32_t index, uint32_t gen) {
+  const struct shms *h = ctx;
+  if (index >= h->layout.procs_count)
+    return 0;
+  const struct shms__proc *p = shms__proc_at(h, index);
+  return shms__load_32((uint32_t *)&p->gen) == gen &&
+         shms__load_32((uint32_t *)&p->state) != SHMS__PROC_FREE &&
+         shms__proc_alive(h, h->fd, index, shms__self_index(h)) != 0;
+}
+
+/*
+ * The segment is gone from /dev/shm: nobody can dispose of what its dead processes left any
+ * more. So end each dead process's recorded command now, with its cgroup (what recovery would
+ * have done before handing its cells on: docs/operations.md, "Containment"), and remove the
+ * empty cgroups left of processes that died unrecovered. A live process ends its own at its
+ * detach.
+ */
+static void end_dead_commands(struct shms *h) {
+  uint32_t self = shms__self_index(h);
+  for (uint32_t i = 0; i < h->layout.procs_count; i++)
+    if (i != self && shms__load_32(&shms__proc_at(h, i)->state) != SHMS__PROC_FREE &&
+        shms__proc_alive(h, h->fd, i, self) == 0)
+      shms__proc_reap(h, h->fd, i);
+  shms__cgroup_sweep(h->incarnation, entry_live, h);
+}
+
 int shms_destroy(const char *name, unsigned flags) {
   int rc = shms_name_check(name);
   if (rc != SHMS_OK)
@@ -435,7 +466,7 @@ int shms_destroy(const char *name, unsigned flags) {
     shms__store_32(&h->hdr->state, old);
   }
   if (rc == SHMS_OK)
-    shms__cgroup_sweep(h->incarnation); /* what processes that died unrecovered left */
+    end_dead_commands(h);
   char why[256];
   snprintf(why, sizeof why, "%s", shms_last_error_detail());
   shms_detach(h);

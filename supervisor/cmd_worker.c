@@ -4,6 +4,7 @@
  * exit status as the job's status. The command itself runs in worker_exec.c
  * (worker.h); this file parses the options and decides how each job ends.
  */
+#include <ck_pr.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -210,7 +211,7 @@ static int check_class(struct worker *k) {
   return 0;
 }
 
-/* Idle slices between looks at the segment's state (reading it counts live processes). */
+/* Without a watching thread: idle slices between looks at the segment's state. */
 #define DRAIN_CHECK_SLICES 4
 
 /* One shms_worker_take; now and then, SHMS_ESHUTDOWN once the segment drains (no job will come). */
@@ -224,14 +225,57 @@ static int take_slice(void *ctx, uint64_t slice_ns) {
   return rc;
 }
 
+/* A stop signal while the worker is idle: its wait returns (then the worker stops). */
+static void interrupt_on_signal(void *ctx, int signo, int nth) {
+  (void)signo;
+  if (nth == 1)
+    shms_interrupt(((struct worker *)ctx)->h, 1);
+}
+
+/* An idle worker looks at the segment's state this often: a drain stops it (no job will come).
+ * As often as the library's safety poll, with which it coincides: an idle worker wakes once a
+ * second. */
+#define DRAIN_CHECK_NS (1000ull * 1000 * 1000)
+
 /*
- * Wait for the next job, in slices so that a stop signal is noticed. A cell
- * repaired away from us (not-found) is bound afresh. Returns SHMS_OK with
- * k->job, SHMS_ETIMEDOUT with *signo when a stop signal came, or the error.
+ * One wait for a job, while a thread takes the stop signals: nothing wakes the worker but a job,
+ * a stop signal, and once a second the look at the segment's state. Returns as next_job.
+ */
+static int take_watched(struct worker *k, int *signo) {
+  struct run_watch watch;
+  if (run_watch_start(&watch, &k->sigs, interrupt_on_signal, k) != 0)
+    return run_wait_sliced(&k->sigs, take_slice, k, UINT64_MAX, signo); /* no thread: slices */
+  int rc;
+  shms_segment_info info;
+  while ((rc = shms_worker_take(k->w, DRAIN_CHECK_NS, &k->job)) == SHMS_ETIMEDOUT &&
+         ck_pr_load_int(&watch.count) == 0)
+    if (shms_segment_info_get(k->h, &info) == SHMS_OK && info.state != SHMS_SEG_ACTIVE) {
+      rc = SHMS_ESHUTDOWN;
+      break;
+    }
+  run_watch_stop(&watch);
+  shms_interrupt(k->h, 0);
+  *signo = watch.first;
+  if (*signo == 0)
+    return rc;
+  if (rc == SHMS_OK) {
+    /* The job came with the signal: it goes to the job's command, as one that comes while the
+     * job runs (pending again: we block it), and the worker stops after the job. */
+    kill(getpid(), *signo);
+    *signo = 0;
+    return rc;
+  }
+  return SHMS_ETIMEDOUT;
+}
+
+/*
+ * Wait for the next job; a stop signal ends the wait. A cell repaired away from us (not-found)
+ * is bound afresh. Returns SHMS_OK with k->job, SHMS_ETIMEDOUT with *signo when a stop signal
+ * came, or the error.
  */
 static int next_job(struct worker *k, int *signo) {
   for (;;) {
-    int rc = run_wait_sliced(&k->sigs, take_slice, k, UINT64_MAX, signo);
+    int rc = take_watched(k, signo);
     if (rc != SHMS_ENOTFOUND)
       return rc;
     shms_worker_close(k->w);

@@ -1,6 +1,8 @@
 /* Running one command contained: its group, cgroup, terminal and whole tree (contain.h). */
 #include "contain.h"
 
+#include "sigbus.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +35,8 @@ int contain_init(struct contain *c, shms_t *h, uint64_t kill_after_ns, int job_c
     return -1;
   c->tty = job_control ? open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC) : -1; /* -1: none */
   c->cgroup = shms_command_cgroup(h, c->cg, sizeof c->cg) == SHMS_OK;
+  if (c->cgroup)
+    cli_sigbus_cgroup(c->cg); /* a segment truncated under us: we remove it ourselves */
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #ifndef SHMS_SUPERVISOR_RUN_H
 #define SHMS_SUPERVISOR_RUN_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -48,6 +49,27 @@ int run_stop_pending(const struct run_signals *s);
  */
 int run_wait_sliced(const struct run_signals *s, int (*wait)(void *ctx, uint64_t slice_ns),
                     void *ctx, uint64_t timeout_ns, int *signo);
+
+/*
+ * A thread that takes the stop signals (through a signalfd) while the main thread waits in the
+ * library without slices: for each one it calls on_signal(ctx, signo, nth) (nth counts from 1),
+ * which makes the wait return (shms_cancel of the request, shms_interrupt of the handle). Idle
+ * means idle: nothing wakes either thread but what concerns it.
+ */
+struct run_watch {
+  int sigfd, donefd;
+  pthread_t thread;
+  void (*on_signal)(void *ctx, int signo, int nth);
+  void *ctx;
+  int count;       /* stop signals taken (atomic) */
+  int first, last; /* the first and the latest of them, 0 if none */
+};
+
+/* Start watching; 0, or -1 (no thread: the caller waits in slices, run_wait_sliced). */
+int run_watch_start(struct run_watch *w, const struct run_signals *s,
+                    void (*on_signal)(void *ctx, int signo, int nth), void *ctx);
+/* Stop watching and join the thread; then w->count, first and last say what came. */
+void run_watch_stop(struct run_watch *w);
 
 /* CLOCK_MONOTONIC now, in nanoseconds. */
 uint64_t run_monotonic_ns(void);

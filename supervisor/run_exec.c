@@ -1,4 +1,5 @@
 /* Waiting and running a command: what run, submit and worker share (run.h). */
+#include <ck_pr.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -85,17 +86,8 @@ static int lease_wait_slice(void *ctx, uint64_t slice_ns) {
   return shms_wait(w->h, w->t, slice_ns, w->lease);
 }
 
-/* The thread that waits for a stop signal while the main thread waits for the grant. */
-struct watcher {
-  shms_t *h;
-  const shms_ticket *t;
-  int sigfd;  /* reads the stop signals */
-  int donefd; /* an eventfd: the wait is over, stop watching */
-  int signo;  /* the stop signal that came, 0 if none (read after the join) */
-};
-
 static void *watch(void *arg) {
-  struct watcher *w = arg;
+  struct run_watch *w = arg;
   struct pollfd fds[2] = {{.fd = w->sigfd, .events = POLLIN}, {.fd = w->donefd, .events = POLLIN}};
   for (;;) {
     if (poll(fds, 2, -1) < 0)
@@ -104,37 +96,64 @@ static void *watch(void *arg) {
       return NULL;
     struct signalfd_siginfo si;
     if (fds[0].revents != 0 && read(w->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-      w->signo = (int)si.ssi_signo;
-      /* Ends the request and wakes the main thread's shms_wait through the slot's futex. */
-      shms_cancel(w->h, w->t);
-      return NULL;
+      int n = ck_pr_faa_int(&w->count, 1) + 1;
+      if (n == 1)
+        ck_pr_store_int(&w->first, (int)si.ssi_signo);
+      ck_pr_store_int(&w->last, (int)si.ssi_signo);
+      w->on_signal(w->ctx, (int)si.ssi_signo, n);
     }
   }
+}
+
+int run_watch_start(struct run_watch *w, const struct run_signals *s,
+                    void (*on_signal)(void *ctx, int signo, int nth), void *ctx) {
+  *w = (struct run_watch){.on_signal = on_signal, .ctx = ctx};
+  w->sigfd = signalfd(-1, &s->stop, SFD_CLOEXEC);
+  w->donefd = eventfd(0, EFD_CLOEXEC);
+  if (w->sigfd >= 0 && w->donefd >= 0 && pthread_create(&w->thread, NULL, watch, w) == 0)
+    return 0;
+  if (w->sigfd >= 0)
+    close(w->sigfd);
+  if (w->donefd >= 0)
+    close(w->donefd);
+  return -1;
+}
+
+void run_watch_stop(struct run_watch *w) {
+  uint64_t one = 1;
+  if (write(w->donefd, &one, sizeof one) != (ssize_t)sizeof one)
+    pthread_cancel(w->thread);
+  pthread_join(w->thread, NULL);
+  close(w->sigfd);
+  close(w->donefd);
+}
+
+struct lease_watch {
+  shms_t *h;
+  const shms_ticket *t;
+};
+
+/* A stop signal ends the request and wakes the main thread's shms_wait through the slot's
+ * futex. */
+static void cancel_on_signal(void *ctx, int signo, int nth) {
+  (void)signo;
+  const struct lease_watch *l = ctx;
+  if (nth == 1)
+    shms_cancel(l->h, l->t);
 }
 
 /* Wait for ticket t's grant with no time limit; a stop signal (in *signo) cancels it. */
 static int wait_watched(shms_t *h, const shms_ticket *t, const struct run_signals *s,
                         shms_lease *lease, int *signo) {
-  struct watcher w = {.h = h, .t = t};
-  w.sigfd = signalfd(-1, &s->stop, SFD_CLOEXEC);
-  w.donefd = eventfd(0, EFD_CLOEXEC);
-  pthread_t th;
-  if (w.sigfd < 0 || w.donefd < 0 || pthread_create(&th, NULL, watch, &w) != 0) {
-    if (w.sigfd >= 0)
-      close(w.sigfd);
-    if (w.donefd >= 0)
-      close(w.donefd);
-    struct lease_wait lw = {h, t, lease}; /* no thread: wait in slices, as submit does */
+  struct lease_watch l = {h, t};
+  struct run_watch w;
+  if (run_watch_start(&w, s, cancel_on_signal, &l) != 0) {
+    struct lease_wait lw = {h, t, lease}; /* no thread: wait in slices */
     return run_wait_sliced(s, lease_wait_slice, &lw, UINT64_MAX, signo);
   }
   int rc = shms_wait(h, t, UINT64_MAX, lease);
-  uint64_t one = 1;
-  if (write(w.donefd, &one, sizeof one) != (ssize_t)sizeof one)
-    pthread_cancel(th);
-  pthread_join(th, NULL);
-  close(w.sigfd);
-  close(w.donefd);
-  *signo = w.signo;
+  run_watch_stop(&w);
+  *signo = w.first;
   return rc;
 }
 

@@ -6,16 +6,20 @@
  */
 #include "sigbus.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 static const char *who = "shmsched";
+/* The cgroup of this process's commands (contain.c), "" for none: removed before we exit. */
+static char cgroup[4096];
 
 /* A line of text under construction, never past its end. */
 struct line {
@@ -99,6 +103,38 @@ static int segment_at(uintptr_t addr, char *name, size_t n) {
   return found;
 }
 
+/*
+ * We exit without detaching: nobody can recover what we left in a segment that no longer
+ * validates, so our cgroup is ours to end. Kill what is left in it (cgroup.kill) and remove it
+ * once empty, waiting up to 2 s as the library's kill does. Async-signal-safe calls only.
+ */
+static void end_cgroup(void) {
+  if (cgroup[0] == '\0')
+    return;
+  struct line path = {.len = 0};
+  put(&path, cgroup);
+  put(&path, "/cgroup.kill");
+  path.buf[path.len] = '\0';
+  int fd = open(path.buf, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t w = write(fd, "1", 1);
+    (void)w;
+    close(fd);
+  }
+  for (int i = 0; i < 2000 && rmdir(cgroup) != 0 && errno == EBUSY; i++) {
+    struct timespec ms = {0, 1000 * 1000};
+    nanosleep(&ms, NULL);
+  }
+}
+
+void cli_sigbus_cgroup(const char *path) {
+  size_t n = path != NULL ? strlen(path) : 0;
+  if (n >= sizeof cgroup)
+    n = 0;
+  memcpy(cgroup, path != NULL ? path : "", n);
+  cgroup[n] = '\0';
+}
+
 static void on_sigbus(int sig, siginfo_t *si, void *uc) {
   (void)sig;
   (void)uc;
@@ -118,6 +154,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc) {
           "empty now) and create it again\n");
   ssize_t w = write(STDERR_FILENO, l.buf, l.len);
   (void)w;
+  end_cgroup();
   _exit(CLI_EXIT_SEGMENT_LOST);
 }
 

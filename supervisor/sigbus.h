@@ -17,4 +17,11 @@
  */
 void cli_sigbus_install(const char *cmd);
 
+/*
+ * The cgroup of this process's commands (path copied; NULL or "" for none): the handler above
+ * kills what is left in it and removes it before it exits, since the process then leaves
+ * without detaching and nobody can dispose of what it left in the lost segment.
+ */
+void cli_sigbus_cgroup(const char *path);
+
 #endif

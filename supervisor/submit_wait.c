@@ -172,6 +172,52 @@ static int print_result(const struct result_wait *w) {
   return st >= 0 && st <= 255 ? st : 255;
 }
 
+/*
+ * The watcher's answer to a stop signal while submit --wait waits: the first cancels the job (a
+ * queued one ends at once, waking the wait; a running one's worker is asked to stop it, and the
+ * wait goes on for its result); the next one stops the wait (shms_interrupt).
+ */
+static void stop_on_signal(void *ctx, int signo, int nth) {
+  (void)signo;
+  const struct result_wait *w = ctx;
+  if (nth == 1)
+    shms_cancel(w->h, w->t);
+  else if (nth == 2)
+    shms_interrupt(w->h, 1);
+}
+
+/*
+ * --wait, with a thread taking the stop signals: one wait for the result, until --timeout, that
+ * nothing wakes but the job's end, a stop signal or the library's safety poll. Returns the
+ * outcome as stop_waiting does, with why (n bytes) set when the library's detail will not do.
+ */
+static int wait_watched(struct result_wait *w, const struct submit_args *a,
+                        const struct run_signals *s, uint64_t until, char *why, size_t n) {
+  struct run_watch watch;
+  if (run_watch_start(&watch, s, stop_on_signal, w) != 0) { /* no thread: slices */
+    int signo, rc = run_wait_sliced(s, result_slice, w, until, &signo);
+    return rc == SHMS_ETIMEDOUT ? stop_waiting(w, a, s, until, signo, why, n) : rc;
+  }
+  uint64_t now = run_monotonic_ns();
+  int rc = result_slice(w, until == UINT64_MAX ? UINT64_MAX : until > now ? until - now : 0);
+  run_watch_stop(&watch);
+  shms_interrupt(w->h, 0);
+  if (watch.count == 0)
+    return rc == SHMS_ETIMEDOUT ? stop_waiting(w, a, s, until, 0, why, n) : rc;
+  char sn[24];
+  cli_signal_name(watch.last, sn, sizeof sn);
+  if (rc == SHMS_ECANCELLED)
+    snprintf(why, n, "interrupted by %s while waiting: the job was cancelled", sn);
+  else if (rc == SHMS_ETIMEDOUT && watch.count > 1)
+    snprintf(why, n,
+             "interrupted by %s again: stopped waiting for the running job (its worker was asked "
+             "to stop it)",
+             sn);
+  else if (rc == SHMS_ETIMEDOUT)
+    snprintf(why, n, "interrupted by %s: the job had started; its worker was asked to stop it", sn);
+  return rc == SHMS_ETIMEDOUT ? SHMS_ECANCELLED : rc;
+}
+
 int submit_wait(shms_t *h, const struct submit_args *a, const shms_ticket *t, size_t limit,
                 const struct run_signals *s) {
   struct result_wait w = {.h = h, .t = t, .buf = malloc(limit > 0 ? limit : 1), .cap = limit};
@@ -179,9 +225,14 @@ int submit_wait(shms_t *h, const struct submit_args *a, const shms_ticket *t, si
     return cli_fail(SHMS_ENOMEM, "submit: no memory for a %zu-byte result", limit);
   uint64_t until = a->timeout_ns != 0 ? run_monotonic_ns() + a->timeout_ns : UINT64_MAX;
   char why[256] = "";
-  int signo, rc = run_wait_sliced(s, a->wait ? result_slice : started_slice, &w, until, &signo);
-  if (rc == SHMS_ETIMEDOUT)
-    rc = stop_waiting(&w, a, s, until, signo, why, sizeof why);
+  int signo, rc;
+  if (a->wait) {
+    rc = wait_watched(&w, a, s, until, why, sizeof why);
+  } else {
+    rc = run_wait_sliced(s, started_slice, &w, until, &signo);
+    if (rc == SHMS_ETIMEDOUT)
+      rc = stop_waiting(&w, a, s, until, signo, why, sizeof why);
+  }
   int code = rc != SHMS_OK ? submit_fail(a, rc, why[0] ? why : NULL)
              : a->wait     ? print_result(&w)
                            : CLI_EXIT_OK;

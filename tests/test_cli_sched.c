@@ -8,9 +8,11 @@
  * command's stdin; a queued run with --print-ticket is known to be queued
  * once its first stderr line (the ticket) arrives.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 
 #include "cli_proc.h"
 #include "harness.h"
+#include "shm/cgroup.h"
 
 static char out[65536], err[4096];
 
@@ -659,10 +662,31 @@ END_TEST
  * full tmpfs): when run next touches it (to release its lease, once its
  * command ended) it says so in one line and exits 74, rather than dying of SIGBUS.
  */
+/* How many cgroups of incarnation inc are under ROOT (shm/cgroup.h), whatever their state. */
+static int cgroups_of(const char *inc) {
+  char root[PATH_MAX];
+  if (shms__cgroup_root(root, sizeof root) != 0)
+    return 0;
+  DIR *d = opendir(root);
+  if (d == NULL)
+    return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    n += strncmp(e->d_name, inc, strlen(inc)) == 0 && e->d_name[strlen(inc)] == '-';
+  closedir(d);
+  return n;
+}
+
 START_TEST(truncated_segment_is_one_line) {
   const char *name = cli_segment("trunc", "standard:cells=1,queue=4", NULL);
+  ck_assert_int_eq(CLI("status", name), 0);
+  char inc[32] = "";
+  const char *at = strstr(out, "\nincarnation: ");
+  ck_assert_ptr_nonnull(at);
+  ck_assert_int_eq(sscanf(at, "\nincarnation: %31s", inc), 1);
   struct cli_proc holder;
   hold(&holder, name);
+  int had_cgroup = cgroups_of(inc); /* a writable cgroup v2 hierarchy here */
   char path[256];
   harness_shm_path(path, sizeof path, name);
   ck_assert_int_eq(truncate(path, 0), 0);
@@ -671,6 +695,10 @@ START_TEST(truncated_segment_is_one_line) {
   char needle[160];
   snprintf(needle, sizeof needle, "run: segment '%s' was truncated under this process", name);
   assert_error_line(perr, "incompatible-segment", needle);
+  /* Nobody can recover what it left in a segment that no longer validates: it removed its
+   * command's cgroup itself. */
+  if (had_cgroup)
+    ck_assert_int_eq(cgroups_of(inc), 0);
 }
 END_TEST
 

@@ -98,7 +98,8 @@ START_TEST(the_supervisor_recovers_a_dead_processes_lease) {
   ck_assert_int_eq(waitpid(victim, NULL, 0), victim);
   snprintf(expect, sizeof expect, "process-died pid=%d", (int)victim);
   await_line(&s, expect);
-  snprintf(expect, sizeof expect, "lease-released class=standard cell=0 pid=%d", (int)victim);
+  snprintf(expect, sizeof expect, "lease-released class=standard cell=0 tenant=t pid=%d",
+           (int)victim);
   await_line(&s, expect);
   shms_t *h;
   shms_class_stats st;
@@ -318,6 +319,45 @@ START_TEST(clean_exits_are_quiet_and_destroy_lets_the_supervisor_go) {
 }
 END_TEST
 
+/*
+ * `shmsched run` SIGKILLed while its command runs: the supervisor's line for the lease it
+ * settles names its tenant, though the lease was taken on the fast path (no request slot).
+ */
+START_TEST(the_log_names_a_dead_runs_tenant) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name = harness_name("suptenant");
+  harness_create(name, &cfg);
+  struct sup s = start_supervisor(name);
+  await_line(&s, "supervising segment");
+  int out[2];
+  ck_assert_int_eq(pipe(out), 0);
+  pid_t run = fork();
+  ck_assert_int_ge(run, 0);
+  if (run == 0) {
+    dup2(out[1], 1);
+    close(out[0]);
+    execl(SHMS_BIN_DIR "/shmsched", "shmsched", "run", name, "-c", "standard", "-t", "alice", "--",
+          "sh", "-c", "echo up; exec sleep 600", (char *)NULL);
+    _exit(127);
+  }
+  close(out[1]);
+  char up[8] = "";
+  ck_assert_int_eq(read(out[0], up, 3), 3); /* the command runs: run holds the lease */
+  ck_assert_int_eq(kill(run, SIGKILL), 0);
+  ck_assert_int_eq(waitpid(run, NULL, 0), run);
+  char expect[128];
+  snprintf(expect, sizeof expect, "lease-quarantined class=standard cell=0 tenant=alice pid=%d",
+           (int)run);
+  assert_stamped(await_line(&s, expect));
+  close(out[0]);
+  int status = stop(&s, SIGTERM);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fclose(s.log);
+  harness_remove(name);
+}
+END_TEST
+
 START_TEST(check_reports_violations_and_repair_fixes_them) {
   shms_config cfg;
   harness_config(&cfg, 2, 4);
@@ -387,6 +427,7 @@ int main(void) {
   Suite *s = suite_create("cli_supervise");
   TCase *tc = harness_tcase("supervise");
   tcase_add_test(tc, the_supervisor_recovers_a_dead_processes_lease);
+  tcase_add_test(tc, the_log_names_a_dead_runs_tenant);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
   tcase_add_test(tc, check_names_what_repair_cannot_fix);
   tcase_add_test(tc, clean_exits_are_quiet_and_destroy_lets_the_supervisor_go);

@@ -8,14 +8,17 @@
  * holds its job until the test closes its end of a FIFO. A submit with
  * --print-ticket is known to be queued once its first stderr line arrives.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_proc.h"
@@ -432,6 +435,129 @@ START_TEST(worker_stops_on_signal) {
 }
 END_TEST
 
+/* A running job whose command ignores SIGTERM: the first stop signal to submit --wait asks its
+ * worker to stop it and goes on waiting; a second one stops the wait (exit 75). */
+START_TEST(second_signal_stops_waiting) {
+  const char *name = cli_segment("again", "small:cells=1,queue=16,mode=worker,payload=64", NULL);
+  char gate[128], ticket[SHMS_TICKET_STRLEN];
+  int fd = gate_open(name, "1", gate, sizeof gate);
+  struct cli_proc w, s;
+  CLI_SPAWN(&w, "worker", name, "--class", "small", "--verbose", "--kill-after", "100ms", "--",
+            "sh", "-c", "trap '' TERM; echo started >&2; exec cat \"$1\"", "sh", gate);
+  queue_submit(&s, name, "a", "x", ticket);
+  await_started(&w);
+  /* Two different signals: a second SIGINT sent before the first is taken would merge into
+   * it. The worker forwards the cancel to the command, which ignores it: the job runs on. */
+  ck_assert_int_eq(kill(s.pid, SIGINT), 0);
+  ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+  ck_assert_int_eq(reap(&s), 75);
+  assert_error_line(err, "cancelled", "interrupted by SIGTERM again: stopped waiting");
+  close(fd);
+  ck_assert_int_eq(kill(w.pid, SIGTERM), 0);
+  ck_assert_int_eq(reap(&w), 0);
+}
+END_TEST
+
+/* ---- idle means idle ---------------------------------------------------------- */
+
+/* Voluntary context switches of every thread of pid (each return from a sleep is one). */
+static long wakeups(pid_t pid) {
+  char dir[64], path[384], line[256];
+  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  long n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof path, "%s/%s/status", dir, e->d_name);
+    FILE *f = fopen(path, "re");
+    long v;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+      if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+        n += v;
+    if (f != NULL)
+      fclose(f);
+  }
+  closedir(d);
+  return n;
+}
+
+/* Whether every thread of pid sleeps (state S): it waits, its start-up over. */
+static int asleep(pid_t pid) {
+  char dir[64], path[384], buf[512];
+  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  int all = 1;
+  for (struct dirent *e; all && (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.')
+      continue;
+    snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+    FILE *f = fopen(path, "re");
+    size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f != NULL)
+      fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    all = p != NULL && p[1] == ' ' && p[2] == 'S';
+  }
+  closedir(d);
+  return all;
+}
+
+/* The window, and the wake-ups a process may take in it with nothing happening: one a second
+ * (the library's safety poll, with which the worker's look at the segment's state coincides),
+ * one more for a poll due before the window began, and a timeout's own. */
+#define IDLE_WINDOW_NS (2500ull * 1000 * 1000)
+#define IDLE_MAX_WAKES 4L
+
+/* How often pid wakes in the window, once all its threads sleep. */
+static long idle_wakes(pid_t pid) {
+  while (!asleep(pid))
+    sched_yield();
+  long before = wakeups(pid);
+  struct timespec window = {(time_t)(IDLE_WINDOW_NS / 1000000000ull),
+                            (long)(IDLE_WINDOW_NS % 1000000000ull)};
+  while (nanosleep(&window, &window) != 0)
+    ;
+  return wakeups(pid) - before;
+}
+
+/*
+ * Nothing wakes a waiting submit --wait or an idle worker but what concerns it: a stop signal,
+ * its job, the once-a-second safety poll (issue 12: they woke every 250 ms to look for stop
+ * signals). Each still answers a stop signal at once.
+ */
+START_TEST(idle_means_idle) {
+  const char *name = cli_segment("idle", "small:cells=1,queue=16,mode=worker,payload=64", NULL);
+  char ticket[SHMS_TICKET_STRLEN];
+  struct cli_proc w, s;
+  queue_submit(&s, name, "a", "x", ticket); /* no worker: it waits */
+  long n = idle_wakes(s.pid);
+  ck_assert_msg(n <= IDLE_MAX_WAKES, "a waiting submit --wait woke %ld times in %llu ms", n,
+                IDLE_WINDOW_NS / 1000000);
+  worker(&w, name, "0", "tr a-z A-Z", NULL, NULL);
+  ck_assert_int_eq(reap(&s), 0);
+  ck_assert_str_eq(out, "X");
+  n = idle_wakes(w.pid);
+  ck_assert_msg(n <= IDLE_MAX_WAKES, "an idle worker woke %ld times in %llu ms", n,
+                IDLE_WINDOW_NS / 1000000);
+  queue_submit(&s, name, "a", "x", ticket);
+  ck_assert_int_eq(reap(&s), 0); /* it still serves */
+  ck_assert_int_eq(kill(w.pid, SIGTERM), 0);
+  ck_assert_int_eq(reap(&w), 0);
+  /* A waiting submit --wait still stops at once on a signal. */
+  queue_submit(&s, name, "a", "x", ticket);
+  while (!asleep(s.pid))
+    sched_yield();
+  ck_assert_int_eq(kill(s.pid, SIGTERM), 0);
+  ck_assert_int_eq(reap(&s), 75);
+  assert_error_line(err, "cancelled",
+                    "interrupted by SIGTERM while waiting: the job was cancelled");
+}
+END_TEST
+
 /* Without --wait: the ticket at once; submit ends once the job started, which runs on. */
 START_TEST(submit_without_wait) {
   const char *name = cli_segment("nowait", "small:cells=1,queue=16,mode=worker,payload=64", NULL);
@@ -692,6 +818,8 @@ static Suite *cli_worker_suite(void) {
   tcase_add_test(tc, cancel_queued_job);
   tcase_add_test(tc, cancel_running_job);
   tcase_add_test(tc, worker_stops_on_signal);
+  tcase_add_test(tc, second_signal_stops_waiting);
+  tcase_add_test(tc, idle_means_idle);
   tcase_add_test(tc, submit_without_wait);
   tcase_add_test(tc, drain_stops_worker);
   tcase_add_test(tc, worker_lost_and_retry);

@@ -7,6 +7,7 @@
  * test process is a child subreaper, so every orphan of the tree becomes its
  * child and its fate can be read with waitpid.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,6 +20,8 @@
 
 #include "core/sched.h"
 #include "sched_util.h"
+#include "shm/atomic.h"
+#include "shm/cgroup.h"
 
 enum tree { GROUP, DAEMON }; /* a leader and a member of its group; or a daemon in a cgroup */
 
@@ -236,16 +239,20 @@ START_TEST(detach_ends_the_recorded_command) {
 }
 END_TEST
 
-/* The cgroups of segment incarnation inc under ROOT (the default: <cgroup2 mount>/shmsched). */
+/* The cgroups of segment incarnation inc under ROOT (shm/cgroup.h: $SHMSCHED_CGROUP, or
+ * <cgroup2 mount>/shmsched). */
 static int cgroups_of(uint64_t inc) {
-  FILE *f = popen("ls /sys/fs/cgroup/unified/shmsched /sys/fs/cgroup/shmsched 2>/dev/null", "r");
-  ck_assert_ptr_nonnull(f);
-  char line[256], prefix[24];
+  char root[PATH_MAX], prefix[24];
+  if (shms__cgroup_root(root, sizeof root) != 0)
+    return 0;
+  DIR *d = opendir(root);
+  if (d == NULL)
+    return 0;
   snprintf(prefix, sizeof prefix, "%016llx-", (unsigned long long)inc);
   int n = 0;
-  while (fgets(line, sizeof line, f) != NULL)
-    n += strncmp(line, prefix, strlen(prefix)) == 0;
-  pclose(f);
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+  closedir(d);
   return n;
 }
 
@@ -264,6 +271,127 @@ START_TEST(destroy_sweeps_cgroups) {
     kill_and_reap(ho.tree[i]);
   shms_detach(h);
   ck_assert_shms_ok(shms_destroy(name, SHMS_DESTROY_FORCE));
+  ck_assert_int_eq(cgroups_of(info.incarnation), 0);
+}
+END_TEST
+
+/*
+ * The recovery that holds a class still (check --repair, the supervisor's first pass, a class
+ * a process left mid-operation) kills a dead holder's command before it freezes the class:
+ * killing may take up to 2 s per holder (a tree stuck in the kernel), and every operation on a
+ * frozen class waits. Seen from a crash-point hook inside the kill: while the dead holder's
+ * command still runs, the class is not frozen, and another process acquires its free cell.
+ */
+static struct {
+  const struct shms__cls *k;
+  pid_t leader;
+  int ask, answer; /* pipes to and from the other process */
+  int frozen_while_running, asked, acquired;
+} during;
+
+static void during_kill(void) {
+  if (!running(during.leader))
+    return;
+  if (shms__load_64(&during.k->ctl->fast) & SHMS__FAST_FROZEN) {
+    during.frozen_while_running++;
+    return; /* never ask then: the other process would wait for the class, and we for it */
+  }
+  if (during.asked++)
+    return;
+  int rc = 1;
+  if (write(during.ask, "a", 1) == 1 && read(during.answer, &rc, sizeof rc) == (ssize_t)sizeof rc)
+    during.acquired = rc == SHMS_OK;
+}
+
+START_TEST(recovery_kills_before_it_freezes) {
+  subreaper();
+  shms_config cfg;
+  harness_config(&cfg, 2, 4);
+  cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = SHMS_ON_DEATH_RELEASE;
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  int ask[2], answer[2];
+  ck_assert_int_eq(pipe(ask), 0);
+  ck_assert_int_eq(pipe(answer), 0);
+  pid_t other = fork();
+  ck_assert_int_ge(other, 0);
+  if (other == 0) { /* attached before the holder dies: it never takes over the dead entry */
+    shms_t *oh;
+    char b;
+    close(ask[1]);
+    close(answer[0]);
+    int rc = shms_attach(name, 0, &oh);
+    if (write(answer[1], &rc, sizeof rc) != (ssize_t)sizeof rc || rc != SHMS_OK)
+      _exit(1);
+    while (read(ask[0], &b, 1) == 1) {
+      shms_request r = sched_req("other", 0);
+      shms_lease l;
+      rc = shms_try_acquire(oh, &r, &l);
+      if (rc == SHMS_OK)
+        rc = shms_release(oh, &l);
+      if (write(answer[1], &rc, sizeof rc) != (ssize_t)sizeof rc)
+        _exit(2);
+    }
+    shms_detach(oh);
+    _exit(0);
+  }
+  close(ask[0]);
+  close(answer[1]);
+  int rc;
+  ck_assert_int_eq(read(answer[0], &rc, sizeof rc), (ssize_t)sizeof rc);
+  ck_assert_shms_ok(rc);
+  struct holder ho = start_holder(name, take_lease, GROUP, 0); /* no cgroup: the group kill */
+  kill_and_reap(ho.pid);
+  during.k = &h->cls[SHMS_CLASS_STANDARD];
+  during.leader = ho.tree[0];
+  during.ask = ask[1];
+  during.answer = answer[0];
+  shms__test_step_check(during_kill);
+  shms_recovery r;
+  rc = shms_recover(h, &r);
+  shms__test_step_check(NULL);
+  ck_assert_shms_ok(rc);
+  assert_killed(ho.tree[0]);
+  assert_killed(ho.tree[1]);
+  ck_assert_uint_eq(r.leases_released, 1);
+  ck_assert_msg(during.frozen_while_running == 0,
+                "the class was frozen while the dead holder's command still ran (%d times)",
+                during.frozen_while_running);
+  ck_assert_msg(during.asked && during.acquired,
+                "no other process acquired the free cell during the kill (asked: %d)",
+                during.asked);
+  close(ask[1]);
+  close(answer[0]);
+  ck_assert_int_eq(waitpid(other, &rc, 0), other);
+  ck_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 0);
+  sched_close(h, name);
+}
+END_TEST
+
+/*
+ * A holder that died while its command (a daemon in its cgroup) ran, never recovered: destroying
+ * the segment kills the command (nobody could dispose of it afterwards) and removes its
+ * cgroup, with or without --force (a dead process does not keep a segment in use).
+ */
+START_TEST(destroy_ends_dead_holders_commands) {
+  subreaper();
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_segment_info info;
+  ck_assert_shms_ok(shms_segment_info_get(h, &info));
+  struct holder ho = start_holder(name, take_lease, DAEMON, 1);
+  kill_and_reap(ho.pid);
+  if (cgroups_of(info.incarnation) == 0) {
+    for (int i = 0; i < 2; i++)
+      kill_and_reap(ho.tree[i]);
+    sched_close(h, name);
+    return; /* no cgroup v2 hierarchy here to leave anything in */
+  }
+  ck_assert(running(ho.tree[0]) && running(ho.tree[1]));
+  shms_detach(h);
+  ck_assert_shms_ok(shms_destroy(name, _i ? SHMS_DESTROY_FORCE : 0));
+  assert_killed(ho.tree[0]);
+  assert_killed(ho.tree[1]);
   ck_assert_int_eq(cgroups_of(info.incarnation), 0);
 }
 END_TEST
@@ -378,6 +506,8 @@ int main(void) {
   tcase_add_test(tc, detach_ends_the_recorded_command);
   tcase_add_test(tc, worker_lost_after_its_command);
   tcase_add_test(tc, destroy_sweeps_cgroups);
+  tcase_add_test(tc, recovery_kills_before_it_freezes);
+  tcase_add_loop_test(tc, destroy_ends_dead_holders_commands, 0, 2);
   suite_add_tcase(s, tc);
   tc = harness_tcase("crash");
   tcase_add_loop_test(tc, recovery_killed_mid_kill, 0, sizeof mid_kill / sizeof mid_kill[0]);

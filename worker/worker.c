@@ -164,8 +164,12 @@ static void idle(struct shms_worker *w, uint64_t until_real) {
   if (SHMS__CELL_STATE(shms__load_64(&cell->word)) == SHMS__CELL_GRANTED)
     return;
   uint64_t poll = shms__real_now_ns() + SHMS__POLL_NS;
+  struct shms__sleeper me = {.word32 = &cell->worker_futex, .bit = 1u};
+  if (shms__sleeper_add(w->h, &me))
+    return; /* interrupted: the caller returns */
   shms__futex_wait(&cell->worker_futex, v | 1u,
                    until_real && until_real < poll ? until_real : poll);
+  shms__sleeper_remove(w->h, &me);
 }
 
 int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
@@ -190,6 +194,8 @@ int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
       return shms__fail(SHMS_EINVAL, "the worker still holds a job: complete it first");
     if (timeout_ns == 0 || (until_real != 0 && shms__real_now_ns() >= until_real))
       return shms__fail(SHMS_ETIMEDOUT, "no job was granted");
+    if (shms__interrupted(w->h))
+      return shms__fail(SHMS_ETIMEDOUT, "no job was granted (the wait was interrupted)");
     idle(w, until_real);
     shms__baton_check_holder(w->h, w->k); /* an idle worker also keeps the class moving */
   }
