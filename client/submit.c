@@ -77,6 +77,44 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
   return SHMS_OK;
 }
 
+int shms_wait_started(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns) {
+  struct shms__cls *k = NULL;
+  uint32_t i = 0;
+  int rc = shms__check_ticket(h, ticket, NULL, NULL, &k, &i);
+  if (rc != SHMS_OK)
+    return rc;
+  if (k->cfg->mode != SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL, "class %s is a lease class: jobs run in worker classes",
+                      shms_class_name(k->id));
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
+  for (;;) {
+    uint64_t w = shms__load_64(&s->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
+        st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
+      return shms__fail(SHMS_ENOTFOUND, "no live job for this ticket (stale or retired)");
+    if (shms__load_32(&s->owner) != h->owner)
+      return shms__not_ours();
+    if (st == SHMS__SLOT_RUNNING)
+      return SHMS_OK;
+    if (st == SHMS__SLOT_SETTLED) { /* left for shms_wait_result to collect */
+      int reason = SHMS__SLOT_REASON(w);
+      return reason == SHMS_OK ? SHMS_OK
+                               : shms__fail(reason, "the job ended: %s", shms_strerror(reason));
+    }
+    /* Ask the worker's take to wake us, then sleep as any waiter does (a change in between
+     * makes the CAS fail and we look again). */
+    if (!(w & SHMS__SLOT_STARTWAKE)) {
+      if (!ck_pr_cas_64(&s->word, w, w | SHMS__SLOT_STARTWAKE))
+        continue;
+      w |= SHMS__SLOT_STARTWAKE;
+    }
+    if ((rc = wait_pending(h, k, i, w, until_real, timeout_ns)) != SHMS_OK)
+      return rc;
+  }
+}
+
 int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, void *buf,
                      size_t cap, shms_result *out) {
   struct shms__cls *k = NULL;

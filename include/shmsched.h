@@ -468,6 +468,16 @@ SHMS_EXTERN int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t 
                                  void *buf, size_t cap, shms_result *out);
 
 /*
+ * Wait up to timeout_ns (UINT64_MAX: no limit; 0: just look) until a worker
+ * has started the job (or it has completed). Sleeps on the job's word: the
+ * worker's take wakes it, nothing else does but the 1 s safety poll. SHMS_OK:
+ * it runs or has completed; the job's outcome otherwise (SHMS_ECANCELLED,
+ * SHMS_EDEADLINE, ...), SHMS_ETIMEDOUT, SHMS_ENOTFOUND, SHMS_EINVAL (another
+ * process's job). Retires nothing: shms_wait_result still collects the job.
+ */
+SHMS_EXTERN int shms_wait_started(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns);
+
+/*
  * Interrupt the waits of h, for a program that also waits for something else (a signal, a pipe)
  * on a thread of its own. With on != 0, every shms_wait, shms_wait_result and shms_worker_take
  * on h returns SHMS_ETIMEDOUT at once, as if its time had run out, those asleep now included

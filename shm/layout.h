@@ -256,6 +256,9 @@ enum {
 #define SHMS__SLOT_WRITING   (1u << 9) /* the worker is writing the result over the payload */
 #define SHMS__SLOT_LATE                                                                            \
   (1u << 10) /* QUEUED: its grant was revoked; parked until its waiter returns */
+/* The client sleeps until its job starts (shms_wait_started): the worker's take clears it with
+ * SLEEPING and wakes the client, which a take otherwise leaves asleep until the job ends. */
+#define SHMS__SLOT_STARTWAKE (1u << 11)
 
 /* Request options (shms__slot.options). */
 enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };

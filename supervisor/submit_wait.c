@@ -108,21 +108,11 @@ static int result_slice(void *ctx, uint64_t slice_ns) {
   }
 }
 
-/*
- * Without --wait: whether the job has started (or even completed: its result
- * is dropped). A job only starts to run when a worker takes it, and the client
- * is not woken for that, so look often.
- */
-#define START_POLL_NS (20ull * 1000 * 1000)
-
+/* Without --wait: until the job has started (or even completed: its result is dropped); the
+ * worker's take wakes us (shms_wait_started). */
 static int started_slice(void *ctx, uint64_t slice_ns) {
   struct result_wait *w = ctx;
-  int rc = result_slice(w, slice_ns < START_POLL_NS ? slice_ns : START_POLL_NS);
-  shms_explanation x;
-  if (rc == SHMS_ETIMEDOUT && shms_explain(w->h, w->t, &x) == SHMS_OK &&
-      x.state == SHMS_REQ_RUNNING)
-    return SHMS_OK;
-  return rc;
+  return shms_wait_started(w->h, w->t, slice_ns);
 }
 
 /*
@@ -187,23 +177,27 @@ static void stop_on_signal(void *ctx, int signo, int nth) {
 }
 
 /*
- * --wait, with a thread taking the stop signals: one wait for the result, until --timeout, that
- * nothing wakes but the job's end, a stop signal or the library's safety poll. Returns the
- * outcome as stop_waiting does, with why (n bytes) set when the library's detail will not do.
+ * With a thread taking the stop signals: one wait (for the result with --wait, for the start
+ * without), until --timeout, that nothing wakes but what it waits for, a stop signal or the
+ * library's safety poll. Returns the outcome as stop_waiting does, with why (n bytes) set when
+ * the library's detail will not do.
  */
 static int wait_watched(struct result_wait *w, const struct submit_args *a,
                         const struct run_signals *s, uint64_t until, char *why, size_t n) {
+  int (*wait)(void *, uint64_t) = a->wait ? result_slice : started_slice;
   struct run_watch watch;
   if (run_watch_start(&watch, s, stop_on_signal, w) != 0) { /* no thread: slices */
-    int signo, rc = run_wait_sliced(s, result_slice, w, until, &signo);
+    int signo, rc = run_wait_sliced(s, wait, w, until, &signo);
     return rc == SHMS_ETIMEDOUT ? stop_waiting(w, a, s, until, signo, why, n) : rc;
   }
   uint64_t now = run_monotonic_ns();
-  int rc = result_slice(w, until == UINT64_MAX ? UINT64_MAX : until > now ? until - now : 0);
+  int rc = wait(w, until == UINT64_MAX ? UINT64_MAX : until > now ? until - now : 0);
   run_watch_stop(&watch);
   shms_interrupt(w->h, 0);
   if (watch.count == 0)
     return rc == SHMS_ETIMEDOUT ? stop_waiting(w, a, s, until, 0, why, n) : rc;
+  if (rc == SHMS_OK && !a->wait)
+    rc = SHMS_ETIMEDOUT; /* it started as the signal came: its worker was asked to stop it */
   char sn[24];
   cli_signal_name(watch.last, sn, sizeof sn);
   if (rc == SHMS_ECANCELLED)
@@ -225,14 +219,7 @@ int submit_wait(shms_t *h, const struct submit_args *a, const shms_ticket *t, si
     return cli_fail(SHMS_ENOMEM, "submit: no memory for a %zu-byte result", limit);
   uint64_t until = a->timeout_ns != 0 ? run_monotonic_ns() + a->timeout_ns : UINT64_MAX;
   char why[256] = "";
-  int signo, rc;
-  if (a->wait) {
-    rc = wait_watched(&w, a, s, until, why, sizeof why);
-  } else {
-    rc = run_wait_sliced(s, started_slice, &w, until, &signo);
-    if (rc == SHMS_ETIMEDOUT)
-      rc = stop_waiting(&w, a, s, until, signo, why, sizeof why);
-  }
+  int rc = wait_watched(&w, a, s, until, why, sizeof why);
   int code = rc != SHMS_OK ? submit_fail(a, rc, why[0] ? why : NULL)
              : a->wait     ? print_result(&w)
                            : CLI_EXIT_OK;

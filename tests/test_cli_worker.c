@@ -569,6 +569,9 @@ START_TEST(submit_without_wait) {
   ck_assert_int_eq(CLI("explain", name, ticket), 0);
   ck_assert_msg(strstr(out, "\nstate: queued\n") && strstr(out, "\nblocked_by: no-worker"), "%s",
                 out);
+  long n = idle_wakes(s.pid); /* waiting for a start that nothing brings: idle */
+  ck_assert_msg(n <= IDLE_MAX_WAKES, "a queued submit woke %ld times in %llu ms", n,
+                IDLE_WINDOW_NS / 1000000);
   ck_assert_int_eq(kill(s.pid, SIGTERM), 0); /* a stop signal cancels it */
   ck_assert_int_eq(reap(&s), 75);
   assert_error_line(err, "cancelled",

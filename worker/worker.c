@@ -127,9 +127,15 @@ static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) 
       shms__slot_collect(k, i); /* nobody is left to take the outcome */
     return 0;
   }
-  uint64_t running = (sw & ~(uint64_t)0xf) | SHMS__SLOT_RUNNING; /* a waiting client sleeps on */
+  /* A client waiting for the result sleeps on; one waiting only for the start is woken. */
+  int wake = (sw & SHMS__SLOT_STARTWAKE) && (sw & SHMS__SLOT_SLEEPING);
+  uint64_t running = (sw & ~(uint64_t)0xf) | SHMS__SLOT_RUNNING;
+  if (sw & SHMS__SLOT_STARTWAKE)
+    running &= ~(uint64_t)(SHMS__SLOT_STARTWAKE | SHMS__SLOT_SLEEPING);
   if (!ck_pr_cas_64(&s->word, sw, running))
     return 0;
+  if (wake)
+    shms__futex_wake(shms__slot_futex(s));
   SHMS__STEP();
   struct shms__cell *cell = cell_of(w);
   uint64_t lw = shms__load_64(&cell->word);
