@@ -39,7 +39,7 @@ static const char help[] =
     "  -p, --priority P       integer, may be negative; higher runs first within the\n"
     "                         tenant's turn (default 0)\n"
     "  -d, --deadline DUR     give up unless granted within DUR (ms, s, m or h), fixed\n"
-    "                         when the request is queued (default: no deadline)\n"
+    "                         when run starts (default: no deadline)\n"
     "  -a, --activation ID    an id unique among the class's live requests, 1..31\n"
     "                         graphic bytes; a duplicate fails (default: none)\n"
     "  --print-ticket         print the request's ticket alone on the first line of\n"
