@@ -263,6 +263,40 @@ typedef struct {
   uint64_t revoked; /* grants not accepted within grant-timeout, given to the next request */
 } shms_class_stats;
 
+/* A cell's state, as shms_cells reports it (the values of the cell word's state). */
+typedef enum {
+  SHMS_CELL_AVAILABLE = 1,   /* free */
+  SHMS_CELL_GRANTED = 2,     /* granted to a request whose waiter has not accepted it yet */
+  SHMS_CELL_LEASED = 3,      /* an accepted lease (a worker class: a job its worker runs) */
+  SHMS_CELL_QUARANTINED = 4, /* out of service until repaired */
+  SHMS_CELL_OFFLINE = 5,     /* worker class: no worker bound */
+} shms_cell_state_t;
+
+/* One cell: who holds it and since when. */
+typedef struct {
+  uint32_t cell;
+  uint32_t state;      /* shms_cell_state_t */
+  uint32_t generation; /* moves on at every release, quarantine and repair */
+  int32_t pid;         /* the holder (granted, leased; quarantined: the last one) or, in a
+                          worker class, the bound worker; 0 if none or its entry was reused */
+  int alive;           /* that process still holds its lock */
+  char tenant[SHMS_TENANT_MAX + 1]; /* granted, leased (quarantined: the last lease's) tenant */
+  uint64_t since_ns; /* granted, leased (quarantined: the last lease's): CLOCK_MONOTONIC time of
+                        the grant */
+  int reason;        /* quarantined: why (a reason code, or the holder's own) */
+  uint64_t leases;   /* leases handed out on this cell since creation */
+} shms_cell_info;
+
+/*
+ * Every cell of class c, read without taking part in scheduling (an observer
+ * handle will do; never blocks, never registers): up to max rows into out,
+ * *count = the class's cells. Each row is one cell at one instant; the rows
+ * are not one instant together. SHMS_EINVAL for a class the segment does not
+ * configure.
+ */
+SHMS_EXTERN int shms_cells(shms_t *h, shms_class_t c, shms_cell_info *out, uint32_t max,
+                           uint32_t *count);
+
 /* SHMS_EINVAL for a class the segment does not configure. */
 SHMS_EXTERN int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out);
 

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "cli_config.h"
 #include "cli_sched.h"
+#include "sup_cells.h"
 
 #define MAX_WATCHED 4096
 
@@ -183,7 +184,10 @@ struct supervisor {
   uint32_t n;
   int32_t died[MAX_WATCHED]; /* pids a recovery found dead without detaching */
   uint32_t ndied;
+  struct sup_cells cells; /* the last look at the cells, for what changed outside recoveries */
 };
+
+static void say_line(const char *line) { say("%s", line); }
 
 /* Look over the process table: watch new live processes; 1 if some entry is dead. */
 static int scan(struct supervisor *v) {
@@ -251,8 +255,10 @@ static void recover(struct supervisor *v, int full) {
   unsigned flags =
       (v->a->auto_repair ? SHMS_RECOVER_REPAIR_LOST_WORKERS : 0) | (full ? SHMS_RECOVER_FULL : 0);
   v->ndied = 0;
+  sup_cells_tell(v->h, &v->cells, say_line); /* what others changed before this recovery */
   if (shms_recover_dead(v->h, flags, log_event, v, NULL) != SHMS_OK)
     say("recovery failed: %s", shms_last_error_detail());
+  sup_cells_look(v->h, &v->cells); /* what the recovery changed, it told itself */
 }
 
 static int died_unclean(const struct supervisor *v, int32_t pid) {
@@ -317,9 +323,11 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   static struct supervisor v;
   v = (struct supervisor){.h = h, .a = a, .self = getpid()};
   say("supervising segment '%s' (pid %d)", name, (int)v.self);
+  sup_cells_look(h, &v.cells);
   recover(&v, 1); /* whatever died before we started */
   notify_ready();
   while (!removed(&v)) {
+    sup_cells_tell(h, &v.cells, say_line);
     if (scan(&v))
       recover(&v, 0);
     if (wait_event(&v, sigfd))
@@ -328,6 +336,7 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   for (uint32_t i = 0; i < v.n; i++)
     close(v.w[i].fd);
   close(sigfd);
+  sup_cells_free(&v.cells);
   return CLI_EXIT_OK;
 }
 

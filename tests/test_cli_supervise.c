@@ -358,6 +358,46 @@ START_TEST(the_log_names_a_dead_runs_tenant) {
 }
 END_TEST
 
+/* Run the CLI to its end (stdout and stderr to /dev/null): its exit status. */
+static int cli_quiet(char *const argv[]) {
+  pid_t p = fork();
+  ck_assert_int_ge(p, 0);
+  if (p == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(SHMS_BIN_DIR "/shmsched", argv);
+    _exit(127);
+  }
+  int status;
+  ck_assert_int_eq(waitpid(p, &status, 0), p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A quarantine a client makes itself (run after its command crashed) and an operator's repair
+ * are in the log too, though no recovery made them. */
+START_TEST(the_log_tells_quarantines_and_repairs_made_by_others) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  cfg.classes[SHMS_CLASS_STANDARD].on_command_crash = SHMS_ON_CRASH_QUARANTINE;
+  const char *name = harness_name("supcells");
+  harness_create(name, &cfg);
+  struct sup s = start_supervisor(name);
+  await_line(&s, "supervising segment");
+  char *crash[] = {"shmsched", "run", (char *)name, "-c", "standard",      "-t",
+                   "bob",      "--",  "sh",         "-c", "kill -SEGV $$", NULL};
+  ck_assert_int_eq(cli_quiet(crash), 128 + SIGSEGV);
+  assert_stamped(await_line(&s, "cell-quarantined class=standard cell=0 tenant=bob code=139"));
+  char *repair[] = {"shmsched", "repair", (char *)name, "--class", "standard", NULL};
+  ck_assert_int_eq(cli_quiet(repair), 0);
+  assert_stamped(await_line(&s, "cell-repaired class=standard cell=0 now=in-service"));
+  int status = stop(&s, SIGTERM);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fclose(s.log);
+  harness_remove(name);
+}
+END_TEST
+
 START_TEST(check_reports_violations_and_repair_fixes_them) {
   shms_config cfg;
   harness_config(&cfg, 2, 4);
@@ -428,6 +468,7 @@ int main(void) {
   TCase *tc = harness_tcase("supervise");
   tcase_add_test(tc, the_supervisor_recovers_a_dead_processes_lease);
   tcase_add_test(tc, the_log_names_a_dead_runs_tenant);
+  tcase_add_test(tc, the_log_tells_quarantines_and_repairs_made_by_others);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
   tcase_add_test(tc, check_names_what_repair_cannot_fix);
   tcase_add_test(tc, clean_exits_are_quiet_and_destroy_lets_the_supervisor_go);

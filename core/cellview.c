@@ -1,0 +1,71 @@
+/*
+ * Who holds what: a read-only view of a class's cells for observers (status, the supervisor's
+ * log of quarantines and repairs). Reads words that others change at any moment: each cell's
+ * fields are read around its state word and kept only if the word did not move meanwhile, so a
+ * row is one cell's state at one instant (rows are not one instant together).
+ */
+#include <string.h>
+
+#include "../shm/atomic.h"
+#include "../shm/error.h"
+#include "../shm/proc.h"
+#include "sched.h"
+
+/* The pid of owner id owner while its entry is still that owner's, and whether it lives. */
+static int32_t holder(const struct shms *h, uint32_t owner, int *alive) {
+  uint32_t i = SHMS__OWNER_INDEX(owner);
+  *alive = 0;
+  if (owner == 0 || i >= h->layout.procs_count)
+    return 0;
+  const struct shms__proc *p = shms__proc_at(h, i);
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+    return 0;
+  *alive = !shms__owner_dead(h, owner);
+  return (int32_t)shms__load_32((uint32_t *)&p->pid);
+}
+
+static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t c,
+                      shms_cell_info *out) {
+  const struct shms__cell *cell = &k->cells[c];
+  for (int tries = 0;; tries++) {
+    uint64_t w = shms__load_64((uint64_t *)&cell->word);
+    uint32_t st = SHMS__CELL_STATE(w);
+    memset(out, 0, sizeof *out);
+    out->cell = c;
+    out->state = st;
+    out->generation = SHMS__CELL_GEN(w);
+    out->leases = shms__load_64((uint64_t *)&cell->leases);
+    int worker = k->cfg->mode == SHMS_MODE_WORKER;
+    uint32_t owner = worker ? shms__load_32((uint32_t *)&cell->worker) : SHMS__CELL_OWNER(w);
+    if (st == SHMS__CELL_GRANTED || st == SHMS__CELL_LEASED || st == SHMS__CELL_QUARANTINED) {
+      /* A quarantine keeps the owner and the name of the lease it ended. */
+      shms__cell_tenant(k, c, out->tenant);
+      out->since_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
+    }
+    if (st == SHMS__CELL_QUARANTINED)
+      out->reason = (int)shms__load_32((uint32_t *)&cell->reason);
+    if (st != SHMS__CELL_OFFLINE && (worker || st != SHMS__CELL_AVAILABLE))
+      out->pid = holder(h, owner, &out->alive);
+    if (shms__load_64((uint64_t *)&cell->word) == w || tries == 8)
+      break; /* it moved while we read: read it again (a bounded number of times) */
+  }
+  for (int i = 0; out->tenant[i] != '\0'; i++) /* shared memory: only what a name may hold */
+    if (out->tenant[i] <= ' ' || out->tenant[i] > '~')
+      out->tenant[i] = '?';
+}
+
+int shms_cells(shms_t *h, shms_class_t c, shms_cell_info *out, uint32_t max, uint32_t *count) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (count == NULL || (out == NULL && max > 0))
+    return shms__fail(SHMS_EINVAL, "%s is NULL", count == NULL ? "count" : "out");
+  if ((int)c < 0 || c >= SHMS_CLASS_COUNT || h->cls[c].id < 0)
+    return shms__fail(SHMS_EINVAL, "class %d is not configured in this segment", (int)c);
+  const struct shms__cls *k = &h->cls[c];
+  *count = k->ncells;
+  for (uint32_t i = 0; i < k->ncells && i < max; i++)
+    read_cell(h, k, i, &out[i]);
+  return SHMS_OK;
+}
