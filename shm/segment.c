@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../core/sched.h"
+#include "alloc.h"
 #include "atomic.h"
 #include "cgroup.h"
 #include "error.h"
@@ -172,7 +173,7 @@ static int file_get(const char *name, int writable, struct shms__file **out, int
     /* NAME may have been replaced since stat(): key by what we actually opened. */
     f = registry_find(st.st_dev, st.st_ino);
     if (f == NULL) {
-      if ((f = calloc(1, sizeof *f)) == NULL) {
+      if ((f = shms__calloc(1, sizeof *f)) == NULL) {
         close(fd);
         return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
       }
@@ -303,7 +304,7 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
     return rc;
   if (out == NULL)
     return shms__fail(SHMS_EINVAL, "out is NULL");
-  struct shms *h = calloc(1, sizeof *h);
+  struct shms *h = shms__calloc(1, sizeof *h);
   if (h == NULL)
     return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
   h->flags = flags;
