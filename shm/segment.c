@@ -256,6 +256,7 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   int fd = -1, rc = file_get(name, !observer, &f, &fd);
   if (rc != SHMS_OK)
     return rc;
+  // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): file_get sets f whenever it succeeds
   f->refs++;
   if ((rc = map_and_validate(name, fd, !observer, h)) != SHMS_OK) {
     file_put(f);

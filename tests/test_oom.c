@@ -63,8 +63,8 @@ static unsigned long oom_loop(const struct scenario *s) {
     if (rc < 0) {
       ck_assert_msg(failed, "failed %s without a failed allocation: %s", shms_err_name(rc),
                     shms_last_error_detail());
-      ck_assert_msg(rc == SHMS_ENOMEM, "allocation %lu failed: %s (%s), expected out-of-memory",
-                    n, shms_err_name(rc), shms_last_error_detail());
+      ck_assert_msg(rc == SHMS_ENOMEM, "allocation %lu failed: %s (%s), expected out-of-memory", n,
+                    shms_err_name(rc), shms_last_error_detail());
       ck_assert_msg(shms_last_error_detail()[0] != '\0', "allocation %lu: no detail", n);
     }
     s->verify(&f, rc, failed);
@@ -224,7 +224,7 @@ static void detach_verify(struct fx *f, int rc, int failed) {
                     s.available == 1,
                 "failed=%d: queued %u leased %u available %u granted-unaccepted %u quarantined %u",
                 failed, s.queue_depth, s.leased, s.available, s.granted_unaccepted, s.quarantined);
-  ck_assert_uint_eq(processes(h), 0); /* ours is gone */;
+  ck_assert_uint_eq(processes(h), 0); /* ours is gone */
   audit_clean(f->name);
   sched_close(h, f->name);
 }
