@@ -271,6 +271,7 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
   for (;;) {
     uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
+    // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult): enqueue filled it
     if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
         st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
       return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");

@@ -32,8 +32,7 @@ static void append(struct audit *a, const char *fmt, ...) {
     return;
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(a->out + a->len, a->cap - a->len, fmt,
-                    ap); // NOLINT(clang-analyzer-valist.Uninitialized)
+  int n = vsnprintf(a->out + a->len, a->cap - a->len, fmt, ap);
   va_end(ap);
   if (n > 0)
     a->len += (size_t)n < a->cap - a->len ? (size_t)n : a->cap - a->len - 1;

@@ -174,7 +174,6 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
       /* Work waits and no cell is free: a grant not accepted in time goes to it. */
       if (!shms__revoke_wanted(k, now) || shms__revoke_due(h, k, now) == 0)
         break;
-      cells = 1;
     }
     uint32_t ref = k->ctl->ring_head;
     /* Every index read from the segment is checked before use: a bad one means a torn or

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "../shm/alloc.h"
 #include "../shm/atomic.h"
 #include "../shm/proc.h"
 #include "sched.h"
@@ -138,7 +139,7 @@ void shms__owned_collect(struct shms *h, const struct shms__cls *k, uint32_t i) 
 static int push(struct shms__owned *l, uint32_t ref, uint64_t seq) {
   if (l->n == l->cap) {
     uint32_t cap = l->cap != 0 ? 2 * l->cap : 16;
-    struct shms__owned_slot *v = realloc(l->v, cap * sizeof *v);
+    struct shms__owned_slot *v = shms__realloc(l->v, cap * sizeof *v);
     if (v == NULL)
       return 0;
     l->v = v;

@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 
+#include "../shm/alloc.h"
 #include "../shm/atomic.h"
 #include "../shm/proc.h"
 #include "report.h"
@@ -71,7 +72,7 @@ static int note_held(struct shms *h, uint32_t owner, struct held **out, uint32_t
     for (uint32_t i = 0; k->id >= 0 && i < k->ncells; i++) {
       if (!holds(k, i, owner))
         continue;
-      if (v == NULL && (v = malloc(cells * sizeof *v)) == NULL)
+      if (v == NULL && (v = shms__malloc(cells * sizeof *v)) == NULL)
         return SHMS_ENOMEM;
       v[(*n)++] = note(k, i);
     }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../shm/alloc.h"
 #include "../shm/atomic.h"
 #include "../shm/futex.h"
 #include "../shm/proc.h"
@@ -370,7 +371,7 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
 
 int shms__recover_class_into(struct shms *h, const struct shms__cls *k, struct shms__report *r) {
   struct alive_cache a = {.h = h};
-  if ((a.entry = calloc(h->layout.procs_count, sizeof *a.entry)) == NULL)
+  if ((a.entry = shms__calloc(h->layout.procs_count, sizeof *a.entry)) == NULL)
     return SHMS_ENOMEM;
   kill_dead_commands(k, &a);
   shms__freeze(h, k);

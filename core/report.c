@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../shm/alloc.h"
 #include "../shm/atomic.h"
 #include "../shm/proc.h"
 
@@ -119,7 +120,7 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   }
   if (rep->nkept == rep->cap) {
     size_t cap = rep->cap ? 2 * rep->cap : 16;
-    shms_event *kept = realloc(rep->kept, cap * sizeof *kept);
+    shms_event *kept = shms__realloc(rep->kept, cap * sizeof *kept);
     if (kept == NULL) {
       rep->dropped++;
       return;

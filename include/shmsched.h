@@ -338,7 +338,9 @@ SHMS_EXTERN int shms_ticket_parse(const char *text, shms_ticket *out);
 
 /*
  * Queue a request; on success *ticket names it. Returns once the request is
- * in its tenant's queue (or refused). Errors: SHMS_EINVAL, SHMS_EDENIED
+ * in its tenant's queue (or refused): it may sleep (a futex wait, without
+ * limit) until a dispatcher has indexed the request, helping the dispatcher
+ * or becoming it meanwhile; shms_interrupt does not cut it short. Errors: SHMS_EINVAL, SHMS_EDENIED
  * (queue=0, or the tenant not allowed), SHMS_EQUEUEFULL (every slot taken, or
  * the tenant table full), SHMS_EDUPACT, SHMS_EDEADLINE (already past),
  * SHMS_ESHUTDOWN, SHMS_EQUARANTINED. On error nothing was queued.
@@ -361,9 +363,14 @@ SHMS_EXTERN int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout
 SHMS_EXTERN int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease);
 
 /*
- * Take a free cell now or fail with SHMS_EWOULDBLOCK; never queues, and never
- * overtakes queued work. With free cells and an empty queue this is one
- * compare-and-swap on the class's fast word and one on the cell: no system call.
+ * Take a free cell now or fail with SHMS_EWOULDBLOCK; never waits for a cell,
+ * and never overtakes queued work. With free cells and an empty queue this is
+ * one compare-and-swap on the class's fast word and one on the cell: no system
+ * call. A cell whose lease tokens are used up is quarantined on the way and the
+ * call fails SHMS_ESEQEXHAUSTED. In a class with tenant-max-active the call
+ * queues a request (a slot, like shms_enqueue: it may sleep until the request
+ * is indexed), looks once and withdraws it; it can then also fail as
+ * shms_enqueue does (SHMS_EQUEUEFULL, SHMS_EDUPACT, SHMS_EDEADLINE, ...).
  */
 SHMS_EXTERN int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease);
 

@@ -296,7 +296,7 @@ static int kill_group(pid_t pgid, uint64_t start_time) {
   while (group_alive(pgid)) {
     if (mono_ns() >= until)
       return 0;
-    struct timespec ms = {0, 1000 * 1000};
+    struct timespec ms = {0, 1000L * 1000};
     nanosleep(&ms, NULL);
   }
   return 1;
@@ -342,7 +342,7 @@ int shms__proc_kill_command(const struct shms *h, int fd, uint32_t owner) {
       return shms__fail(shms__from_errno(errno), "cannot lock process entry %u: %s", index,
                         strerror(errno));
     /* A claimant or another killer is at it: wait for its verdict. */
-    struct timespec ms = {0, 1000 * 1000};
+    struct timespec ms = {0, 1000L * 1000};
     nanosleep(&ms, NULL);
   }
   int rc = SHMS_OK;

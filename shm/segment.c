@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../core/sched.h"
+#include "alloc.h"
 #include "atomic.h"
 #include "cgroup.h"
 #include "error.h"
@@ -172,7 +173,7 @@ static int file_get(const char *name, int writable, struct shms__file **out, int
     /* NAME may have been replaced since stat(): key by what we actually opened. */
     f = registry_find(st.st_dev, st.st_ino);
     if (f == NULL) {
-      if ((f = calloc(1, sizeof *f)) == NULL) {
+      if ((f = shms__calloc(1, sizeof *f)) == NULL) {
         close(fd);
         return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
       }
@@ -255,6 +256,7 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   int fd = -1, rc = file_get(name, !observer, &f, &fd);
   if (rc != SHMS_OK)
     return rc;
+  // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): file_get sets f whenever it succeeds
   f->refs++;
   if ((rc = map_and_validate(name, fd, !observer, h)) != SHMS_OK) {
     file_put(f);
@@ -303,7 +305,7 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
     return rc;
   if (out == NULL)
     return shms__fail(SHMS_EINVAL, "out is NULL");
-  struct shms *h = calloc(1, sizeof *h);
+  struct shms *h = shms__calloc(1, sizeof *h);
   if (h == NULL)
     return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
   h->flags = flags;

@@ -230,6 +230,7 @@ static int check_segment(struct js_args *a, const shms_config *cfg) {
 static void resolve_style(struct js_args *a) {
   char line[256];
   if (a->style == JS_STYLE_AUTO)
+    // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): parse set cmd
     a->style = js_style_probe_wanted(a->cmd[0])
                    ? js_style_for_version(a->cmd[0], version_line(a->cmd[0], line, sizeof line))
                    : JS_STYLE_PIPE;

@@ -189,6 +189,7 @@ static int dispose(shms_t *h, const struct run_args *a, const struct contain *c,
               "shmsched: run: '%s' crashed (%s): quarantined class %s cell %u "
               "(on-command-crash=quarantine; return it with 'shmsched repair %s --class %s "
               "--cell %u')\n",
+              // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): parse set cmd
               a->cmd[0], sn, a->cls, lease->cell, a->name, a->cls, lease->cell);
   } else {
     rc = shms_release(h, lease);
@@ -196,6 +197,7 @@ static int dispose(shms_t *h, const struct run_args *a, const struct contain *c,
       fprintf(stderr,
               "shmsched: run: '%s' crashed (%s): its processes are gone, class %s cell %u "
               "released\n",
+              // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): parse set cmd
               a->cmd[0], sn, a->cls, lease->cell);
   }
   if (rc != SHMS_OK) /* the command ran: its status stays run's, the failure is reported */
@@ -225,6 +227,7 @@ static int run_on_lease(shms_t *h, const struct run_args *a, const shms_config *
       run_command(a->cmd, env.list, sigs, &c, &st) != 0) {
     int e = errno;
     /* EAGAIN: the system's process table (or the user's RLIMIT_NPROC) is full; temporary. */
+    // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): parse set cmd
     cli_fail(SHMS_ESYSTEM, "run: cannot start '%s': %s%s", a->cmd[0], strerror(e),
              e == EAGAIN
                  ? " (the process limit is reached; the lease was released: try again later)"

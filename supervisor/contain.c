@@ -106,6 +106,7 @@ static void signal_cgroup(const struct contain *c, int sig) {
   if (f == NULL)
     return;
   long pid;
+  // NOLINTNEXTLINE(cert-err34-c): the kernel writes these numbers; a bad one ends the read
   while (fscanf(f, "%ld", &pid) == 1)
     if (pid > 0)
       kill((pid_t)pid, sig);
@@ -166,8 +167,7 @@ int contain_start(struct contain *c, void (*child)(void *arg), void *arg) {
     set_fg(c, pid);
     c->gave_tty = 1;
   }
-  ssize_t w;
-  while ((w = write(go[1], "g", 1)) < 0 && errno == EINTR)
+  while (write(go[1], "g", 1) < 0 && errno == EINTR)
     ;
   close(go[1]);
   return 0;

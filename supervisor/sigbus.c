@@ -122,7 +122,7 @@ static void end_cgroup(void) {
     close(fd);
   }
   for (int i = 0; i < 2000 && rmdir(cgroup) != 0 && errno == EBUSY; i++) {
-    struct timespec ms = {0, 1000 * 1000};
+    struct timespec ms = {0, 1000L * 1000};
     nanosleep(&ms, NULL);
   }
 }

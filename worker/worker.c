@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../client/client.h"
+#include "../shm/alloc.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
@@ -32,7 +33,7 @@ int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out) {
   if (k->cfg->mode != SHMS_MODE_WORKER)
     return shms__fail(SHMS_EINVAL, "class %s is a lease class: workers bind to worker classes",
                       shms_class_name(c));
-  struct shms_worker *w = calloc(1, sizeof *w);
+  struct shms_worker *w = shms__calloc(1, sizeof *w);
   if (w == NULL)
     return shms__fail(SHMS_ENOMEM, "cannot allocate a worker");
   *w = (struct shms_worker){.h = h, .k = k};
