@@ -42,6 +42,10 @@ int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *out, co
 int shms__not_ours(void);
 /* The segment's state (shms_segment_state_t). */
 uint32_t shms__segment_state(const struct shms *h);
+/* An internal step's result beside the SHMS_* codes: the state it acted on changed under it, the
+ * caller looks again (never returned to users: positive, unlike every error). */
+enum { SHMS__LOOK_AGAIN = 1 };
+
 /*
  * Evaluate expr as one operation on class k (core/quiesce.c): counted as under
  * way, and started only while the class is not frozen. expr must not sleep.

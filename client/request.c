@@ -171,8 +171,7 @@ static void make_lease(const struct shms *h, const struct shms__cls *k, uint32_t
 /*
  * GRANTED -> accepted: re-check drain and deadline, then win the slot
  * against any canceller with one CAS, then take the cell as ours. Returns
- * SHMS_OK with *lease, or a positive value when the slot changed under us
- * (the caller looks again).
+ * SHMS_OK with *lease, or SHMS__LOOK_AGAIN when the slot changed under us.
  */
 static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
                      shms_lease *lease) {
@@ -182,14 +181,14 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   if (late || shms__segment_state(h) != SHMS_SEG_ACTIVE) {
     shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_GRANTED,
                       late ? SHMS_EDEADLINE : SHMS_ESHUTDOWN);
-    return 1;
+    return SHMS__LOOK_AGAIN;
   }
   ck_pr_fence_load(); /* the grant's cell and token were written before GRANTED */
   uint32_t c = s->cell, gen = s->generation;
   uint64_t token = s->token;
   uint64_t done = SHMS__SLOT_WORD(seq, 0, SHMS__SLOT_COLLECTED, SHMS__SLOT_SETTLED);
   if (c >= k->ncells || !ck_pr_cas_64(&s->word, w, done))
-    return 1;
+    return SHMS__LOOK_AGAIN;
   SHMS__STEP();
   shms__owned_remove(h, k, i); /* ours alone to free now: off our record first */
   struct shms__cell *cell = &k->cells[c];
@@ -282,7 +281,7 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
       return shms__fail(reason, "%s", shms_strerror(reason));
     }
     if (st == SHMS__SLOT_GRANTED) {
-      if ((rc = SHMS__OP(h, k, accept_op(h, k, i, w, lease))) <= SHMS_OK)
+      if ((rc = SHMS__OP(h, k, accept_op(h, k, i, w, lease))) != SHMS__LOOK_AGAIN)
         return rc;
       continue;
     }
@@ -292,13 +291,15 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
 }
 
 /* The fast path: a free cell and nobody queued; one CAS on the fast word (and one on the cell
- * in a class too large for the fast word's map of free cells). */
+ * in a class too large for the fast word's map of free cells). SHMS__LOOK_AGAIN: frozen, enter
+ * the ordinary way (which waits) and look again. */
 static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
                        shms_lease *lease, int entering) {
-  int64_t r = shms__cell_take(k, entering ? SHMS__TAKE_ENTERING : 1, h->owner, SHMS__CELL_LEASED);
-  if (r == -2)
-    return 1; /* frozen: enter the ordinary way, which waits */
-  if (r < 0)
+  int64_t r = shms__cell_take(k, entering ? SHMS__TAKE_ENTERING : SHMS__TAKE_UNQUEUED, h->owner,
+                              SHMS__CELL_LEASED);
+  if (r == SHMS__TAKE_FROZEN)
+    return SHMS__LOOK_AGAIN;
+  if (r == SHMS__TAKE_NONE)
     return SHMS_EWOULDBLOCK;
   uint32_t c = (uint32_t)r, gen;
   uint64_t token;
@@ -322,7 +323,7 @@ static int take_now(struct shms *h, const struct shms__cls *k, const uint64_t *t
                     shms_lease *lease) {
   int rc = take_now_op(h, k, tenant, lease, shms__op_enter_fast(h, k));
   shms__op_leave(h, k);
-  return rc == 1 ? SHMS__OP(h, k, take_now_op(h, k, tenant, lease, 0)) : rc;
+  return rc == SHMS__LOOK_AGAIN ? SHMS__OP(h, k, take_now_op(h, k, tenant, lease, 0)) : rc;
 }
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {

@@ -49,16 +49,16 @@ uint32_t shms__fast_free_field(const struct shms__cls *k) {
   return field;
 }
 
-int shms__fast_reserve(const struct shms__cls *k, int unqueued_only) {
+enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take_mode mode) {
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
-    if (unqueued_only == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
-      return -1;
-    if (SHMS__FAST_LOW(w) == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
-      return 0;
+    if (mode == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
+      return SHMS__RESERVE_FROZEN;
+    if (SHMS__FAST_LOW(w) == 0 || (mode != SHMS__TAKE_ANY && SHMS__FAST_QUEUED(w) != 0))
+      return SHMS__RESERVE_NONE;
     /* One CAS both checks that nobody is queued and takes the cell count. */
     if (ck_pr_cas_64_value(&k->ctl->fast, w, w - 1, &w))
-      return 1;
+      return SHMS__RESERVE_TAKEN;
   }
 }
 
@@ -81,16 +81,16 @@ static uint32_t cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t s
 }
 
 /* Map mode: one CAS takes the lowest free cell's bit, and with it the cell. */
-static int64_t take_mapped(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
                            uint32_t state) {
   uint32_t valid = k->ncells >= 32 ? 0xffffffffu : (1u << k->ncells) - 1;
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
-    if (unqueued_only == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
-      return -2;
+    if (mode == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
+      return SHMS__TAKE_FROZEN;
     uint32_t map = SHMS__FAST_LOW(w) & valid;
-    if (map == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
-      return -1;
+    if (map == 0 || (mode != SHMS__TAKE_ANY && SHMS__FAST_QUEUED(w) != 0))
+      return SHMS__TAKE_NONE;
     uint32_t c = (uint32_t)__builtin_ctz(map);
     if (!ck_pr_cas_64_value(&k->ctl->fast, w, w & ~(1ull << c), &w))
       continue;
@@ -107,13 +107,13 @@ static int64_t take_mapped(const struct shms__cls *k, int unqueued_only, uint32_
   }
 }
 
-int64_t shms__cell_take(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+int64_t shms__cell_take(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
                         uint32_t state) {
   if (k->fast_map)
-    return take_mapped(k, unqueued_only, owner, state);
-  int r = shms__fast_reserve(k, unqueued_only);
-  if (r <= 0)
-    return r < 0 ? -2 : -1;
+    return take_mapped(k, mode, owner, state);
+  enum shms__reserve r = shms__fast_reserve(k, mode);
+  if (r != SHMS__RESERVE_TAKEN)
+    return r == SHMS__RESERVE_FROZEN ? SHMS__TAKE_FROZEN : SHMS__TAKE_NONE;
   SHMS__STEP();
   return cell_claim(k, owner, state);
 }

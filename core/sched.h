@@ -94,23 +94,29 @@ uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c);
 /* The free field the fast word should hold for cells in these states: recovery and audit. */
 uint32_t shms__fast_free_field(const struct shms__cls *k);
 /*
- * Count-mode classes only: reserve one free cell, only while nothing is queued (unqueued_only)
- * or regardless (0). Returns 1 if reserved, 0 if not (-1 if frozen, with SHMS__TAKE_ENTERING);
- * the caller claims a cell, or puts it back.
+ * Which free cells a taker may take: the fast path never overtakes queued work (UNQUEUED); the
+ * dispatcher granting queued work takes regardless (ANY); the fast path's first step, after
+ * shms__op_enter_fast, also stops at FROZEN (ENTERING: the caller must then not go on).
  */
-int shms__fast_reserve(const struct shms__cls *k, int unqueued_only);
+enum shms__take_mode { SHMS__TAKE_ANY, SHMS__TAKE_UNQUEUED, SHMS__TAKE_ENTERING };
+/* What shms__fast_reserve did. */
+enum shms__reserve { SHMS__RESERVE_FROZEN = -1, SHMS__RESERVE_NONE = 0, SHMS__RESERVE_TAKEN = 1 };
+/*
+ * Count-mode classes only: reserve one free cell under mode. RESERVE_FROZEN only with
+ * SHMS__TAKE_ENTERING; the caller claims a cell, or puts it back.
+ */
+enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take_mode mode);
 
 /* ---- Cells ---- */
 
+/* What shms__cell_take returns when it takes no cell (a cell's index is >= 0). */
+enum shms__take_none { SHMS__TAKE_NONE = -1, SHMS__TAKE_FROZEN = -2 };
 /*
- * Take a free cell for owner in state (GRANTED or LEASED): only while nothing is queued
- * (unqueued_only, the fast path, which must never overtake queued work) or regardless (0, the
- * dispatcher granting queued work). Returns the cell, or -1 if there is none to take. With
- * SHMS__TAKE_ENTERING (the fast path's first step, after shms__op_enter_fast) it returns -2
- * if the class is frozen: then the caller must not go on.
+ * Take a free cell for owner in state (GRANTED or LEASED) under mode (enum shms__take_mode).
+ * Returns the cell, SHMS__TAKE_NONE if there is none to take, or SHMS__TAKE_FROZEN (only with
+ * SHMS__TAKE_ENTERING) if the class is frozen.
  */
-#define SHMS__TAKE_ENTERING 2
-int64_t shms__cell_take(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+int64_t shms__cell_take(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
                         uint32_t state);
 /*
  * Start a lease on claimed cell c: take its next token and record the

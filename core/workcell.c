@@ -110,7 +110,7 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
       return;
     switch (SHMS__CELL_STATE(w)) {
     case SHMS__CELL_AVAILABLE: /* idle: take its free count with it */
-      if (!shms__fast_reserve(k, 0)) {
+      if (shms__fast_reserve(k, SHMS__TAKE_ANY) != SHMS__RESERVE_TAKEN) {
         sched_yield(); /* a grant is claiming it right now */
         continue;
       }
