@@ -5,12 +5,12 @@
 #include <ck_pr.h>
 #include <string.h>
 
-#include "../core/hbm.h"
 #include "../core/held.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "../shm/futex.h"
+#include "../shm/hbm.h"
 #include "client.h"
 
 static void fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,

@@ -7,7 +7,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "sched.h"
 #include "tenant.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../shm/atomic.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "order.h"
 #include "sched.h"
 #include "tenant.h"

@@ -11,8 +11,8 @@
 
 #include "../shm/atomic.h"
 #include "../shm/futex.h"
+#include "../shm/hbm.h"
 #include "../shm/proc.h"
-#include "hbm.h"
 #include "report.h"
 #include "sched.h"
 #include "tenant.h"

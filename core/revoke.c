@@ -16,7 +16,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "sched.h"
 
 void shms__revoke_note(const struct shms__cls *k, uint32_t c) {

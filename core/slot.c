@@ -7,7 +7,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/futex.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "report.h"
 #include "sched.h"
 

@@ -8,8 +8,8 @@
 
 #include "../shm/atomic.h"
 #include "../shm/futex.h"
+#include "../shm/hbm.h"
 #include "../shm/proc.h"
-#include "hbm.h"
 #include "sched.h"
 
 int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owner, uint32_t *out) {

@@ -10,11 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/hbm.h"
 #include "core/sched.h"
 #include "sched_util.h"
 #include "shm/atomic.h"
 #include "shm/handle.h"
+#include "shm/hbm.h"
 
 START_TEST(acquire_and_release_round_trip) {
   const char *name;

@@ -1,8 +1,8 @@
-/* Crash points for the crash tests (sched.h, SHMS__STEP). */
+/* Crash points for the crash tests (crashpoint.h, SHMS__STEP). */
 #include <signal.h>
 #include <unistd.h>
 
-#include "sched.h"
+#include "crashpoint.h"
 
 uint32_t shms__crash_at;
 static uint32_t reached;
