@@ -134,12 +134,7 @@ static int repair_lost_worker(struct shms *h, const struct shms__cls *k, uint32_
       shms__load_32(&cell->reason) != (uint32_t)SHMS_EWORKERLOST ||
       (worker != 0 && !shms__owner_dead(h, worker)))
     return 0;
-  if (!ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE)))
-    return 0;
-  shms__store_32(&cell->reason, 0);
-  shms__store_32(&cell->worker, 0);
-  ck_pr_dec_32(&k->ctl->quarantined);
-  return 1;
+  return shms__cell_unquarantine(k, c, w, SHMS__CELL_OFFLINE);
 }
 
 int shms_repair_lost_workers(shms_t *h) {

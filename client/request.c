@@ -36,7 +36,7 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
                    uint64_t until_real) {
   struct shms__slot *s = shms__slot_at(k, i);
   if (!(w & SHMS__SLOT_SLEEPING)) {
-    if (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_SLEEPING, &w))
+    if (!shms__slot_flag(k, i, &w, SHMS__SLOT_SLEEPING))
       return 0; /* it changed: look again */
     w |= SHMS__SLOT_SLEEPING;
   }
@@ -112,9 +112,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   /* Count it queued before it can be granted: a grant takes it off the count. */
   SHMS__STEP();
   shms__fast_queue(k, 1);
-  ck_pr_fence_store(); /* the request's fields are visible before its state says QUEUED */
-  SHMS__STEP();
-  shms__store_64(&s->word, SHMS__SLOT_WORD(seq, 0, 0, SHMS__SLOT_QUEUED));
+  shms__slot_publish(k, i, seq);
   SHMS__STEP();
   shms__hbm_set(k->sattn, k->nslots, i);
   SHMS__STEP();
@@ -186,19 +184,13 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   ck_pr_fence_load(); /* the grant's cell and token were written before GRANTED */
   uint32_t c = s->cell, gen = s->generation;
   uint64_t token = s->token;
-  uint64_t done = SHMS__SLOT_WORD(seq, 0, SHMS__SLOT_COLLECTED, SHMS__SLOT_SETTLED);
-  if (c >= k->ncells || !ck_pr_cas_64(&s->word, w, done))
+  if (c >= k->ncells || !shms__slot_accept(k, i, w, seq))
     return SHMS__LOOK_AGAIN;
   SHMS__STEP();
   shms__owned_remove(h, k, i); /* ours alone to free now: off our record first */
-  struct shms__cell *cell = &k->cells[c];
-  uint64_t cw = shms__load_64(&cell->word);
-  while (
-      SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED &&
-      !ck_pr_cas_64_value(&cell->word, cw, SHMS__CELL_WORD(gen, h->owner, SHMS__CELL_LEASED), &cw))
-    ;
+  int taken = shms__cell_accept(k, c, gen, h->owner);
   SHMS__STEP();
-  if (SHMS__CELL_STATE(cw) != SHMS__CELL_GRANTED) {
+  if (!taken) {
     /* Never hand out a lease on a cell this acceptance did not take. */
     shms__slot_free(k, i);
     return shms__fail(SHMS_EVIOLATION, "cell %u was not granted to this request", c);

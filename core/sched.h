@@ -11,6 +11,7 @@
 
 #include "../shm/class.h"
 #include "../shm/crashpoint.h"
+#include "../shm/debug.h"
 #include "../shm/handle.h"
 
 /* Test only: whether this thread is inside an operation, and every class it is inside one on
@@ -57,6 +58,14 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k);
 void shms__freeze(struct shms *h, const struct shms__cls *k);
 /* Store the recomputed fast word (without FROZEN): operations resume. */
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
+/*
+ * Preconditions (SHMS__ASSERT, shm/debug.h): whether this thread is inside an operation on k or
+ * holds k frozen (its steps are then a recovery's); whether k's index may be read and changed
+ * here: its baton is held, or this thread holds k frozen.
+ */
+int shms__in_op(const struct shms__cls *k);
+int shms__index_owned(const struct shms__cls *k);
+
 /* Whether process entry p counts or marks an operation under way on class c (a dead owner's
  * marks stay as it left them: it died inside that operation). */
 int shms__proc_busy(const struct shms__proc *p, int c);
@@ -118,6 +127,35 @@ int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uin
 /* Move cell c from the exact word expect to QUARANTINED (reason recorded). 1 if done. */
 int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
                           int reason);
+/*
+ * GRANTED -> LEASED (accept): the grant at generation gen becomes owner's lease, once the waiter
+ * won its slot (shms__slot_accept). 1 if the cell was still GRANTED and is now owner's.
+ */
+int shms__cell_accept(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t owner);
+/* GRANTED -> LEASED (a worker starts the job granted to its cell c): returns the generation. */
+uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner);
+/* What shms__cell_release did, and what its caller must do next. */
+enum shms__release { SHMS__RELEASE_RACED, SHMS__RELEASE_DONE, SHMS__RELEASE_KICK };
+/*
+ * LEASED -> AVAILABLE (generation + 1): the holder releases the lease whose cell word is expect.
+ * RACED if the lease was returned concurrently; KICK if someone waits (the caller kicks).
+ */
+enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect);
+/* LEASED -> AVAILABLE (generation + 1) for a departed owner's lease (core/recover.c): 1 if done;
+ * the caller kicks. */
+int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect);
+/* LEASED -> AVAILABLE (generation + 1, still worker's) once its job completed: 1 if someone is
+ * queued (the caller kicks). */
+int shms__cell_job_done(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker);
+/* OFFLINE -> AVAILABLE (generation + 1), bound to worker and counted free: 1 if done; the caller
+ * kicks. */
+int shms__cell_bind(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker);
+/* A worker cell from word expect to state (OFFLINE, or QUARANTINED's worker-lost), generation + 1,
+ * no owner. 1 if done. */
+int shms__cell_offline(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t state);
+/* QUARANTINED -> state (AVAILABLE, or a worker class's OFFLINE), generation + 1, reason and
+ * worker cleared: 1 if done. The caller counts an AVAILABLE cell free and kicks. */
+int shms__cell_unquarantine(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t state);
 /* A counted lease of tenant ref ended: uncount it and ask the dispatcher to look at it. */
 void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref);
 
@@ -158,6 +196,28 @@ void shms__slot_free(const struct shms__cls *k, uint32_t i);
  * announced that it sleeps (SLEEPING in the old word, not in the new).
  */
 int shms__slot_cas(const struct shms__cls *k, uint32_t i, uint64_t *expect, uint64_t desired);
+/* Set flags (SLEEPING, CANCEL) on slot i if its word is still *w: 1 if done; on failure *w is the
+ * current word. */
+int shms__slot_flag(const struct shms__cls *k, uint32_t i, uint64_t *w, uint64_t flags);
+/* CLAIMED -> QUEUED: publish filled request i (sequence seq); its fields are visible first. */
+void shms__slot_publish(const struct shms__cls *k, uint32_t i, uint64_t seq);
+/* GRANTED -> SETTLED+COLLECTED (accept): the waiter wins request i (word expect) against any
+ * canceller. 1 if it did; the slot is then the waiter's alone to free. */
+int shms__slot_accept(const struct shms__cls *k, uint32_t i, uint64_t expect, uint64_t seq);
+/* GRANTED -> RUNNING (a worker starts job i, word expect), against any canceller: 1 if done. */
+int shms__slot_run(const struct shms__cls *k, uint32_t i, uint64_t expect);
+/* RUNNING job i (sequence seq, word *w): set WRITING (its payload is being overwritten, never to
+ * be run again). 0 if the job is no longer running as seq; *w is the new word. */
+int shms__slot_writing(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w);
+/*
+ * RUNNING -> SETTLED (the job completed; its result is written): -1 if the job is no longer
+ * running as seq, else 1 if it settled COLLECTED (dropped: its client is gone; the caller frees
+ * the slot), 0 if its client collects it.
+ */
+int shms__slot_complete(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t w,
+                        int dropped);
+/* Set COLLECTED on slot i; returns the word before. */
+uint64_t shms__slot_set_collected(const struct shms__cls *k, uint32_t i);
 /*
  * Settle request i (sequence seq) with reason if its state is in from_mask
  * (1 << SHMS__SLOT_QUEUED and/or 1 << SHMS__SLOT_GRANTED): QUEUED leaves the
