@@ -97,13 +97,10 @@ static int repair_cell(struct shms *h, const struct shms__cls *k, uint32_t c) {
 }
 
 int shms_repair(shms_t *h, shms_class_t c, int cell) {
-  shms__clear_detail();
-  int rc = shms__handle_check_member(h);
+  struct shms__cls *k = NULL;
+  int rc = shms__check_class(h, c, &k);
   if (rc != SHMS_OK)
     return rc;
-  struct shms__cls *k = shms__class(h, (int)c);
-  if (k == NULL)
-    return SHMS_EINVAL;
   if (cell >= 0) {
     if ((uint32_t)cell >= k->ncells)
       return shms__fail(SHMS_EINVAL, "class %s has no cell %d (cells 0..%u)", shms_class_name(c),

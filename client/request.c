@@ -55,6 +55,11 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
   return 1;
 }
 
+void shms__poll_checks(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq) {
+  SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, seq));
+  shms__baton_check_holder(h, k);
+}
+
 void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
   if (shms__slot_cas(k, i, &w, w & ~(uint64_t)SHMS__SLOT_HELP))
     shms__kick(h, k);
@@ -146,10 +151,9 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
       SHMS__OP_VOID(h, k, shms__revoke_unpark(h, k, i, w));
     else if (w & SHMS__SLOT_HELP)
       shms__help(h, k, i, w);
-    else if (shms__sleep_on(h, k, i, w, 0)) {
-      SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, seq));
-      shms__baton_check_holder(h, k);
-    } else
+    else if (shms__sleep_on(h, k, i, w, 0))
+      shms__poll_checks(h, k, i, seq);
+    else
       shms__kick(h, k);
   }
   *ticket =
@@ -235,8 +239,7 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
     limit = due;
   if (shms__sleep_on(h, k, i, w, limit)) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
-    SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, s->seq));
-    shms__baton_check_holder(h, k);
+    shms__poll_checks(h, k, i, s->seq);
     SHMS__OP_VOID(h, k, shms__reap_unaccepted(h, k));
   }
   return SHMS_OK;
@@ -262,11 +265,8 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
   for (;;) {
     uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
-        st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
-      return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
-    if (shms__load_32(&s->owner) != h->owner)
-      return shms__not_ours();
+    if ((rc = shms__ticket_live(h, s, w, ticket, "request")) != SHMS_OK)
+      return rc;
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       SHMS__OP_VOID(h, k, shms__owned_collect(h, k, i));

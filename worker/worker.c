@@ -20,13 +20,10 @@ struct shms_worker {
 };
 
 int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out) {
-  shms__clear_detail();
-  int rc = shms__handle_check_member(h);
+  struct shms__cls *k = NULL;
+  int rc = shms__check_class(h, c, &k);
   if (rc != SHMS_OK)
     return rc;
-  struct shms__cls *k = shms__class(h, (int)c);
-  if (k == NULL)
-    return SHMS_EINVAL;
   if (out == NULL)
     return shms__fail(SHMS_EINVAL, "out is NULL");
   if (k->cfg->mode != SHMS_MODE_WORKER)
