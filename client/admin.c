@@ -44,17 +44,25 @@ static int recover_each_dead(struct shms *h, struct shms__report *rep) {
 
 static int repair_lost_worker(struct shms *h, const struct shms__cls *k, uint32_t c);
 
-static void repair_lost_workers(struct shms *h, struct shms__report *rep) {
+/* Every worker cell lost with its worker -> OFFLINE, each reported into rep (unless NULL).
+ * Returns how many. */
+static int repair_lost_workers(struct shms *h, struct shms__report *rep) {
+  int repaired = 0;
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const struct shms__cls *k = &h->cls[c];
     if (k->id < 0 || k->cfg->mode != SHMS_MODE_WORKER)
       continue;
     shms__op_enter(h, k);
     for (uint32_t i = 0; i < k->ncells; i++)
-      if (repair_lost_worker(h, k, i))
-        shms__report(rep, SHMS_EVENT_CELL_REPAIRED, (struct shms__item){.k = k, .cell_ref = i + 1});
+      if (repair_lost_worker(h, k, i)) {
+        repaired++;
+        if (rep != NULL)
+          shms__report(rep, SHMS_EVENT_CELL_REPAIRED,
+                       (struct shms__item){.k = k, .cell_ref = i + 1});
+      }
     shms__op_leave(h, k);
   }
+  return repaired;
 }
 
 int shms_recover_dead(shms_t *h, unsigned flags, shms_event_fn on_event, void *ctx,
@@ -134,12 +142,7 @@ static int repair_lost_worker(struct shms *h, const struct shms__cls *k, uint32_
       shms__load_32(&cell->reason) != (uint32_t)SHMS_EWORKERLOST ||
       (worker != 0 && !shms__owner_dead(h, worker)))
     return 0;
-  if (!ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_OFFLINE)))
-    return 0;
-  shms__store_32(&cell->reason, 0);
-  shms__store_32(&cell->worker, 0);
-  ck_pr_dec_32(&k->ctl->quarantined);
-  return 1;
+  return shms__cell_unquarantine(k, c, w, SHMS__CELL_OFFLINE);
 }
 
 int shms_repair_lost_workers(shms_t *h) {
@@ -147,15 +150,5 @@ int shms_repair_lost_workers(shms_t *h) {
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
     return rc;
-  int repaired = 0;
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
-    const struct shms__cls *k = &h->cls[c];
-    if (k->id < 0 || k->cfg->mode != SHMS_MODE_WORKER)
-      continue;
-    shms__op_enter(h, k);
-    for (uint32_t i = 0; i < k->ncells; i++)
-      repaired += repair_lost_worker(h, k, i);
-    shms__op_leave(h, k);
-  }
-  return repaired;
+  return repair_lost_workers(h, NULL);
 }

@@ -43,7 +43,7 @@ static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms
         shms__detail("the job was already asked to cancel");
         return 0;
       }
-      if (ck_pr_cas_64(&s->word, w, w | SHMS__SLOT_CANCEL))
+      if (shms__slot_flag(k, i, &w, SHMS__SLOT_CANCEL))
         return 1;
       continue;
     }

@@ -88,6 +88,26 @@ int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *result,
   return SHMS_OK;
 }
 
+int shms__ticket_live(const struct shms *h, const struct shms__slot *s, uint64_t w,
+                      const shms_ticket *t, const char *what) {
+  uint32_t st = SHMS__SLOT_STATE(w);
+  if (SHMS__SLOT_SEQ(w) != (uint32_t)t->seq || shms__load_64(&s->seq) != t->seq ||
+      st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
+    return shms__fail(SHMS_ENOTFOUND, "no live %s for this ticket (stale or retired)", what);
+  if (shms__load_32(&s->owner) != h->owner)
+    return shms__not_ours();
+  return SHMS_OK;
+}
+
+int shms__check_class(struct shms *h, shms_class_t c, struct shms__cls **k) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  *k = shms__class(h, (int)c);
+  return *k != NULL ? SHMS_OK : SHMS_EINVAL;
+}
+
 int shms__not_ours(void) {
   return shms__fail(SHMS_EINVAL,
                     "the request belongs to another process: only the process that "

@@ -27,6 +27,9 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
                    uint64_t until_real);
 /* The dispatcher asked the waiter of slot i (word w) to carry on its work. */
 void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w);
+/* A waiter slept a whole poll interval on request i (sequence seq): make sure nothing dead holds
+ * it up (docs/protocol.md, "Guards"): its attention bit again if stranded, the baton's holder. */
+void shms__poll_checks(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
 /* Until when (real clock) a wait with timeout_ns and slot s's deadline may sleep; 0: no limit. */
 uint64_t shms__sleep_limit(const struct shms__slot *s, uint64_t until_real);
 /*
@@ -40,8 +43,20 @@ int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *out, co
  * outcome is taken off its owner's record, core/owned.c); cancel and explain work from anywhere.
  */
 int shms__not_ours(void);
+/*
+ * Whether the slot word w of s still holds the ticket's live request (what: "request", "job"),
+ * and the request is ours to wait for: SHMS_OK, or SHMS_ENOTFOUND / SHMS_EINVAL with a detail.
+ */
+int shms__ticket_live(const struct shms *h, const struct shms__slot *s, uint64_t w,
+                      const shms_ticket *t, const char *what);
+/* The prologue of a call naming a class: the handle attached as a member, class c configured. */
+int shms__check_class(struct shms *h, shms_class_t c, struct shms__cls **k);
 /* The segment's state (shms_segment_state_t). */
 uint32_t shms__segment_state(const struct shms *h);
+/* An internal step's result beside the SHMS_* codes: the state it acted on changed under it, the
+ * caller looks again (never returned to users: positive, unlike every error). */
+enum { SHMS__LOOK_AGAIN = 1 };
+
 /*
  * Evaluate expr as one operation on class k (core/quiesce.c): counted as under
  * way, and started only while the class is not frozen. expr must not sleep.

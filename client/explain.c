@@ -114,13 +114,10 @@ int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
 }
 
 int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max, uint32_t *count) {
-  shms__clear_detail();
-  int rc = shms__handle_check_member(h);
+  struct shms__cls *k = NULL;
+  int rc = shms__check_class(h, c, &k);
   if (rc != SHMS_OK)
     return rc;
-  struct shms__cls *k = shms__class(h, (int)c);
-  if (k == NULL)
-    return SHMS_EINVAL;
   if (count == NULL || (out == NULL && max > 0))
     return shms__fail(SHMS_EINVAL, "out or count is NULL");
   shms__op_enter(h, k);

@@ -42,23 +42,11 @@ static int release_op(struct shms *h, const struct shms__cls *k, const shms_leas
   int rc = check_lease(&k, lease, &w);
   if (rc != SHMS_OK)
     return rc;
-  struct shms__cell *cell = &k->cells[lease->cell];
-  uint32_t tenant = cell->tenant;
-  /* The generation moves on: this lease (and any copy of it) can never return the cell again. */
-  uint64_t free_word = SHMS__CELL_WORD(lease->generation + 1, 0, SHMS__CELL_AVAILABLE);
-  if (!ck_pr_cas_64(&cell->word, w, free_word))
+  enum shms__release r = shms__cell_release(k, lease->cell, w);
+  if (r == SHMS__RELEASE_RACED)
     return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
                       shms_class_name(k->id), lease->cell);
-  SHMS__STEP();
-  if (tenant != 0)
-    shms__tenant_lease_ended(k, tenant);
-  if (!k->fast_map)
-    shms__store_32(&k->ctl->cell_hint, lease->cell); /* where a counting taker looks first */
-  SHMS__STEP();
-  uint64_t fast = shms__fast_put(k, lease->cell);
-  SHMS__STEP();
-  /* Wake the dispatcher only when someone waits: the uncontended release makes no system call. */
-  if (SHMS__FAST_QUEUED(fast) != 0 || tenant != 0)
+  if (r == SHMS__RELEASE_KICK)
     shms__kick(h, k);
   return SHMS_OK;
 }
@@ -97,12 +85,8 @@ static int repair_cell(struct shms *h, const struct shms__cls *k, uint32_t c) {
   int worker = k->cfg->mode == SHMS_MODE_WORKER;
   if (SHMS__CELL_STATE(w) != SHMS__CELL_QUARANTINED)
     return 0;
-  uint32_t state = worker ? SHMS__CELL_OFFLINE : SHMS__CELL_AVAILABLE;
-  if (!ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, state)))
+  if (!shms__cell_unquarantine(k, c, w, worker ? SHMS__CELL_OFFLINE : SHMS__CELL_AVAILABLE))
     return 0;
-  shms__store_32(&cell->reason, 0);
-  shms__store_32(&cell->worker, 0);
-  ck_pr_dec_32(&k->ctl->quarantined);
   if (worker)
     return 1;
   if (!k->fast_map)
@@ -113,13 +97,10 @@ static int repair_cell(struct shms *h, const struct shms__cls *k, uint32_t c) {
 }
 
 int shms_repair(shms_t *h, shms_class_t c, int cell) {
-  shms__clear_detail();
-  int rc = shms__handle_check_member(h);
+  struct shms__cls *k = NULL;
+  int rc = shms__check_class(h, c, &k);
   if (rc != SHMS_OK)
     return rc;
-  struct shms__cls *k = shms__class(h, (int)c);
-  if (k == NULL)
-    return SHMS_EINVAL;
   if (cell >= 0) {
     if ((uint32_t)cell >= k->ncells)
       return shms__fail(SHMS_EINVAL, "class %s has no cell %d (cells 0..%u)", shms_class_name(c),

@@ -5,12 +5,12 @@
 #include <ck_pr.h>
 #include <string.h>
 
-#include "../core/hbm.h"
 #include "../core/held.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
 #include "../shm/futex.h"
+#include "../shm/hbm.h"
 #include "client.h"
 
 static void fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
@@ -36,7 +36,7 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
                    uint64_t until_real) {
   struct shms__slot *s = shms__slot_at(k, i);
   if (!(w & SHMS__SLOT_SLEEPING)) {
-    if (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_SLEEPING, &w))
+    if (!shms__slot_flag(k, i, &w, SHMS__SLOT_SLEEPING))
       return 0; /* it changed: look again */
     w |= SHMS__SLOT_SLEEPING;
   }
@@ -53,6 +53,11 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
   if ((now = shms__real_now_ns()) < due || !ck_pr_cas_64(due_p, due, now + SHMS__POLL_NS))
     return 0;
   return 1;
+}
+
+void shms__poll_checks(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq) {
+  SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, seq));
+  shms__baton_check_holder(h, k);
 }
 
 void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
@@ -112,9 +117,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   /* Count it queued before it can be granted: a grant takes it off the count. */
   SHMS__STEP();
   shms__fast_queue(k, 1);
-  ck_pr_fence_store(); /* the request's fields are visible before its state says QUEUED */
-  SHMS__STEP();
-  shms__store_64(&s->word, SHMS__SLOT_WORD(seq, 0, 0, SHMS__SLOT_QUEUED));
+  shms__slot_publish(k, i, seq);
   SHMS__STEP();
   shms__hbm_set(k->sattn, k->nslots, i);
   SHMS__STEP();
@@ -148,10 +151,9 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
       SHMS__OP_VOID(h, k, shms__revoke_unpark(h, k, i, w));
     else if (w & SHMS__SLOT_HELP)
       shms__help(h, k, i, w);
-    else if (shms__sleep_on(h, k, i, w, 0)) {
-      SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, seq));
-      shms__baton_check_holder(h, k);
-    } else
+    else if (shms__sleep_on(h, k, i, w, 0))
+      shms__poll_checks(h, k, i, seq);
+    else
       shms__kick(h, k);
   }
   *ticket =
@@ -171,8 +173,7 @@ static void make_lease(const struct shms *h, const struct shms__cls *k, uint32_t
 /*
  * GRANTED -> accepted: re-check drain and deadline, then win the slot
  * against any canceller with one CAS, then take the cell as ours. Returns
- * SHMS_OK with *lease, or a positive value when the slot changed under us
- * (the caller looks again).
+ * SHMS_OK with *lease, or SHMS__LOOK_AGAIN when the slot changed under us.
  */
 static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
                      shms_lease *lease) {
@@ -182,24 +183,18 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   if (late || shms__segment_state(h) != SHMS_SEG_ACTIVE) {
     shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_GRANTED,
                       late ? SHMS_EDEADLINE : SHMS_ESHUTDOWN);
-    return 1;
+    return SHMS__LOOK_AGAIN;
   }
   ck_pr_fence_load(); /* the grant's cell and token were written before GRANTED */
   uint32_t c = s->cell, gen = s->generation;
   uint64_t token = s->token;
-  uint64_t done = SHMS__SLOT_WORD(seq, 0, SHMS__SLOT_COLLECTED, SHMS__SLOT_SETTLED);
-  if (c >= k->ncells || !ck_pr_cas_64(&s->word, w, done))
-    return 1;
+  if (c >= k->ncells || !shms__slot_accept(k, i, w, seq))
+    return SHMS__LOOK_AGAIN;
   SHMS__STEP();
   shms__owned_remove(h, k, i); /* ours alone to free now: off our record first */
-  struct shms__cell *cell = &k->cells[c];
-  uint64_t cw = shms__load_64(&cell->word);
-  while (
-      SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED &&
-      !ck_pr_cas_64_value(&cell->word, cw, SHMS__CELL_WORD(gen, h->owner, SHMS__CELL_LEASED), &cw))
-    ;
+  int taken = shms__cell_accept(k, c, gen, h->owner);
   SHMS__STEP();
-  if (SHMS__CELL_STATE(cw) != SHMS__CELL_GRANTED) {
+  if (!taken) {
     /* Never hand out a lease on a cell this acceptance did not take. */
     shms__slot_free(k, i);
     return shms__fail(SHMS_EVIOLATION, "cell %u was not granted to this request", c);
@@ -244,8 +239,7 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
     limit = due;
   if (shms__sleep_on(h, k, i, w, limit)) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
-    SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, s->seq));
-    shms__baton_check_holder(h, k);
+    shms__poll_checks(h, k, i, s->seq);
     SHMS__OP_VOID(h, k, shms__reap_unaccepted(h, k));
   }
   return SHMS_OK;
@@ -271,19 +265,15 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
   for (;;) {
     uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    // NOLINTNEXTLINE(clang-analyzer-core.UndefinedBinaryOperatorResult): enqueue filled it
-    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
-        st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
-      return shms__fail(SHMS_ENOTFOUND, "no live request for this ticket (stale or retired)");
-    if (shms__load_32(&s->owner) != h->owner)
-      return shms__not_ours();
+    if ((rc = shms__ticket_live(h, s, w, ticket, "request")) != SHMS_OK)
+      return rc;
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       SHMS__OP_VOID(h, k, shms__owned_collect(h, k, i));
       return shms__fail(reason, "%s", shms_strerror(reason));
     }
     if (st == SHMS__SLOT_GRANTED) {
-      if ((rc = SHMS__OP(h, k, accept_op(h, k, i, w, lease))) <= SHMS_OK)
+      if ((rc = SHMS__OP(h, k, accept_op(h, k, i, w, lease))) != SHMS__LOOK_AGAIN)
         return rc;
       continue;
     }
@@ -293,13 +283,15 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
 }
 
 /* The fast path: a free cell and nobody queued; one CAS on the fast word (and one on the cell
- * in a class too large for the fast word's map of free cells). */
+ * in a class too large for the fast word's map of free cells). SHMS__LOOK_AGAIN: frozen, enter
+ * the ordinary way (which waits) and look again. */
 static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
                        shms_lease *lease, int entering) {
-  int64_t r = shms__cell_take(k, entering ? SHMS__TAKE_ENTERING : 1, h->owner, SHMS__CELL_LEASED);
-  if (r == -2)
-    return 1; /* frozen: enter the ordinary way, which waits */
-  if (r < 0)
+  int64_t r = shms__cell_take(k, entering ? SHMS__TAKE_ENTERING : SHMS__TAKE_UNQUEUED, h->owner,
+                              SHMS__CELL_LEASED);
+  if (r == SHMS__TAKE_FROZEN)
+    return SHMS__LOOK_AGAIN;
+  if (r == SHMS__TAKE_NONE)
     return SHMS_EWOULDBLOCK;
   uint32_t c = (uint32_t)r, gen;
   uint64_t token;
@@ -323,7 +315,7 @@ static int take_now(struct shms *h, const struct shms__cls *k, const uint64_t *t
                     shms_lease *lease) {
   int rc = take_now_op(h, k, tenant, lease, shms__op_enter_fast(h, k));
   shms__op_leave(h, k);
-  return rc == 1 ? SHMS__OP(h, k, take_now_op(h, k, tenant, lease, 0)) : rc;
+  return rc == SHMS__LOOK_AGAIN ? SHMS__OP(h, k, take_now_op(h, k, tenant, lease, 0)) : rc;
 }
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {

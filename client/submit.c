@@ -68,8 +68,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
   uint64_t limit = st == SHMS__SLOT_QUEUED ? shms__sleep_limit(s, until_real) : until_real;
   if (shms__sleep_on(h, k, i, w, limit)) {
     /* A poll interval passed: nobody dead may hold the job up, dispatcher or worker. */
-    SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, s->seq));
-    shms__baton_check_holder(h, k);
+    shms__poll_checks(h, k, i, s->seq);
     uint32_t c = shms__load_32(&s->cell);
     if (st != SHMS__SLOT_QUEUED && c < k->ncells)
       shms__workcell_check(h, k, c); /* enters the operation itself */
@@ -91,11 +90,8 @@ int shms_wait_started(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns)
   for (;;) {
     uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
-        st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
-      return shms__fail(SHMS_ENOTFOUND, "no live job for this ticket (stale or retired)");
-    if (shms__load_32(&s->owner) != h->owner)
-      return shms__not_ours();
+    if ((rc = shms__ticket_live(h, s, w, ticket, "job")) != SHMS_OK)
+      return rc;
     if (st == SHMS__SLOT_RUNNING)
       return SHMS_OK;
     if (st == SHMS__SLOT_SETTLED) { /* left for shms_wait_result to collect */
@@ -106,7 +102,7 @@ int shms_wait_started(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns)
     /* Ask the worker's take to wake us, then sleep as any waiter does (a change in between
      * makes the CAS fail and we look again). */
     if (!(w & SHMS__SLOT_STARTWAKE)) {
-      if (!ck_pr_cas_64(&s->word, w, w | SHMS__SLOT_STARTWAKE))
+      if (!shms__slot_flag(k, i, &w, SHMS__SLOT_STARTWAKE))
         continue;
       w |= SHMS__SLOT_STARTWAKE;
     }
@@ -133,11 +129,8 @@ int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, 
   for (;;) {
     uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    if (SHMS__SLOT_SEQ(w) != (uint32_t)ticket->seq || shms__load_64(&s->seq) != ticket->seq ||
-        st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
-      return shms__fail(SHMS_ENOTFOUND, "no live job for this ticket (stale or retired)");
-    if (shms__load_32(&s->owner) != h->owner)
-      return shms__not_ours();
+    if ((rc = shms__ticket_live(h, s, w, ticket, "job")) != SHMS_OK)
+      return rc;
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       if (reason == SHMS_OK)

@@ -12,8 +12,8 @@
 
 #include "../shm/atomic.h"
 #include "../shm/error.h"
+#include "../shm/hbm.h"
 #include "../shm/proc.h"
-#include "hbm.h"
 #include "sched.h"
 #include "tenant.h"
 

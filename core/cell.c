@@ -7,7 +7,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -49,16 +49,16 @@ uint32_t shms__fast_free_field(const struct shms__cls *k) {
   return field;
 }
 
-int shms__fast_reserve(const struct shms__cls *k, int unqueued_only) {
+enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take_mode mode) {
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
-    if (unqueued_only == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
-      return -1;
-    if (SHMS__FAST_LOW(w) == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
-      return 0;
+    if (mode == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
+      return SHMS__RESERVE_FROZEN;
+    if (SHMS__FAST_LOW(w) == 0 || (mode != SHMS__TAKE_ANY && SHMS__FAST_QUEUED(w) != 0))
+      return SHMS__RESERVE_NONE;
     /* One CAS both checks that nobody is queued and takes the cell count. */
     if (ck_pr_cas_64_value(&k->ctl->fast, w, w - 1, &w))
-      return 1;
+      return SHMS__RESERVE_TAKEN;
   }
 }
 
@@ -81,16 +81,16 @@ static uint32_t cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t s
 }
 
 /* Map mode: one CAS takes the lowest free cell's bit, and with it the cell. */
-static int64_t take_mapped(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
                            uint32_t state) {
   uint32_t valid = k->ncells >= 32 ? 0xffffffffu : (1u << k->ncells) - 1;
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
-    if (unqueued_only == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
-      return -2;
+    if (mode == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
+      return SHMS__TAKE_FROZEN;
     uint32_t map = SHMS__FAST_LOW(w) & valid;
-    if (map == 0 || (unqueued_only && SHMS__FAST_QUEUED(w) != 0))
-      return -1;
+    if (map == 0 || (mode != SHMS__TAKE_ANY && SHMS__FAST_QUEUED(w) != 0))
+      return SHMS__TAKE_NONE;
     uint32_t c = (uint32_t)__builtin_ctz(map);
     if (!ck_pr_cas_64_value(&k->ctl->fast, w, w & ~(1ull << c), &w))
       continue;
@@ -107,13 +107,13 @@ static int64_t take_mapped(const struct shms__cls *k, int unqueued_only, uint32_
   }
 }
 
-int64_t shms__cell_take(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+int64_t shms__cell_take(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
                         uint32_t state) {
   if (k->fast_map)
-    return take_mapped(k, unqueued_only, owner, state);
-  int r = shms__fast_reserve(k, unqueued_only);
-  if (r <= 0)
-    return r < 0 ? -2 : -1;
+    return take_mapped(k, mode, owner, state);
+  enum shms__reserve r = shms__fast_reserve(k, mode);
+  if (r != SHMS__RESERVE_TAKEN)
+    return r == SHMS__RESERVE_FROZEN ? SHMS__TAKE_FROZEN : SHMS__TAKE_NONE;
   SHMS__STEP();
   return cell_claim(k, owner, state);
 }
@@ -129,6 +129,7 @@ void shms__cell_tenant(const struct shms__cls *k, uint32_t c, char *out) {
 
 int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, const uint64_t *name,
                      uint32_t slot, uint32_t *gen, uint64_t *token) {
+  SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
   uint64_t next = cell->token + 1;
@@ -158,6 +159,7 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
 }
 
 int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen) {
+  SHMS__ASSERT(shms__in_op(k));
   if (c >= k->ncells)
     return 0; /* a torn grant's cell: recovery recounts */
   struct shms__cell *cell = &k->cells[c];
@@ -184,6 +186,7 @@ int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uin
 
 int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
                           int reason) {
+  SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
   uint32_t tenant = cell->tenant;
   uint64_t q =
@@ -209,4 +212,97 @@ void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c)
 void shms__cell_count_lease(const struct shms__cls *k, uint32_t c) {
   struct shms__cell *cell = &k->cells[c];
   shms__store_64(&cell->leases, cell->leases + 1); /* only the cell's holder writes it */
+}
+
+int shms__cell_accept(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t owner) {
+  SHMS__ASSERT(shms__in_op(k));
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t cw = shms__load_64(&cell->word);
+  while (SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED &&
+         !ck_pr_cas_64_value(&cell->word, cw, SHMS__CELL_WORD(gen, owner, SHMS__CELL_LEASED), &cw))
+    ;
+  return SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED;
+}
+
+uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner) {
+  SHMS__ASSERT(shms__in_op(k));
+  struct shms__cell *cell = &k->cells[c];
+  uint64_t lw = shms__load_64(&cell->word);
+  while (!ck_pr_cas_64_value(&cell->word, lw,
+                             SHMS__CELL_WORD(SHMS__CELL_GEN(lw), owner, SHMS__CELL_LEASED), &lw))
+    ;
+  return SHMS__CELL_GEN(lw);
+}
+
+enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect) {
+  SHMS__ASSERT(shms__in_op(k));
+  struct shms__cell *cell = &k->cells[c];
+  uint32_t tenant = cell->tenant;
+  /* The generation moves on: this lease (and any copy of it) can never return the cell again. */
+  uint64_t free_word = SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE);
+  if (!ck_pr_cas_64(&cell->word, expect, free_word))
+    return SHMS__RELEASE_RACED;
+  SHMS__STEP();
+  if (tenant != 0)
+    shms__tenant_lease_ended(k, tenant);
+  if (!k->fast_map)
+    shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
+  SHMS__STEP();
+  uint64_t fast = shms__fast_put(k, c);
+  SHMS__STEP();
+  /* Wake the dispatcher only when someone waits: the uncontended release makes no system call. */
+  return SHMS__FAST_QUEUED(fast) != 0 || tenant != 0 ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
+}
+
+int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {
+  SHMS__ASSERT(shms__in_op(k));
+  struct shms__cell *cell = &k->cells[c];
+  uint32_t tenant = cell->tenant;
+  if (!ck_pr_cas_64(&cell->word, expect,
+                    SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE)))
+    return 0;
+  shms__tenant_lease_ended(k, tenant);
+  shms__fast_put(k, c);
+  return 1;
+}
+
+int shms__cell_job_done(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker) {
+  SHMS__ASSERT(shms__in_op(k));
+  ck_pr_cas_64(&k->cells[c].word, expect,
+               SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, worker, SHMS__CELL_AVAILABLE));
+  SHMS__STEP();
+  uint64_t fast = shms__fast_put(k, c);
+  return SHMS__FAST_QUEUED(fast) != 0;
+}
+
+int shms__cell_bind(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker) {
+  SHMS__ASSERT(shms__in_op(k));
+  struct shms__cell *cell = &k->cells[c];
+  /* While AVAILABLE, a worker cell's word names its worker. The CAS decides between binders;
+   * an offline cell's worker field is 0, so nobody judges the cell before we name it. */
+  uint64_t idle = SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, worker, SHMS__CELL_AVAILABLE);
+  if (!ck_pr_cas_64(&cell->word, expect, idle))
+    return 0;
+  shms__store_32(&cell->worker_futex, 0);
+  shms__store_32(&cell->worker, worker);
+  ck_pr_fence_store(); /* named before the free count lets the dispatcher grant to it */
+  shms__fast_put(k, c);
+  return 1;
+}
+
+int shms__cell_offline(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t state) {
+  return ck_pr_cas_64(&k->cells[c].word, expect,
+                      SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, state));
+}
+
+int shms__cell_unquarantine(const struct shms__cls *k, uint32_t c, uint64_t expect,
+                            uint32_t state) {
+  SHMS__ASSERT(shms__in_op(k));
+  struct shms__cell *cell = &k->cells[c];
+  if (!ck_pr_cas_64(&cell->word, expect, SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, state)))
+    return 0;
+  shms__store_32(&cell->reason, 0);
+  shms__store_32(&cell->worker, 0);
+  ck_pr_dec_32(&k->ctl->quarantined);
+  return 1;
 }

@@ -12,7 +12,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -86,7 +86,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__index_attend(h, k, i);
     return 1;
   }
-  int64_t taken = shms__cell_take(k, 0, s->owner, SHMS__CELL_GRANTED);
+  int64_t taken = shms__cell_take(k, SHMS__TAKE_ANY, s->owner, SHMS__CELL_GRANTED);
   if (taken < 0)
     return 0;
   uint32_t limited = k->cfg->tenant_max_active != 0, c = (uint32_t)taken, gen;

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "class.h"
+#include "../shm/class.h"
 
 /*
  * Record that cell c's lease of generation gen was granted to the request of

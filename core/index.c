@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../shm/atomic.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "order.h"
 #include "sched.h"
 #include "tenant.h"
@@ -108,6 +108,7 @@ static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
 }
 
 int shms__index_reinsert(const struct shms__cls *k, uint32_t i) {
+  SHMS__ASSERT(shms__index_owned(k));
   uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED || (w & SHMS__SLOT_INDEXED))
     return 1; /* moved on: a new occupant comes with its own attention bit */
@@ -115,6 +116,7 @@ int shms__index_reinsert(const struct shms__cls *k, uint32_t i) {
 }
 
 void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
+  SHMS__ASSERT(shms__index_owned(k));
   struct shms__slot *s = shms__slot_at(k, i);
   uint32_t ref = s->tenant;
   if (ref == 0 || ref > k->ntenants) {
@@ -131,6 +133,7 @@ void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
 }
 
 void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i) {
+  SHMS__ASSERT(shms__index_owned(k));
   uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   uint32_t st = SHMS__SLOT_STATE(w);
   if (st == SHMS__SLOT_QUEUED && !(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)))
@@ -142,6 +145,7 @@ void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i) {
 }
 
 void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref) {
+  SHMS__ASSERT(shms__index_owned(k));
   if (ref == 0 || ref > k->ntenants || !(shms__tenant_at(k, ref)->flags & SHMS__TENANT_INUSE))
     return;
   shms__ring_update(k, ref);
@@ -149,6 +153,7 @@ void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref) {
 }
 
 uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t now) {
+  SHMS__ASSERT(shms__index_owned(k));
   struct shms__tenant *t = shms__tenant_at(k, ref);
   /* Aging first: an old enough request precedes every newer one of its tenant. */
   uint32_t oldest = shms__order_oldest(t);
@@ -165,6 +170,7 @@ uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t no
 }
 
 void shms__index_rebuild(const struct shms__cls *k) {
+  SHMS__ASSERT(shms__index_owned(k));
   uint32_t turns = shms__tenant_reset(k);
   for (uint32_t b = 0; b < k->nab; b++)
     k->abuckets[b] = 0;

@@ -17,7 +17,7 @@
 
 #include <stdint.h>
 
-#include "class.h"
+#include "../shm/class.h"
 
 void shms__order_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i);
 void shms__order_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i);

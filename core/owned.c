@@ -116,7 +116,6 @@ void shms__owned_remove(struct shms *h, const struct shms__cls *k, uint32_t i) {
 }
 
 void shms__owned_collect(struct shms *h, const struct shms__cls *k, uint32_t i) {
-  struct shms__slot *s = shms__slot_at(k, i);
   lock();
   begin(h->proc);
   SHMS__STEP();
@@ -125,9 +124,7 @@ void shms__owned_collect(struct shms *h, const struct shms__cls *k, uint32_t i) 
    * claim it. A death in between would leave a settled request that nobody collects and no
    * list finds, so the change spans the collection too. */
   SHMS__STEP();
-  uint64_t w = shms__load_64(&s->word);
-  while (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
-    ;
+  uint64_t w = shms__slot_set_collected(k, i);
   SHMS__STEP();
   end(h->proc, broken);
   unlock();

@@ -141,6 +141,14 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k) {
     unmark(h, k, t);
 }
 
+int shms__in_op(const struct shms__cls *k) {
+  return cur[k->id].depth > 0 || (frozen_by_me & (1u << k->id)) != 0;
+}
+
+int shms__index_owned(const struct shms__cls *k) {
+  return shms__load_64(&k->ctl->baton) != 0 || (frozen_by_me & (1u << k->id)) != 0;
+}
+
 int shms__test_op_marked(void) {
   if (frozen_by_me != 0)
     return 1;
@@ -183,6 +191,7 @@ static int others_busy(struct shms *h, const struct shms__cls *k) {
 }
 
 void shms__freeze(struct shms *h, const struct shms__cls *k) {
+  SHMS__ASSERT(cur[k->id].depth == 0); /* never from inside an operation on k */
   uint32_t me = h->owner;
   /* First the right to freeze, recorded before anything stops: a freezer that dies at any point
    * is then known, and the next one finishes its work. */

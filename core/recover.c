@@ -83,13 +83,8 @@ static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t o
       shms__cell_quarantine(h, k, c, w, SHMS_EOWNERLOST);
       continue;
     }
-    uint32_t tenant = cell->tenant;
-    if (!ck_pr_cas_64(&cell->word, w,
-                      SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE)))
-      continue;
-    shms__tenant_lease_ended(k, tenant);
-    shms__fast_put(k, c);
-    shms__kick(h, k);
+    if (shms__cell_reclaim(k, c, w))
+      shms__kick(h, k);
   }
 }
 

@@ -16,10 +16,11 @@
 
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "sched.h"
 
 void shms__revoke_note(const struct shms__cls *k, uint32_t c) {
+  SHMS__ASSERT(shms__index_owned(k));
   if (k->grant_timeout_ns == 0)
     return;
   /* Grants are made in time order under the baton: only the first outstanding one can lower
@@ -79,6 +80,7 @@ static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, ui
 }
 
 uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t now) {
+  SHMS__ASSERT(shms__index_owned(k));
   uint64_t next = UINT64_MAX;
   uint32_t freed = 0;
   for (uint32_t c = 0; c < k->ncells; c++) {

@@ -9,36 +9,11 @@
 
 #include <stdint.h>
 
+#include "../shm/class.h"
+#include "../shm/crashpoint.h"
+#include "../shm/debug.h"
 #include "../shm/handle.h"
-#include "class.h"
 
-/* ---- Crash points (tests only) ---- */
-
-/*
- * SHMS__STEP() marks a point between two changes to shared memory in the
- * operations crash tests kill at: enqueue, dispatch and grant, accept,
- * release, cancel, worker take and complete. When a test armed step n with
- * shms__test_crash_at(n), the n-th point this process reaches SIGKILLs it.
- * Unarmed, a point costs one predictable branch.
- */
-extern uint32_t shms__crash_at;
-void shms__crash_step(void);
-/*
- * Thread-local state of the library: initial-exec, so that reaching it is one
- * instruction, not a call into the dynamic linker (the library is built
- * position-independent). A few dozen bytes of static TLS.
- */
-#define SHMS__TLS _Thread_local __attribute__((tls_model("initial-exec")))
-
-#define SHMS__STEP()                                                                               \
-  do {                                                                                             \
-    if (__builtin_expect(shms__crash_at != 0, 0))                                                  \
-      shms__crash_step();                                                                          \
-  } while (0)
-/* Test only: SIGKILL this process at its n-th crash point from now (0: never). */
-void shms__test_crash_at(uint32_t n);
-/* Test only: call check at every crash point this process reaches (NULL: stop). */
-void shms__test_step_check(void (*check)(void));
 /* Test only: whether this thread is inside an operation, and every class it is inside one on
  * sees it marked in the segment (what a freezer looks at); or it holds a class frozen (its
  * steps are then a recovery's, which the next freezer finishes if it dies). */
@@ -83,6 +58,14 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k);
 void shms__freeze(struct shms *h, const struct shms__cls *k);
 /* Store the recomputed fast word (without FROZEN): operations resume. */
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
+/*
+ * Preconditions (SHMS__ASSERT, shm/debug.h): whether this thread is inside an operation on k or
+ * holds k frozen (its steps are then a recovery's); whether k's index may be read and changed
+ * here: its baton is held, or this thread holds k frozen.
+ */
+int shms__in_op(const struct shms__cls *k);
+int shms__index_owned(const struct shms__cls *k);
+
 /* Whether process entry p counts or marks an operation under way on class c (a dead owner's
  * marks stay as it left them: it died inside that operation). */
 int shms__proc_busy(const struct shms__proc *p, int c);
@@ -94,23 +77,29 @@ uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c);
 /* The free field the fast word should hold for cells in these states: recovery and audit. */
 uint32_t shms__fast_free_field(const struct shms__cls *k);
 /*
- * Count-mode classes only: reserve one free cell, only while nothing is queued (unqueued_only)
- * or regardless (0). Returns 1 if reserved, 0 if not (-1 if frozen, with SHMS__TAKE_ENTERING);
- * the caller claims a cell, or puts it back.
+ * Which free cells a taker may take: the fast path never overtakes queued work (UNQUEUED); the
+ * dispatcher granting queued work takes regardless (ANY); the fast path's first step, after
+ * shms__op_enter_fast, also stops at FROZEN (ENTERING: the caller must then not go on).
  */
-int shms__fast_reserve(const struct shms__cls *k, int unqueued_only);
+enum shms__take_mode { SHMS__TAKE_ANY, SHMS__TAKE_UNQUEUED, SHMS__TAKE_ENTERING };
+/* What shms__fast_reserve did. */
+enum shms__reserve { SHMS__RESERVE_FROZEN = -1, SHMS__RESERVE_NONE = 0, SHMS__RESERVE_TAKEN = 1 };
+/*
+ * Count-mode classes only: reserve one free cell under mode. RESERVE_FROZEN only with
+ * SHMS__TAKE_ENTERING; the caller claims a cell, or puts it back.
+ */
+enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take_mode mode);
 
 /* ---- Cells ---- */
 
+/* What shms__cell_take returns when it takes no cell (a cell's index is >= 0). */
+enum shms__take_none { SHMS__TAKE_NONE = -1, SHMS__TAKE_FROZEN = -2 };
 /*
- * Take a free cell for owner in state (GRANTED or LEASED): only while nothing is queued
- * (unqueued_only, the fast path, which must never overtake queued work) or regardless (0, the
- * dispatcher granting queued work). Returns the cell, or -1 if there is none to take. With
- * SHMS__TAKE_ENTERING (the fast path's first step, after shms__op_enter_fast) it returns -2
- * if the class is frozen: then the caller must not go on.
+ * Take a free cell for owner in state (GRANTED or LEASED) under mode (enum shms__take_mode).
+ * Returns the cell, SHMS__TAKE_NONE if there is none to take, or SHMS__TAKE_FROZEN (only with
+ * SHMS__TAKE_ENTERING) if the class is frozen.
  */
-#define SHMS__TAKE_ENTERING 2
-int64_t shms__cell_take(const struct shms__cls *k, int unqueued_only, uint32_t owner,
+int64_t shms__cell_take(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
                         uint32_t state);
 /*
  * Start a lease on claimed cell c: take its next token and record the
@@ -138,6 +127,35 @@ int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uin
 /* Move cell c from the exact word expect to QUARANTINED (reason recorded). 1 if done. */
 int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
                           int reason);
+/*
+ * GRANTED -> LEASED (accept): the grant at generation gen becomes owner's lease, once the waiter
+ * won its slot (shms__slot_accept). 1 if the cell was still GRANTED and is now owner's.
+ */
+int shms__cell_accept(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t owner);
+/* GRANTED -> LEASED (a worker starts the job granted to its cell c): returns the generation. */
+uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner);
+/* What shms__cell_release did, and what its caller must do next. */
+enum shms__release { SHMS__RELEASE_RACED, SHMS__RELEASE_DONE, SHMS__RELEASE_KICK };
+/*
+ * LEASED -> AVAILABLE (generation + 1): the holder releases the lease whose cell word is expect.
+ * RACED if the lease was returned concurrently; KICK if someone waits (the caller kicks).
+ */
+enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect);
+/* LEASED -> AVAILABLE (generation + 1) for a departed owner's lease (core/recover.c): 1 if done;
+ * the caller kicks. */
+int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect);
+/* LEASED -> AVAILABLE (generation + 1, still worker's) once its job completed: 1 if someone is
+ * queued (the caller kicks). */
+int shms__cell_job_done(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker);
+/* OFFLINE -> AVAILABLE (generation + 1), bound to worker and counted free: 1 if done; the caller
+ * kicks. */
+int shms__cell_bind(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker);
+/* A worker cell from word expect to state (OFFLINE, or QUARANTINED's worker-lost), generation + 1,
+ * no owner. 1 if done. */
+int shms__cell_offline(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t state);
+/* QUARANTINED -> state (AVAILABLE, or a worker class's OFFLINE), generation + 1, reason and
+ * worker cleared: 1 if done. The caller counts an AVAILABLE cell free and kicks. */
+int shms__cell_unquarantine(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t state);
 /* A counted lease of tenant ref ended: uncount it and ask the dispatcher to look at it. */
 void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref);
 
@@ -178,6 +196,28 @@ void shms__slot_free(const struct shms__cls *k, uint32_t i);
  * announced that it sleeps (SLEEPING in the old word, not in the new).
  */
 int shms__slot_cas(const struct shms__cls *k, uint32_t i, uint64_t *expect, uint64_t desired);
+/* Set flags (SLEEPING, CANCEL) on slot i if its word is still *w: 1 if done; on failure *w is the
+ * current word. */
+int shms__slot_flag(const struct shms__cls *k, uint32_t i, uint64_t *w, uint64_t flags);
+/* CLAIMED -> QUEUED: publish filled request i (sequence seq); its fields are visible first. */
+void shms__slot_publish(const struct shms__cls *k, uint32_t i, uint64_t seq);
+/* GRANTED -> SETTLED+COLLECTED (accept): the waiter wins request i (word expect) against any
+ * canceller. 1 if it did; the slot is then the waiter's alone to free. */
+int shms__slot_accept(const struct shms__cls *k, uint32_t i, uint64_t expect, uint64_t seq);
+/* GRANTED -> RUNNING (a worker starts job i, word expect), against any canceller: 1 if done. */
+int shms__slot_run(const struct shms__cls *k, uint32_t i, uint64_t expect);
+/* RUNNING job i (sequence seq, word *w): set WRITING (its payload is being overwritten, never to
+ * be run again). 0 if the job is no longer running as seq; *w is the new word. */
+int shms__slot_writing(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w);
+/*
+ * RUNNING -> SETTLED (the job completed; its result is written): -1 if the job is no longer
+ * running as seq, else 1 if it settled COLLECTED (dropped: its client is gone; the caller frees
+ * the slot), 0 if its client collects it.
+ */
+int shms__slot_complete(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t w,
+                        int dropped);
+/* Set COLLECTED on slot i; returns the word before. */
+uint64_t shms__slot_set_collected(const struct shms__cls *k, uint32_t i);
 /*
  * Settle request i (sequence seq) with reason if its state is in from_mask
  * (1 << SHMS__SLOT_QUEUED and/or 1 << SHMS__SLOT_GRANTED): QUEUED leaves the

@@ -7,13 +7,14 @@
 
 #include "../shm/atomic.h"
 #include "../shm/futex.h"
-#include "hbm.h"
+#include "../shm/hbm.h"
 #include "report.h"
 #include "sched.h"
 
 #define SLOT_FLAGS(w) ((uint32_t)(w)&0xff0u)
 
 int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) {
+  SHMS__ASSERT(shms__in_op(k));
   /* The used count makes the bound exact: a reservation below it is backed by a free slot. */
   if (ck_pr_faa_32(&k->ctl->used, 1) >= k->nslots) {
     ck_pr_dec_32(&k->ctl->used);
@@ -81,6 +82,7 @@ static void count_settled(const struct shms__cls *k, int reason) {
 
 int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
                       unsigned from_mask, int reason) {
+  SHMS__ASSERT(shms__in_op(k));
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   uint32_t cell, gen;
@@ -116,10 +118,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
 }
 
 void shms__slot_collect(const struct shms__cls *k, uint32_t i) {
-  struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t w = shms__load_64(&s->word);
-  while (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
-    ;
+  uint64_t w = shms__slot_set_collected(k, i);
   SHMS__STEP();
   /* Whoever of waiter and index lets go second frees the slot. */
   if (!(w & SHMS__SLOT_INDEXED))
@@ -140,4 +139,75 @@ void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq) {
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
       !(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)))
     shms__hbm_set(k->sattn, k->nslots, i);
+}
+
+int shms__slot_flag(const struct shms__cls *k, uint32_t i, uint64_t *w, uint64_t flags) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  return ck_pr_cas_64_value(&s->word, *w, *w | flags, w);
+}
+
+void shms__slot_publish(const struct shms__cls *k, uint32_t i, uint64_t seq) {
+  SHMS__ASSERT(shms__in_op(k));
+  ck_pr_fence_store(); /* the request's fields are visible before its state says QUEUED */
+  SHMS__STEP();
+  shms__store_64(&shms__slot_at(k, i)->word, SHMS__SLOT_WORD(seq, 0, 0, SHMS__SLOT_QUEUED));
+}
+
+int shms__slot_accept(const struct shms__cls *k, uint32_t i, uint64_t expect, uint64_t seq) {
+  SHMS__ASSERT(shms__in_op(k));
+  uint64_t done = SHMS__SLOT_WORD(seq, 0, SHMS__SLOT_COLLECTED, SHMS__SLOT_SETTLED);
+  return ck_pr_cas_64(&shms__slot_at(k, i)->word, expect, done);
+}
+
+int shms__slot_run(const struct shms__cls *k, uint32_t i, uint64_t expect) {
+  SHMS__ASSERT(shms__in_op(k));
+  /* A client waiting for the result sleeps on; one waiting only for the start (STARTWAKE,
+   * shms_wait_started) is woken. */
+  int wake = (expect & SHMS__SLOT_STARTWAKE) && (expect & SHMS__SLOT_SLEEPING);
+  uint64_t running = (expect & ~(uint64_t)0xf) | SHMS__SLOT_RUNNING;
+  if (expect & SHMS__SLOT_STARTWAKE)
+    running &= ~(uint64_t)(SHMS__SLOT_STARTWAKE | SHMS__SLOT_SLEEPING);
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (!ck_pr_cas_64(&s->word, expect, running))
+    return 0;
+  if (wake)
+    shms__futex_wake(shms__slot_futex(s));
+  return 1;
+}
+
+/* Whether word w still shows the job with sequence seq running. */
+static int still_running(uint64_t w, uint64_t seq) {
+  return SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && SHMS__SLOT_SEQ(w) == (uint32_t)seq;
+}
+
+int shms__slot_writing(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w) {
+  SHMS__ASSERT(shms__in_op(k));
+  struct shms__slot *s = shms__slot_at(k, i);
+  do {
+    if (!still_running(*w, seq))
+      return 0;
+  } while (!ck_pr_cas_64_value(&s->word, *w, *w | SHMS__SLOT_WRITING, w));
+  *w |= SHMS__SLOT_WRITING;
+  return 1;
+}
+
+int shms__slot_complete(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t w,
+                        int dropped) {
+  SHMS__ASSERT(shms__in_op(k));
+  uint32_t flags;
+  do {
+    if (!still_running(w, seq))
+      return -1;
+    flags = (SLOT_FLAGS(w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING | SHMS__SLOT_HELP)) |
+            (dropped ? SHMS__SLOT_COLLECTED : 0);
+  } while (!shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(seq, 0, flags, SHMS__SLOT_SETTLED)));
+  return (flags & SHMS__SLOT_COLLECTED) != 0;
+}
+
+uint64_t shms__slot_set_collected(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t w = shms__load_64(&s->word);
+  while (!ck_pr_cas_64_value(&s->word, w, w | SHMS__SLOT_COLLECTED, &w))
+    ;
+  return w;
 }

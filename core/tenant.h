@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "class.h"
+#include "../shm/class.h"
 
 static inline struct shms__tenant *shms__tenant_at(const struct shms__cls *k, uint32_t ref) {
   return &k->tenants[ref - 1];

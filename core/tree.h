@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "class.h"
+#include "../shm/class.h"
 
 struct shms__tree {
   const struct shms__cls *k;

@@ -8,8 +8,8 @@
 
 #include "../shm/atomic.h"
 #include "../shm/futex.h"
+#include "../shm/hbm.h"
 #include "../shm/proc.h"
-#include "hbm.h"
 #include "sched.h"
 
 int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owner, uint32_t *out) {
@@ -18,15 +18,8 @@ int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owne
     uint64_t w = shms__load_64(&cell->word);
     if (SHMS__CELL_STATE(w) != SHMS__CELL_OFFLINE)
       continue;
-    /* While AVAILABLE, a worker cell's word names its worker. The CAS decides between binders;
-     * an offline cell's worker field is 0, so nobody judges the cell before we name it. */
-    uint64_t idle = SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, owner, SHMS__CELL_AVAILABLE);
-    if (!ck_pr_cas_64(&cell->word, w, idle))
+    if (!shms__cell_bind(k, c, w, owner))
       continue;
-    shms__store_32(&cell->worker_futex, 0);
-    shms__store_32(&cell->worker, owner);
-    ck_pr_fence_store(); /* named before the free count lets the dispatcher grant to it */
-    shms__fast_put(k, c);
     shms__kick(h, k);
     *out = c;
     return SHMS_OK;
@@ -95,11 +88,6 @@ static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
   return 0;
 }
 
-/* Move cell c from word w to state, with a new generation and no owner. 1 if done. */
-static int cell_to(const struct shms__cls *k, uint32_t c, uint64_t w, uint32_t state) {
-  return ck_pr_cas_64(&k->cells[c].word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, 0, state));
-}
-
 void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker,
                          int contained) {
   struct shms__cell *cell = &k->cells[c];
@@ -110,11 +98,11 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
       return;
     switch (SHMS__CELL_STATE(w)) {
     case SHMS__CELL_AVAILABLE: /* idle: take its free count with it */
-      if (!shms__fast_reserve(k, 0)) {
+      if (shms__fast_reserve(k, SHMS__TAKE_ANY) != SHMS__RESERVE_TAKEN) {
         sched_yield(); /* a grant is claiming it right now */
         continue;
       }
-      if (cell_to(k, c, w, SHMS__CELL_OFFLINE)) {
+      if (shms__cell_offline(k, c, w, SHMS__CELL_OFFLINE)) {
         shms__store_32(&cell->worker, 0);
         return;
       }
@@ -126,7 +114,7 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
         sched_yield(); /* a cancel is returning the cell right now */
         continue;
       }
-      while (!cell_to(k, c, shms__load_64(&cell->word), SHMS__CELL_OFFLINE))
+      while (!shms__cell_offline(k, c, shms__load_64(&cell->word), SHMS__CELL_OFFLINE))
         ;
       shms__store_32(&cell->worker, 0);
       shms__kick(h, k);

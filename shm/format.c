@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/hbm.h"
 #include "atomic.h"
 #include "error.h"
+#include "hbm.h"
 
 static void format_class(char *base, const shms_class_config *k, const struct shms__class_desc *d) {
   struct shms__class_ctl *ctl = SHMS__AT(base, d->ctl_off, struct shms__class_ctl);

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../core/class.h"
+#include "class.h"
 #include "layout.h"
 
 struct shms__file; /* this process's one registration per segment file (segment.c) */
@@ -56,6 +56,15 @@ int shms__handle_check(const struct shms *h);
  * `self` to the liveness checks of proc.h.
  */
 uint32_t shms__self_index(const struct shms *h);
+
+/*
+ * What a process leaving the segment must settle of its own (the layer above supplies it: the
+ * recovery of what owner held, core/recover.c); contained as shms__recover_owner's.
+ */
+typedef void shms__leave_fn(struct shms *h, uint32_t owner, int contained);
+/* shms_detach below the scheduler: when h is the process's last handle on its segment file,
+ * leave(h, owner, contained) runs, unless NULL, before the process unregisters. Frees h. */
+int shms__segment_detach(struct shms *h, shms__leave_fn *leave);
 
 /* The class's descriptor, or NULL (with a detail) if the segment does not configure c. */
 const struct shms__class_desc *shms__class_desc(const struct shms *h, int c);

@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "../core/hbm.h"
 #include "error.h"
+#include "hbm.h"
 
 uint32_t shms__pow2_at_least(uint32_t n) {
   uint32_t p = 1;

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/sched.h"
 #include "atomic.h"
 #include "cgroup.h"
+#include "crashpoint.h"
 #include "error.h"
 
 uint64_t shms__proc_start_time(pid_t pid) {

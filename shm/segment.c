@@ -19,10 +19,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../core/sched.h"
 #include "alloc.h"
 #include "atomic.h"
 #include "cgroup.h"
+#include "crashpoint.h"
 #include "error.h"
 #include "format.h"
 #include "handle.h"
@@ -334,10 +334,7 @@ int shms__handle_check(const struct shms *h) {
   return SHMS_OK;
 }
 
-int shms_detach(shms_t *h) {
-  shms__clear_detail();
-  if (h == NULL)
-    return shms__fail(SHMS_EINVAL, "handle is NULL");
+int shms__segment_detach(struct shms *h, shms__leave_fn *leave) {
   int rc = shms__handle_check(h);
   if (rc == SHMS_OK) {
     pthread_mutex_lock(&registry_lock);
@@ -346,7 +343,8 @@ int shms_detach(shms_t *h) {
       /* The process leaves the segment: nothing it held may stay behind, nor any command it
        * recorded as running under what it held (first: the leases go after it). */
       int contained = shms__proc_end_command(h, f->proc_index) == SHMS_OK;
-      shms__recover_owner(h, h->owner, contained);
+      if (leave != NULL)
+        leave(h, h->owner, contained);
       shms__proc_unregister(h, f->fd_rw, f->proc_index);
       f->proc_index = UINT32_MAX;
     }
@@ -471,7 +469,7 @@ int shms_destroy(const char *name, unsigned flags) {
     end_dead_commands(h);
   char why[256];
   snprintf(why, sizeof why, "%s", shms_last_error_detail());
-  shms_detach(h);
+  shms__segment_detach(h, NULL); /* an admin handle never registers: it leaves nothing held */
   return rc == SHMS_OK ? rc : shms__fail(rc, "%s", why);
 }
 

@@ -43,6 +43,16 @@ int cli_bad_option(const char *cmd, int c, char *const argv[]);
  */
 int cli_take_name(const char *cmd, int argc, char *const argv[], const char **name);
 
+/*
+ * Commands that run CMD (run, worker, jobserver): options and NAME before the first "--", CMD
+ * after it. cli_dashes: the index of that "--" (argc if none), the argc to give getopt_long.
+ * cli_take_name_before_cmd: cli_take_name over argv[0..dashes). cli_take_cmd: CMD, present.
+ * Each returns 0, or CLI_EXIT_USAGE after printing why.
+ */
+int cli_dashes(int argc, char *const argv[]);
+int cli_take_name_before_cmd(const char *cmd, int dashes, char *const argv[], const char **name);
+int cli_take_cmd(const char *cmd, int argc, char **argv, int dashes, char ***cmdv);
+
 /* Print a help text on stdout and return CLI_EXIT_OK. */
 int cli_help(const char *text);
 

@@ -57,16 +57,40 @@ int cli_bad_option(const char *cmd, int c, char *const argv[]) {
                    cmd);
 }
 
-int cli_take_name(const char *cmd, int argc, char *const argv[], const char **name) {
+/* cli_take_name, with hint (a sentence and "; ", or "") in the unexpected-argument message. */
+static int take_name(const char *cmd, int argc, char *const argv[], const char *hint,
+                     const char **name) {
   char q[96];
   if (optind >= argc)
     return cli_usage("%s: missing NAME (see 'shmsched %s --help')", cmd, cmd);
   if (optind + 1 < argc)
-    return cli_usage("%s: unexpected argument '%s' (see 'shmsched %s --help')", cmd,
-                     cli_quote(q, sizeof q, argv[optind + 1]), cmd);
+    return cli_usage("%s: unexpected argument '%s' (%ssee 'shmsched %s --help')", cmd,
+                     cli_quote(q, sizeof q, argv[optind + 1]), hint, cmd);
   if (shms_name_check(argv[optind]) != SHMS_OK)
     return cli_usage("%s: %s", cmd, shms_last_error_detail());
   *name = argv[optind];
+  return 0;
+}
+
+int cli_take_name(const char *cmd, int argc, char *const argv[], const char **name) {
+  return take_name(cmd, argc, argv, "", name);
+}
+
+int cli_dashes(int argc, char *const argv[]) {
+  int dashes = 1;
+  while (dashes < argc && strcmp(argv[dashes], "--") != 0)
+    dashes++;
+  return dashes;
+}
+
+int cli_take_name_before_cmd(const char *cmd, int dashes, char *const argv[], const char **name) {
+  return take_name(cmd, dashes, argv, "CMD must follow '--'; ", name);
+}
+
+int cli_take_cmd(const char *cmd, int argc, char **argv, int dashes, char ***cmdv) {
+  if (dashes + 1 >= argc)
+    return cli_usage("%s: missing '-- CMD [ARGS...]' (see 'shmsched %s --help')", cmd, cmd);
+  *cmdv = argv + dashes + 1;
   return 0;
 }
 

@@ -149,23 +149,13 @@ static int take_option(int c, char **argv, struct js_args *a) {
 
 /* Options before the first "--", NAME among them; CMD after it. Returns -1 to go on. */
 static int parse(int argc, char **argv, struct js_args *a) {
-  int dashes = 1;
-  while (dashes < argc && strcmp(argv[dashes], "--") != 0)
-    dashes++;
+  int dashes = cli_dashes(argc, argv);
   int c, rc;
   while ((c = getopt_long(dashes, argv, ":c:t:p:d:s:k:vh", opts, NULL)) != -1)
     if ((rc = take_option(c, argv, a)) >= 0)
       return rc;
-  char q[96];
-  if (optind >= dashes)
-    return cli_usage("jobserver: missing NAME (see 'shmsched jobserver --help')");
-  if (optind + 1 < dashes)
-    return cli_usage("jobserver: unexpected argument '%s' (CMD must follow '--'; see 'shmsched "
-                     "jobserver --help')",
-                     cli_quote(q, sizeof q, argv[optind + 1]));
-  a->name = argv[optind];
-  if (shms_name_check(a->name) != SHMS_OK)
-    return cli_usage("jobserver: %s", shms_last_error_detail());
+  if ((rc = cli_take_name_before_cmd("jobserver", dashes, argv, &a->name)) != 0)
+    return rc;
   if (a->cls == NULL || a->req.tenant == NULL)
     return cli_usage("jobserver: missing --%s (see 'shmsched jobserver --help')",
                      a->cls == NULL ? "class" : "tenant");
@@ -173,9 +163,8 @@ static int parse(int argc, char **argv, struct js_args *a) {
     return rc;
   if (shms_tenant_check(a->req.tenant) != SHMS_OK)
     return cli_usage("jobserver: --tenant: %s", shms_last_error_detail());
-  if (dashes + 1 >= argc)
-    return cli_usage("jobserver: missing '-- CMD [ARGS...]' (see 'shmsched jobserver --help')");
-  a->cmd = argv + dashes + 1;
+  if ((rc = cli_take_cmd("jobserver", argc, argv, dashes, &a->cmd)) != 0)
+    return rc;
   return -1;
 }
 

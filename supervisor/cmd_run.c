@@ -128,31 +128,20 @@ static int take_option(int c, char **argv, struct run_args *a) {
 
 /* Options before the first "--", NAME among them; CMD after it. Returns -1 to go on. */
 static int parse(int argc, char **argv, struct run_args *a) {
-  int dashes = 1;
-  while (dashes < argc && strcmp(argv[dashes], "--") != 0)
-    dashes++;
+  int dashes = cli_dashes(argc, argv);
   int c, rc;
   while ((c = getopt_long(dashes, argv, ":c:t:p:d:a:k:h", opts, NULL)) != -1)
     if ((rc = take_option(c, argv, a)) >= 0)
       return rc;
-  char q[96];
-  if (optind >= dashes)
-    return cli_usage("run: missing NAME (see 'shmsched run --help')");
-  if (optind + 1 < dashes)
-    return cli_usage("run: unexpected argument '%s' (CMD must follow '--'; see 'shmsched run "
-                     "--help')",
-                     cli_quote(q, sizeof q, argv[optind + 1]));
-  a->name = argv[optind];
-  if (shms_name_check(a->name) != SHMS_OK)
-    return cli_usage("run: %s", shms_last_error_detail());
+  if ((rc = cli_take_name_before_cmd("run", dashes, argv, &a->name)) != 0)
+    return rc;
   if (a->cls == NULL || a->req.tenant == NULL)
     return cli_usage("run: missing --%s (see 'shmsched run --help')",
                      a->cls == NULL ? "class" : "tenant");
   if ((rc = cli_parse_class("run", a->cls, &a->req.cls)) != 0)
     return rc;
-  if (dashes + 1 >= argc)
-    return cli_usage("run: missing '-- CMD [ARGS...]' (see 'shmsched run --help')");
-  a->cmd = argv + dashes + 1;
+  if ((rc = cli_take_cmd("run", argc, argv, dashes, &a->cmd)) != 0)
+    return rc;
   return -1;
 }
 

@@ -1,6 +1,6 @@
 /*
  * Crash points, the way SQLite tests crashes: a victim process is SIGKILLed at
- * its k-th crash point (core/crashpoint.c) inside an operation, for every k
+ * its k-th crash point (shm/crashpoint.c) inside an operation, for every k
  * until the operation completes. After each death, recovery runs, the audit
  * (shms_check) must find nothing, and nothing may be lost: every request ends
  * in exactly one terminal state, and capacity is conserved.

@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/hbm.h"
 #include "harness.h"
+#include "shm/hbm.h"
 
 /* Time-bounded: the race is a few nanoseconds wide, and each round aligns it differently. Without
  * the locked write, about one round in a million loses its state: 4 s runs ~5 million. */

@@ -10,11 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/hbm.h"
 #include "core/sched.h"
 #include "sched_util.h"
 #include "shm/atomic.h"
 #include "shm/handle.h"
+#include "shm/hbm.h"
 
 START_TEST(acquire_and_release_round_trip) {
   const char *name;
@@ -293,7 +293,9 @@ START_TEST(a_stranded_request_is_found_again_by_its_waiter) {
   /* Strand it: out of the index, its flag cleared, no attention bit. */
   const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
   struct shms__slot *s = shms__slot_at(k, t.slot);
+  shms__freeze(h, k); /* the index is changed only by its owner (here: a freezer) */
   shms__index_unlink(k, t.slot);
+  shms__unfreeze(k, shms__load_64(&k->ctl->fast) & ~SHMS__FAST_FROZEN);
   ck_pr_and_64(&s->word, ~(uint64_t)SHMS__SLOT_INDEXED);
   ck_assert(!shms__hbm_test(k->sattn, k->nslots, t.slot));
   ck_assert_shms_ok(shms_release(h, &held)); /* its pass finds nobody to grant */

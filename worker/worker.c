@@ -21,13 +21,10 @@ struct shms_worker {
 };
 
 int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out) {
-  shms__clear_detail();
-  int rc = shms__handle_check_member(h);
+  struct shms__cls *k = NULL;
+  int rc = shms__check_class(h, c, &k);
   if (rc != SHMS_OK)
     return rc;
-  struct shms__cls *k = shms__class(h, (int)c);
-  if (k == NULL)
-    return SHMS_EINVAL;
   if (out == NULL)
     return shms__fail(SHMS_EINVAL, "out is NULL");
   if (k->cfg->mode != SHMS_MODE_WORKER)
@@ -128,28 +125,17 @@ static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) 
       shms__slot_collect(k, i); /* nobody is left to take the outcome */
     return 0;
   }
-  /* A client waiting for the result sleeps on; one waiting only for the start is woken. */
-  int wake = (sw & SHMS__SLOT_STARTWAKE) && (sw & SHMS__SLOT_SLEEPING);
-  uint64_t running = (sw & ~(uint64_t)0xf) | SHMS__SLOT_RUNNING;
-  if (sw & SHMS__SLOT_STARTWAKE)
-    running &= ~(uint64_t)(SHMS__SLOT_STARTWAKE | SHMS__SLOT_SLEEPING);
-  if (!ck_pr_cas_64(&s->word, sw, running))
+  if (!shms__slot_run(k, i, sw))
     return 0;
-  if (wake)
-    shms__futex_wake(shms__slot_futex(s));
   SHMS__STEP();
-  struct shms__cell *cell = cell_of(w);
-  uint64_t lw = shms__load_64(&cell->word);
-  while (!ck_pr_cas_64_value(&cell->word, lw,
-                             SHMS__CELL_WORD(SHMS__CELL_GEN(lw), h->owner, SHMS__CELL_LEASED), &lw))
-    ;
+  uint32_t gen = shms__cell_run(k, w->cell, h->owner);
   SHMS__STEP();
   shms__cell_count_lease(k, w->cell);
   *job = (shms_job){
       .ticket = {.cls = (uint32_t)k->id, .slot = i, .seq = seq, .incarnation = h->incarnation},
       .lease = {.cls = (uint32_t)k->id,
                 .cell = w->cell,
-                .generation = SHMS__CELL_GEN(lw),
+                .generation = gen,
                 .token = s->token,
                 .incarnation = h->incarnation},
       .payload = shms__slot_payload(k, i),
@@ -236,11 +222,6 @@ int shms_worker_cancelled(shms_worker_t *w, const shms_job *job) {
  * End running job i with status and (len bytes of) result: settle the slot
  * (waking the client), then free or quarantine the cell.
  */
-/* Whether word sw still shows the job with sequence seq running. */
-static int still_running(uint64_t sw, uint64_t seq) {
-  return SHMS__SLOT_STATE(sw) == SHMS__SLOT_RUNNING && SHMS__SLOT_SEQ(sw) == (uint32_t)seq;
-}
-
 static int finish(struct shms_worker *w, uint32_t i, int status, const void *result, size_t len,
                   int quarantine) {
   struct shms *h = w->h;
@@ -249,10 +230,8 @@ static int finish(struct shms_worker *w, uint32_t i, int status, const void *res
   uint64_t sw = shms__load_64(&s->word), seq = s->seq;
   /* Mark the payload as being overwritten: a crash from here on must not run it again. The job
    * may also have been taken from us (our worker judged dead): then it is not ours to end. */
-  do {
-    if (!still_running(sw, seq))
-      return SHMS_ELEASE;
-  } while (!ck_pr_cas_64_value(&s->word, sw, sw | SHMS__SLOT_WRITING, &sw));
+  if (!shms__slot_writing(k, i, seq, &sw))
+    return SHMS_ELEASE;
   SHMS__STEP();
   if (len > 0)
     memmove(shms__slot_payload(k, i), result, len);
@@ -260,21 +239,15 @@ static int finish(struct shms_worker *w, uint32_t i, int status, const void *res
   s->result_len = (uint32_t)len;
   s->result_status = status;
   ck_pr_fence_store(); /* the result is visible before the state says SETTLED */
-  sw |= SHMS__SLOT_WRITING;
   /* A client that left (COLLECTED, set at its detach) or died will never take the result: drop
    * it. Decided before the CAS that hands the slot over, never after: once SETTLED, a live
    * client may collect it and free it at once. */
   int gone = shms__owner_dead(h, s->owner);
-  uint32_t flags;
-  do {
-    if (!still_running(sw, seq))
-      return SHMS_ELEASE;
-    flags =
-        ((uint32_t)sw & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING | SHMS__SLOT_HELP)) |
-        (gone ? SHMS__SLOT_COLLECTED : 0);
-  } while (!shms__slot_cas(k, i, &sw, SHMS__SLOT_WORD(seq, 0, flags, SHMS__SLOT_SETTLED)));
+  int dropped = shms__slot_complete(k, i, seq, sw, gone);
+  if (dropped < 0)
+    return SHMS_ELEASE;
   SHMS__STEP();
-  if (flags & SHMS__SLOT_COLLECTED)
+  if (dropped)
     shms__slot_free(k, i);
   SHMS__STEP();
   struct shms__cell *cell = cell_of(w);
@@ -283,11 +256,7 @@ static int finish(struct shms_worker *w, uint32_t i, int status, const void *res
     shms__cell_quarantine(h, k, w->cell, cw, status);
     return SHMS_OK;
   }
-  ck_pr_cas_64(&cell->word, cw,
-               SHMS__CELL_WORD(SHMS__CELL_GEN(cw) + 1, h->owner, SHMS__CELL_AVAILABLE));
-  SHMS__STEP();
-  uint64_t fast = shms__fast_put(k, w->cell);
-  if (SHMS__FAST_QUEUED(fast) != 0)
+  if (shms__cell_job_done(k, w->cell, cw, h->owner))
     shms__kick(h, k);
   return SHMS_OK;
 }

@@ -1,8 +1,12 @@
-/* Crash points for the crash tests (sched.h, SHMS__STEP). */
+/* Crash points for the crash tests (crashpoint.h, SHMS__STEP), and the debug assertion (debug.h).
+ */
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
-#include "sched.h"
+#include "crashpoint.h"
+#include "debug.h"
 
 uint32_t shms__crash_at;
 static uint32_t reached;
@@ -24,3 +28,10 @@ void shms__test_step_check(void (*check)(void)) {
   step_check = check;
   shms__test_crash_at(check != NULL ? UINT32_MAX : 0); /* every point, never a kill */
 }
+
+#ifdef SHMS_DEBUG
+_Noreturn void shms__assert_fail(const char *cond, const char *file, int line, const char *func) {
+  fprintf(stderr, "shmsched: %s:%d: %s: precondition failed: %s\n", file, line, func, cond);
+  abort();
+}
+#endif

@@ -4,12 +4,12 @@
  * and every count used for bounds checks comes from validation, not from
  * memory another process may scribble on.
  */
-#ifndef SHMS_CORE_CLASS_H
-#define SHMS_CORE_CLASS_H
+#ifndef SHMS_SHM_CLASS_H
+#define SHMS_SHM_CLASS_H
 
 #include <stdint.h>
 
-#include "../shm/layout.h"
+#include "layout.h"
 
 struct shms__cls {
   int id; /* shms_class_t; -1 when not configured */

@@ -1,7 +1,7 @@
 /* The hierarchical bitmap (hbm.h). */
 #include "hbm.h"
 
-#include "../shm/atomic.h"
+#include "atomic.h"
 #include <ck_pr.h>
 #include <string.h>
 

@@ -15,8 +15,8 @@
  * Used for: free request slots, slots needing the dispatcher's attention
  * (arrivals, cancellations), and tenants needing attention.
  */
-#ifndef SHMS_CORE_HBM_H
-#define SHMS_CORE_HBM_H
+#ifndef SHMS_SHM_HBM_H
+#define SHMS_SHM_HBM_H
 
 #include <stdint.h>
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Check that the library's layers only call down (docs/architecture.md, "Layers").
+# Usage: scripts/layering.sh [BUILD_DIR]   (default build/; the library's objects must be built)
+#
+# Layers, lowest first: include/ <- shm/ <- core/ <- client/, worker/ <- supervisor/.
+# Within core/, files are ordered too (CORE_ORDER below, lowest first).
+# An edge goes up when a file includes a header of a higher directory, or when a library object
+# calls (has undefined) a symbol that an object of a higher directory or later core/ file
+# defines (nm). Every upward edge fails the check unless scripts/layering.allow lists it as
+# "from to"; an allowed edge that no longer exists fails it too, so the list only shrinks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+objs=$build/CMakeFiles/shmsched_obj.dir
+allow=scripts/layering.allow
+
+# Lowest first; a core/ file not listed here fails the check (every file has its place).
+CORE_ORDER="quiesce tree order tenant cell report slot index owned held revoke workcell dispatch
+recover repair recover_dead audit observe cellview"
+
+rank_dir() {
+  case $1 in
+  include) echo 0 ;; shm) echo 1 ;; core) echo 2 ;; client | worker) echo 3 ;; supervisor) echo 4 ;;
+  *) echo 9 ;;
+  esac
+}
+declare -A core_rank=()
+n=0
+for f in $CORE_ORDER; do core_rank[core/$f.c]=$n && n=$((n + 1)); done
+
+fail=0
+for f in core/*.c; do
+  if [ -z "${core_rank[$f]:-}" ]; then
+    echo "layering: $f has no place in CORE_ORDER (scripts/layering.sh)" >&2
+    fail=1
+  fi
+done
+
+# Edges "from to" that go up, one per line.
+up_edges() {
+  # Includes: a quoted include resolved against the including file's directory.
+  for src in shm/*.[ch] core/*.[ch] client/*.[ch] worker/*.[ch] supervisor/*.[ch]; do
+    from_dir=${src%%/*}
+    sed -n 's/^#include "\(.*\)"/\1/p' "$src" | while read -r inc; do
+      to=$(realpath -m --relative-to=. "$(dirname "$src")/$inc")
+      [ -e "$to" ] || to=include/$inc # "shmsched.h" comes through the include path
+      to_dir=${to%%/*}
+      if [ "$(rank_dir "$to_dir")" -gt "$(rank_dir "$from_dir")" ]; then echo "$src $to"; fi
+    done
+  done
+  # Calls: which object defines each symbol another one needs.
+  local defs
+  defs=$(mktemp)
+  for src in shm/*.c core/*.c client/*.c worker/*.c; do
+    [ -e "$objs/$src.o" ] || { echo "layering: $objs/$src.o is missing: build first" >&2 && exit 2; }
+    nm --defined-only -g "$objs/$src.o" | awk -v f="$src" 'NF == 3 && $2 ~ /[TDBRCV]/ {print $3, f}'
+  done | sort -k1,1 >"$defs"
+  for src in shm/*.c core/*.c client/*.c worker/*.c; do
+    nm -u "$objs/$src.o" | awk '{print $NF}' | sort -u | join - "$defs" | while read -r _ to; do
+      [ "$to" = "$src" ] && continue
+      from_dir=${src%%/*} to_dir=${to%%/*}
+      rf=$(rank_dir "$from_dir") rt=$(rank_dir "$to_dir")
+      if [ "$rt" -gt "$rf" ]; then
+        echo "$src $to"
+      elif [ "$from_dir" = core ] && [ "$to_dir" = core ] &&
+        [ "${core_rank[$to]:-0}" -gt "${core_rank[$src]:-0}" ]; then
+        echo "$src $to"
+      fi
+    done
+  done
+  rm -f "$defs"
+}
+
+found=$(up_edges | sort -u)
+listed=$({ grep -v '^#' "$allow" || true; } | sed '/^$/d' | sort -u)
+new=$(comm -23 <(echo "$found") <(echo "$listed") | sed '/^$/d')
+gone=$(comm -13 <(echo "$found") <(echo "$listed") | sed '/^$/d')
+if [ -n "$new" ]; then
+  echo "layering: these edges go up (docs/architecture.md, \"Layers\"):" >&2
+  echo "$new" | sed 's/^/  /' >&2
+  fail=1
+fi
+if [ -n "$gone" ]; then
+  echo "layering: $allow lists edges that no longer exist: remove them" >&2
+  echo "$gone" | sed 's/^/  /' >&2
+  fail=1
+fi
+if [ "$fail" = 0 ]; then
+  echo "layering: every edge goes down but the $(echo "$listed" | sed '/^$/d' | wc -l) listed in $allow"
+fi
+exit "$fail"
