@@ -80,7 +80,7 @@ static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t o
     /* A holder's command that may still run keeps its cell out of service, whatever the
      * policy: it is never handed on under a running command. */
     if (!contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE) {
-      shms__cell_quarantine(h, k, c, w, SHMS_EOWNERLOST);
+      shms__quarantine_and_check(h, k, c, w, SHMS_EOWNERLOST);
       continue;
     }
     if (shms__cell_reclaim(k, c, w))
