@@ -58,7 +58,7 @@ static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited
 static void after_turn(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if ((t->flags & SHMS__TENANT_INRING) && k->ctl->ring_head == ref)
-    shms__ring_rotate(k);
+    shms__index_corrupt |= shms__ring_rotate(k);
 }
 
 /* The cell was bound; the request went away meanwhile: give everything back. */

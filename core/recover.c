@@ -12,10 +12,6 @@
 #include "../shm/proc.h"
 #include "sched.h"
 
-int shms__owner_dead(const struct shms *h, uint32_t owner) {
-  return shms__owner_alive(h, h->fd, owner, h->self == UINT32_MAX ? 0 : h->owner) == 0;
-}
-
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];

@@ -13,6 +13,7 @@
 #include "../shm/crashpoint.h"
 #include "../shm/debug.h"
 #include "../shm/handle.h"
+#include "../shm/proc.h"
 
 /* Test only: whether this thread is inside an operation, and every class it is inside one on
  * sees it marked in the segment (what a freezer looks at); or it holds a class frozen (its
@@ -316,8 +317,6 @@ int shms__exhaust_and_check(struct shms *h, const struct shms__cls *k, uint32_t 
  * whatever the policy and a job it ran is never run again.
  */
 void shms__recover_owner(struct shms *h, uint32_t owner, int contained);
-/* Whether owner id names a process that is gone (its lock is free or its entry reused). */
-int shms__owner_dead(const struct shms *h, uint32_t owner);
 /*
  * Return the cells of grants whose waiter died before accepting them (run by
  * polling waiters, so a dead waiter never wedges a class, supervisor or not).
