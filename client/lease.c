@@ -63,7 +63,7 @@ static int quarantine_op(struct shms *h, const struct shms__cls *k, const shms_l
   int rc = check_lease(&k, lease, &w);
   if (rc != SHMS_OK)
     return rc;
-  if (!shms__cell_quarantine(h, k, lease->cell, w, reason))
+  if (!shms__quarantine_and_check(h, k, lease->cell, w, reason))
     return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
                       shms_class_name(k->id), lease->cell);
   return SHMS_OK;

@@ -298,7 +298,7 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t
   SHMS__STEP();
   int rc = shms__cell_start(k, c, 0, tenant, 0, &gen, &token);
   if (rc != SHMS_OK) {
-    shms__cell_exhausted(h, k, c);
+    shms__exhaust_and_check(h, k, c);
     return shms__fail(rc, "class %s: cell %u's token sequence is exhausted (cell quarantined)",
                       shms_class_name(k->id), c);
   }

@@ -158,7 +158,7 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
   shms__hbm_set(k->tattn, k->ntenants, ref - 1);
 }
 
-int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen) {
+int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
   SHMS__ASSERT(shms__in_op(k));
   if (c >= k->ncells)
     return 0; /* a torn grant's cell: recovery recounts */
@@ -177,15 +177,13 @@ int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uin
       shms__tenant_lease_ended(k, tenant);
       shms__fast_put(k, c);
       SHMS__STEP();
-      shms__kick(h, k);
       return 1;
     }
   }
   return 0;
 }
 
-int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
-                          int reason) {
+int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect, int reason) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
   uint32_t tenant = cell->tenant;
@@ -196,7 +194,6 @@ int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c,
   shms__store_32(&cell->reason, (uint32_t)reason);
   ck_pr_inc_32(&k->ctl->quarantined);
   shms__tenant_lease_ended(k, tenant);
-  shms__check_all_quarantined(h, k);
   return 1;
 }
 
@@ -205,8 +202,8 @@ void shms__test_set_tokens(const struct shms__cls *k, uint64_t next) {
     shms__store_64(&k->cells[c].token, next - 1);
 }
 
-void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c) {
-  shms__cell_quarantine(h, k, c, shms__load_64(&k->cells[c].word), SHMS_ESEQEXHAUSTED);
+int shms__cell_exhausted(const struct shms__cls *k, uint32_t c) {
+  return shms__cell_quarantine(k, c, shms__load_64(&k->cells[c].word), SHMS_ESEQEXHAUSTED);
 }
 
 void shms__cell_count_lease(const struct shms__cls *k, uint32_t c) {

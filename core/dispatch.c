@@ -58,13 +58,13 @@ static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited
 static void after_turn(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if ((t->flags & SHMS__TENANT_INRING) && k->ctl->ring_head == ref)
-    shms__ring_rotate(k);
+    shms__index_corrupt |= shms__ring_rotate(k);
 }
 
 /* The cell was bound; the request went away meanwhile: give everything back. */
 static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c,
                        uint32_t gen) {
-  shms__cell_return(h, k, c, gen);
+  shms__return_and_kick(h, k, c, gen);
   shms__slot_unindexed(k, i);
 }
 
@@ -100,7 +100,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
      * everyone else for lack of cells. */
     shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
     shms__index_attend(h, k, i);
-    shms__cell_exhausted(h, k, c);
+    shms__exhaust_and_check(h, k, c);
     return 1;
   }
   SHMS__STEP();
@@ -305,4 +305,26 @@ void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason) {
 void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k) {
   if (shms__load_32(&k->ctl->quarantined) >= k->ncells)
     shms__fail_all(h, k, SHMS_EQUARANTINED);
+}
+
+int shms__return_and_kick(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen) {
+  if (!shms__cell_return(k, c, gen))
+    return 0;
+  shms__kick(h, k);
+  return 1;
+}
+
+int shms__quarantine_and_check(struct shms *h, const struct shms__cls *k, uint32_t c,
+                               uint64_t expect, int reason) {
+  if (!shms__cell_quarantine(k, c, expect, reason))
+    return 0;
+  shms__check_all_quarantined(h, k);
+  return 1;
+}
+
+int shms__exhaust_and_check(struct shms *h, const struct shms__cls *k, uint32_t c) {
+  if (!shms__cell_exhausted(k, c))
+    return 0;
+  shms__check_all_quarantined(h, k);
+  return 1;
 }

@@ -81,13 +81,13 @@ static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
       break;
   }
   if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED || SHMS__SLOT_SEQ(w) != seq) {
-    shms__tenant_put_if_idle(k, ref);
+    shms__index_corrupt |= shms__tenant_put_if_idle(k, ref);
     return SHMS_OK;
   }
   SHMS__STEP();
   s->tenant = ref;
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  shms__order_insert(k, t, i);
+  shms__index_corrupt |= shms__order_insert(k, t, i);
   SHMS__STEP();
   if (t->queued++ == 0)
     k->ctl->tenants_queued++;
@@ -97,7 +97,7 @@ static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
     *b = i + 1;
   }
   SHMS__STEP();
-  shms__ring_update(k, ref);
+  shms__index_corrupt |= shms__ring_update(k, ref);
   return SHMS_OK;
 }
 
@@ -124,12 +124,12 @@ void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
     return;
   }
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  shms__order_remove(k, t, i);
+  shms__index_corrupt |= shms__order_remove(k, t, i);
   act_unlink(k, i);
   if (t->queued > 0 && --t->queued == 0)
     k->ctl->tenants_queued--;
-  shms__ring_update(k, ref);
-  shms__tenant_put_if_idle(k, ref);
+  shms__index_corrupt |= shms__ring_update(k, ref);
+  shms__index_corrupt |= shms__tenant_put_if_idle(k, ref);
 }
 
 void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i) {
@@ -148,8 +148,8 @@ void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref) {
   SHMS__ASSERT(shms__index_owned(k));
   if (ref == 0 || ref > k->ntenants || !(shms__tenant_at(k, ref)->flags & SHMS__TENANT_INUSE))
     return;
-  shms__ring_update(k, ref);
-  shms__tenant_put_if_idle(k, ref);
+  shms__index_corrupt |= shms__ring_update(k, ref);
+  shms__index_corrupt |= shms__tenant_put_if_idle(k, ref);
 }
 
 uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t now) {
@@ -195,6 +195,6 @@ void shms__index_rebuild(const struct shms__cls *k) {
     else if (!shms__index_reinsert(k, i))
       shms__hbm_set(k->sattn, k->nslots, i); /* to be refused by the next pass */
   }
-  shms__ring_restore(k, turns);
+  (void)shms__ring_restore(k, turns); /* a torn ring's order is lost, the rest rebuilt */
   shms__index_corrupt = 0;
 }

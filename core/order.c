@@ -17,7 +17,8 @@ static int valid(const struct shms__cls *k, uint32_t ref) { return ref >= 1 && r
  * to the last request whose sequence is below seq: where seq goes after.
  * 0 if it goes first.
  */
-static uint32_t walk_back(const struct shms__cls *k, uint32_t tail, uint64_t seq, size_t prev_off) {
+static uint32_t walk_back(const struct shms__cls *k, uint32_t tail, uint64_t seq, size_t prev_off,
+                          int *torn) {
   uint32_t p = tail;
   for (uint32_t steps = 0; p != 0 && valid(k, p) && at(k, p)->seq > seq; steps++) {
     if (steps >= k->nslots)
@@ -25,13 +26,14 @@ static uint32_t walk_back(const struct shms__cls *k, uint32_t tail, uint64_t seq
     p = *(const uint32_t *)((const char *)at(k, p) + prev_off);
   }
   if (p != 0 && !valid(k, p))
-    shms__index_corrupt = 1;
+    *torn = 1;
   return p;
 }
 
-static void age_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+static int age_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
   struct shms__slot *s = shms__slot_at(k, i);
-  uint32_t p = walk_back(k, t->age_tail, s->seq, offsetof(struct shms__slot, age_prev));
+  int torn = 0;
+  uint32_t p = walk_back(k, t->age_tail, s->seq, offsetof(struct shms__slot, age_prev), &torn);
   uint32_t n = p ? at(k, p)->age_next : t->age_head;
   s->age_prev = p;
   s->age_next = n;
@@ -43,6 +45,7 @@ static void age_insert(const struct shms__cls *k, struct shms__tenant *t, uint32
     at(k, n)->age_prev = i + 1;
   else
     t->age_tail = i + 1;
+  return torn;
 }
 
 static void age_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
@@ -58,14 +61,14 @@ static void age_remove(const struct shms__cls *k, struct shms__tenant *t, uint32
   s->age_prev = s->age_next = 0;
 }
 
-static void refresh_first(const struct shms__cls *k, struct shms__tenant *t) {
+static int refresh_first(const struct shms__cls *k, struct shms__tenant *t) {
   struct shms__tree tr = {.k = k};
   t->prio_first = shms__tree_first(&tr, t->prio_root);
-  shms__index_corrupt |= tr.corrupt;
+  return tr.corrupt;
 }
 
 /* Make i (not in the tree) the first request of group g, which it precedes. */
-static void become_head(const struct shms__cls *k, struct shms__tenant *t, uint32_t g, uint32_t i) {
+static int become_head(const struct shms__cls *k, struct shms__tenant *t, uint32_t g, uint32_t i) {
   struct shms__tree tr = {.k = k};
   struct shms__slot *s = shms__slot_at(k, i), *head = at(k, g);
   s->grp_prev = 0;
@@ -73,12 +76,12 @@ static void become_head(const struct shms__cls *k, struct shms__tenant *t, uint3
   s->grp_tail = head->grp_tail;
   head->grp_prev = i + 1;
   t->prio_root = shms__tree_replace(&tr, t->prio_root, g - 1, i);
-  shms__index_corrupt |= tr.corrupt;
   if (t->prio_first == g)
     t->prio_first = i + 1;
+  return tr.corrupt;
 }
 
-static void group_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+static int group_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
   struct shms__tree tr = {.k = k};
   struct shms__slot *s = shms__slot_at(k, i);
   uint32_t g = shms__tree_find(&tr, t->prio_root, i);
@@ -89,9 +92,10 @@ static void group_insert(const struct shms__cls *k, struct shms__tenant *t, uint
     if (t->prio_first == 0 || shms__key_before(s, at(k, t->prio_first)))
       t->prio_first = i + 1;
   } else {
-    uint32_t p = walk_back(k, at(k, g)->grp_tail, s->seq, offsetof(struct shms__slot, grp_prev));
+    uint32_t p = walk_back(k, at(k, g)->grp_tail, s->seq, offsetof(struct shms__slot, grp_prev),
+                           &tr.corrupt);
     if (p == 0) {
-      become_head(k, t, g, i);
+      tr.corrupt |= become_head(k, t, g, i);
     } else {
       uint32_t n = at(k, p)->grp_next;
       s->grp_prev = p;
@@ -103,10 +107,10 @@ static void group_insert(const struct shms__cls *k, struct shms__tenant *t, uint
         at(k, g)->grp_tail = i + 1;
     }
   }
-  shms__index_corrupt |= tr.corrupt;
+  return tr.corrupt;
 }
 
-static void group_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+static int group_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
   struct shms__tree tr = {.k = k};
   struct shms__slot *s = shms__slot_at(k, i);
   if (s->grp_prev != 0) { /* inside its group: unlink from the list */
@@ -130,22 +134,23 @@ static void group_remove(const struct shms__cls *k, struct shms__tenant *t, uint
   } else { /* the group's only request: the key goes */
     t->prio_root = shms__tree_remove(&tr, t->prio_root, i);
     if (t->prio_first == i + 1)
-      refresh_first(k, t);
+      tr.corrupt |= refresh_first(k, t);
   }
   s->grp_prev = s->grp_next = s->grp_tail = 0;
-  shms__index_corrupt |= tr.corrupt;
+  return tr.corrupt;
 }
 
-void shms__order_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
-  group_insert(k, t, i);
+int shms__order_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+  int torn = group_insert(k, t, i);
   SHMS__STEP();
-  age_insert(k, t, i);
+  return age_insert(k, t, i) | torn;
 }
 
-void shms__order_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
-  group_remove(k, t, i);
+int shms__order_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i) {
+  int torn = group_remove(k, t, i);
   SHMS__STEP();
   age_remove(k, t, i);
+  return torn;
 }
 
 uint32_t shms__order_oldest(const struct shms__tenant *t) { return t->age_head; }

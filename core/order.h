@@ -19,8 +19,10 @@
 
 #include "../shm/class.h"
 
-void shms__order_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i);
-void shms__order_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i);
+/* Link request i into (unlink it from) t's orders. 1 if a walk found the index torn: the caller
+ * marks it for the baton holder to rebuild (shms__index_corrupt). */
+int shms__order_insert(const struct shms__cls *k, struct shms__tenant *t, uint32_t i);
+int shms__order_remove(const struct shms__cls *k, struct shms__tenant *t, uint32_t i);
 /* The oldest request (slot index + 1), or 0. */
 uint32_t shms__order_oldest(const struct shms__tenant *t);
 /* The first request by key (slot index + 1), or 0. */

@@ -12,10 +12,6 @@
 #include "../shm/proc.h"
 #include "sched.h"
 
-int shms__owner_dead(const struct shms *h, uint32_t owner) {
-  return shms__owner_alive(h, h->fd, owner, h->self == UINT32_MAX ? 0 : h->owner) == 0;
-}
-
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
@@ -80,7 +76,7 @@ static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t o
     /* A holder's command that may still run keeps its cell out of service, whatever the
      * policy: it is never handed on under a running command. */
     if (!contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE) {
-      shms__cell_quarantine(h, k, c, w, SHMS_EOWNERLOST);
+      shms__quarantine_and_check(h, k, c, w, SHMS_EOWNERLOST);
       continue;
     }
     if (shms__cell_reclaim(k, c, w))

@@ -356,7 +356,7 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
   uint32_t turns = rebuild_tenants(k);
   uint32_t queued, used, quarantined = count_quarantined(k);
   rebuild_slots(k, &queued, &used);
-  shms__ring_restore(k, turns);
+  shms__index_corrupt |= shms__ring_restore(k, turns);
   uint64_t old = shms__load_64(&k->ctl->fast);
   uint32_t field = shms__fast_free_field(k); /* from the AVAILABLE cells */
   int fixed = (SHMS__FAST_LOW(old) != field) + (SHMS__FAST_QUEUED(old) != queued) +

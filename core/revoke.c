@@ -66,7 +66,7 @@ static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, ui
     }
     SHMS__STEP();
     ck_pr_inc_64(&k->ctl->revoked);
-    return shms__cell_return(h, k, c, gen);
+    return shms__return_and_kick(h, k, c, gen);
   }
   if (bound && st == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {
     /* An acceptor between its two CASes (or dead there: recovery's): look again later. */
@@ -76,7 +76,7 @@ static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, ui
   /* No slot holds this grant: its dispatcher died before handing it over, or a settler or
    * revoker moved the slot out of GRANTED and is returning the cell (or died doing so). The
    * return is exact: racing a live returner, one of us wins. */
-  return shms__cell_return(h, k, c, gen);
+  return shms__return_and_kick(h, k, c, gen);
 }
 
 uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t now) {

@@ -13,6 +13,7 @@
 #include "../shm/crashpoint.h"
 #include "../shm/debug.h"
 #include "../shm/handle.h"
+#include "../shm/proc.h"
 
 /* Test only: whether this thread is inside an operation, and every class it is inside one on
  * sees it marked in the segment (what a freezer looks at); or it holds a class frozen (its
@@ -115,18 +116,19 @@ int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, con
 void shms__cell_tenant(const struct shms__cls *k, uint32_t c, char *out);
 /* A lease on c was handed to its holder (accepted, or taken on the fast path): count it. */
 void shms__cell_count_lease(const struct shms__cls *k, uint32_t c);
-/* Quarantine claimed cell c whose tokens ran out (fail closed). */
-void shms__cell_exhausted(struct shms *h, const struct shms__cls *k, uint32_t c);
+/* Quarantine claimed cell c whose tokens ran out (fail closed): as shms__cell_quarantine. */
+int shms__cell_exhausted(const struct shms__cls *k, uint32_t c);
 /*
  * GRANTED -> AVAILABLE (generation + 1): the grant of cell c made at generation gen, which nobody
  * accepted and nobody will (its slot was settled, revoked, or never granted), returns its cell:
- * not quarantined, counted free, kick. Returns 1 if this call returned it; 0 if the cell is no
- * longer that grant's (someone else returned it first: exactly one returner wins).
+ * not quarantined, counted free. Returns 1 if this call returned it (the caller then kicks:
+ * shms__return_and_kick); 0 if the cell is no longer that grant's (someone else returned it
+ * first: exactly one returner wins).
  */
-int shms__cell_return(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen);
-/* Move cell c from the exact word expect to QUARANTINED (reason recorded). 1 if done. */
-int shms__cell_quarantine(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t expect,
-                          int reason);
+int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen);
+/* Move cell c from the exact word expect to QUARANTINED (reason recorded). 1 if done: the caller
+ * then checks whether every cell is (shms__quarantine_and_check). */
+int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect, int reason);
 /*
  * GRANTED -> LEASED (accept): the grant at generation gen becomes owner's lease, once the waiter
  * won its slot (shms__slot_accept). 1 if the cell was still GRANTED and is now owner's.
@@ -299,6 +301,13 @@ void shms__baton_check_holder(struct shms *h, const struct shms__cls *k);
 void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason);
 /* If every cell is quarantined, fail all queued work with SHMS_EQUARANTINED. */
 void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k);
+/* What the cell primitives ask of their caller, done: shms__cell_return then a kick if it
+ * returned the cell; shms__cell_quarantine (or _exhausted) then shms__check_all_quarantined if
+ * it quarantined it. Each returns what the primitive did. */
+int shms__return_and_kick(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen);
+int shms__quarantine_and_check(struct shms *h, const struct shms__cls *k, uint32_t c,
+                               uint64_t expect, int reason);
+int shms__exhaust_and_check(struct shms *h, const struct shms__cls *k, uint32_t c);
 
 /*
  * Everything owner held: requests end owner-lost (unaccepted grants return
@@ -308,8 +317,6 @@ void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k);
  * whatever the policy and a job it ran is never run again.
  */
 void shms__recover_owner(struct shms *h, uint32_t owner, int contained);
-/* Whether owner id names a process that is gone (its lock is free or its entry reused). */
-int shms__owner_dead(const struct shms *h, uint32_t owner);
 /*
  * Return the cells of grants whose waiter died before accepting them (run by
  * polling waiters, so a dead waiter never wedges a class, supervisor or not).

@@ -111,7 +111,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
       return 1;
     }
   } else {
-    shms__cell_return(h, k, cell, gen);
+    shms__return_and_kick(h, k, cell, gen);
   }
   shms__kick(h, k);
   return 1;

@@ -60,18 +60,19 @@ static void unhash(const struct shms__cls *k, uint32_t ref) {
   }
 }
 
-void shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
+int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if (!(t->flags & SHMS__TENANT_INUSE) || (t->flags & SHMS__TENANT_PENDING) || t->queued != 0 ||
       shms__load_32(&t->active) != 0)
-    return;
-  shms__ring_remove(k, ref);
+    return 0;
+  int torn = shms__ring_remove(k, ref);
   unhash(k, ref);
   t->flags = 0;
   t->name[0] = '\0';
   t->hash_next = k->ctl->tenant_free;
   k->ctl->tenant_free = ref;
   k->ctl->tenants_used--;
+  return torn;
 }
 
 int shms__tenant_at_limit(const struct shms__cls *k, uint32_t ref) {
@@ -79,19 +80,17 @@ int shms__tenant_at_limit(const struct shms__cls *k, uint32_t ref) {
   return limit != 0 && shms__load_32(&shms__tenant_at(k, ref)->active) >= limit;
 }
 
-/* A ring link read from the segment: 0 or a tenant; anything else marks the index torn. */
+/* A ring link read from the segment: 0 or a tenant; anything else means the index is torn. */
 static int ring_link_ok(const struct shms__cls *k, uint32_t ref) {
-  if (ref == 0 || valid_ref(k, ref))
-    return 1;
-  shms__index_corrupt = 1;
-  return 0;
+  return ref == 0 || valid_ref(k, ref);
 }
 
-static void ring_append(const struct shms__cls *k, uint32_t ref) {
+/* Returns 1 if the ring is torn (nothing done). */
+static int ring_append(const struct shms__cls *k, uint32_t ref) {
   struct shms__class_ctl *ctl = k->ctl;
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if (!ring_link_ok(k, ctl->ring_tail))
-    return;
+    return 1;
   t->ring_next = 0;
   t->ring_prev = ctl->ring_tail;
   if (ctl->ring_tail != 0)
@@ -101,15 +100,16 @@ static void ring_append(const struct shms__cls *k, uint32_t ref) {
   ctl->ring_tail = ref;
   t->flags |= SHMS__TENANT_INRING;
   shms__store_32(&ctl->ring_len, ctl->ring_len + 1);
+  return 0;
 }
 
-void shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
+int shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
   struct shms__class_ctl *ctl = k->ctl;
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if (!(t->flags & SHMS__TENANT_INRING))
-    return;
+    return 0;
   if (!ring_link_ok(k, t->ring_prev) || !ring_link_ok(k, t->ring_next))
-    return;
+    return 1;
   if (t->ring_prev != 0)
     shms__tenant_at(k, t->ring_prev)->ring_next = t->ring_next;
   else
@@ -121,26 +121,30 @@ void shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
   t->ring_prev = t->ring_next = 0;
   t->flags &= ~SHMS__TENANT_INRING;
   shms__store_32(&ctl->ring_len, ctl->ring_len - 1);
+  return 0;
 }
 
-void shms__ring_update(const struct shms__cls *k, uint32_t ref) {
+int shms__ring_update(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
   int belongs = t->queued > 0 && !shms__tenant_at_limit(k, ref);
   int in = (t->flags & SHMS__TENANT_INRING) != 0;
   if (t->flags & SHMS__TENANT_PENDING)
-    return; /* its turn is given back by shms__ring_restore, in the old ring's order */
+    return 0; /* its turn is given back by shms__ring_restore, in the old ring's order */
   if (belongs && !in)
-    ring_append(k, ref);
-  else if (!belongs && in)
-    shms__ring_remove(k, ref);
+    return ring_append(k, ref);
+  if (!belongs && in)
+    return shms__ring_remove(k, ref);
+  return 0;
 }
 
-void shms__ring_rotate(const struct shms__cls *k) {
+int shms__ring_rotate(const struct shms__cls *k) {
   uint32_t head = k->ctl->ring_head;
-  if (head == 0 || head == k->ctl->ring_tail || !ring_link_ok(k, head))
-    return;
-  shms__ring_remove(k, head);
-  ring_append(k, head);
+  if (head == 0 || head == k->ctl->ring_tail)
+    return 0;
+  if (!ring_link_ok(k, head))
+    return 1;
+  int torn = shms__ring_remove(k, head);
+  return ring_append(k, head) | torn;
 }
 
 /*
@@ -212,7 +216,8 @@ uint32_t shms__tenant_reset(const struct shms__cls *k) {
   return first;
 }
 
-void shms__ring_restore(const struct shms__cls *k, uint32_t first) {
+int shms__ring_restore(const struct shms__cls *k, uint32_t first) {
+  int torn = 0;
   uint32_t newcomers = shms__load_32(&k->ctl->ring_len); /* joined without an old turn */
   uint32_t ref = first;
   for (uint32_t steps = 0; steps < k->ntenants && valid_ref(k, ref); steps++) {
@@ -222,12 +227,13 @@ void shms__ring_restore(const struct shms__cls *k, uint32_t first) {
     uint32_t next = t->ring_next;
     t->flags &= ~SHMS__TENANT_PENDING;
     t->ring_next = t->ring_prev = 0;
-    shms__ring_update(k, ref);
-    shms__tenant_put_if_idle(k, ref);
+    torn |= shms__ring_update(k, ref);
+    torn |= shms__tenant_put_if_idle(k, ref);
     ref = next;
   }
   /* The newcomers joined first; those with a turn in the old ring go before them. */
   if (shms__load_32(&k->ctl->ring_len) > newcomers)
     for (uint32_t i = 0; i < newcomers; i++)
-      shms__ring_rotate(k);
+      torn |= shms__ring_rotate(k);
+  return torn;
 }

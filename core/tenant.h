@@ -22,17 +22,21 @@ static inline struct shms__tenant *shms__tenant_at(const struct shms__cls *k, ui
 uint32_t shms__tenant_find(const struct shms__cls *k, const char *name);
 /* The record of name, created if absent; 0 when the table is full. */
 uint32_t shms__tenant_get(const struct shms__cls *k, const char *name);
+/*
+ * The ring functions below return 1 when they found the ring torn (a link out of range): the
+ * caller marks the index for the baton holder to rebuild (shms__index_corrupt, core/index.c).
+ */
 /* Return ref to the free list if it has neither indexed requests nor counted leases. */
-void shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref);
+int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref);
 
 /* Whether ref is at its tenant-max-active limit. */
 int shms__tenant_at_limit(const struct shms__cls *k, uint32_t ref);
 /* Join the ring's tail if it has queued work and is under its limit; leave it otherwise. */
-void shms__ring_update(const struct shms__cls *k, uint32_t ref);
+int shms__ring_update(const struct shms__cls *k, uint32_t ref);
 /* Move the ring's head to its tail (after a grant to a tenant with work left). */
-void shms__ring_rotate(const struct shms__cls *k);
+int shms__ring_rotate(const struct shms__cls *k);
 /* Take ref out of the ring (no-op if absent). */
-void shms__ring_remove(const struct shms__cls *k, uint32_t ref);
+int shms__ring_remove(const struct shms__cls *k, uint32_t ref);
 
 /*
  * Before rebuilding the index: forget the ring and every record's index fields. A record stays
@@ -47,6 +51,6 @@ uint32_t shms__tenant_reset(const struct shms__cls *k);
  * from first their turns back in the old order, ahead of tenants that joined meanwhile, and
  * free those left with nothing.
  */
-void shms__ring_restore(const struct shms__cls *k, uint32_t first);
+int shms__ring_restore(const struct shms__cls *k, uint32_t first);
 
 #endif

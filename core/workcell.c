@@ -124,7 +124,7 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
       uint32_t slot = shms__load_32(&cell->slot);
       if (slot >= 1 && slot <= k->nslots)
         job_lost(h, k, slot - 1, c, contained);
-      shms__cell_quarantine(h, k, c, w, SHMS_EWORKERLOST);
+      shms__quarantine_and_check(h, k, c, w, SHMS_EWORKERLOST);
       return;
     }
     default:

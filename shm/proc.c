@@ -84,6 +84,10 @@ int shms__owner_alive(const struct shms *h, int fd, uint32_t owner, uint32_t sel
   return byte_locked(fd, owner_offset(owner));
 }
 
+int shms__owner_dead(const struct shms *h, uint32_t owner) {
+  return shms__owner_alive(h, h->fd, owner, h->self == UINT32_MAX ? 0 : h->owner) == 0;
+}
+
 static uint64_t realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -60,6 +60,9 @@ int shms__proc_alive(const struct shms *h, int fd, uint32_t index, uint32_t self
  * negative on a system error.
  */
 int shms__owner_alive(const struct shms *h, int fd, uint32_t owner, uint32_t self_owner);
+/* Whether owner id names a process that is gone (its lock is free or its entry reused), asked
+ * through h (our own owner id counts as alive). */
+int shms__owner_dead(const struct shms *h, uint32_t owner);
 
 /*
  * Free entry index if its owner is dead: take its lock (so nobody claims it

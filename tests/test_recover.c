@@ -91,7 +91,7 @@ START_TEST(the_audit_finds_a_lost_grant_and_recovery_grants_it_again) {
   struct shms__slot *s = shms__slot_at(k, t.slot);
   ck_assert_uint_eq(SHMS__SLOT_STATE(s->word), SHMS__SLOT_GRANTED);
   shms__op_enter(h, k);
-  ck_assert_int_eq(shms__cell_return(h, k, s->cell, s->generation), 1);
+  ck_assert_int_eq(shms__return_and_kick(h, k, s->cell, s->generation), 1);
   shms__op_leave(h, k);
   ck_assert_uint_eq(audit(h, report, sizeof report), 1);
   ck_assert_ptr_nonnull(

@@ -97,7 +97,7 @@ static void not_yet_granted(struct shms_worker *w, uint64_t cw) {
         shms__load_32(&s->generation) == SHMS__CELL_GEN(cw))
       return; /* a live grant: the caller looks again and starts it */
   }
-  if (!shms__cell_return(h, k, w->cell, SHMS__CELL_GEN(cw)))
+  if (!shms__return_and_kick(h, k, w->cell, SHMS__CELL_GEN(cw)))
     sched_yield();
 }
 
@@ -253,7 +253,7 @@ static int finish(struct shms_worker *w, uint32_t i, int status, const void *res
   struct shms__cell *cell = cell_of(w);
   uint64_t cw = shms__load_64(&cell->word);
   if (quarantine) {
-    shms__cell_quarantine(h, k, w->cell, cw, status);
+    shms__quarantine_and_check(h, k, w->cell, cw, status);
     return SHMS_OK;
   }
   if (shms__cell_job_done(k, w->cell, cw, h->owner))
