@@ -76,15 +76,22 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
   return SHMS_OK;
 }
 
+/* A job's ticket (and the caller's out, if any): its class, which must be a worker class. */
+static int job_ticket(struct shms *h, const shms_ticket *ticket, const void *out,
+                      const char *out_name, struct shms__cls **k, uint32_t *i) {
+  int rc = shms__check_ticket(h, ticket, out, out_name, k, i);
+  if (rc == SHMS_OK && (*k)->cfg->mode != SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL, "class %s is a lease class: wait for leases with shms_wait",
+                      shms_class_name((*k)->id));
+  return rc;
+}
+
 int shms_wait_started(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns) {
   struct shms__cls *k = NULL;
   uint32_t i = 0;
-  int rc = shms__check_ticket(h, ticket, NULL, NULL, &k, &i);
+  int rc = job_ticket(h, ticket, NULL, NULL, &k, &i);
   if (rc != SHMS_OK)
     return rc;
-  if (k->cfg->mode != SHMS_MODE_WORKER)
-    return shms__fail(SHMS_EINVAL, "class %s is a lease class: jobs run in worker classes",
-                      shms_class_name(k->id));
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
   for (;;) {
@@ -115,14 +122,11 @@ int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, 
                      size_t cap, shms_result *out) {
   struct shms__cls *k = NULL;
   uint32_t i = 0;
-  int rc = shms__check_ticket(h, ticket, out, "out", &k, &i);
+  int rc = job_ticket(h, ticket, out, "out", &k, &i);
   if (rc != SHMS_OK)
     return rc;
   if (buf == NULL && cap > 0)
     return shms__fail(SHMS_EINVAL, "buf is NULL");
-  if (k->cfg->mode != SHMS_MODE_WORKER)
-    return shms__fail(SHMS_EINVAL, "class %s is a lease class: wait for leases with shms_wait",
-                      shms_class_name(k->id));
   memset(out, 0, sizeof *out);
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
