@@ -21,7 +21,7 @@
 #include "bench_util.h"
 #include "shmsched.h"
 
-static char segment[64];
+static char segment[SHMS_NAME_MAX + 1]; /* a whole name: shms_name_check reads up to its bound */
 
 static void die_shms(const char *what, int rc) {
   shms_destroy(segment, SHMS_DESTROY_FORCE);
