@@ -48,6 +48,13 @@ int cli_parse_class(const char *cmd, const char *s, shms_class_t *out) {
   return 0;
 }
 
+int cli_request_target(const char *cmd, const char *cls, shms_request *req) {
+  if (cls == NULL || req->tenant == NULL)
+    return cli_usage("%s: missing --%s (see 'shmsched %s --help')", cmd,
+                     cls == NULL ? "class" : "tenant", cmd);
+  return cli_parse_class(cmd, cls, &req->cls);
+}
+
 int cli_parse_i32(const char *s, int32_t *out) {
   size_t start = s[0] == '-' || s[0] == '+';
   if (s[start] == '\0' || strspn(s + start, "0123456789") != strlen(s + start))

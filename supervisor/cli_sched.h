@@ -28,6 +28,9 @@ int cli_sched_fail(int rc);
 
 /* --class CLASS: a known class name, or a usage error (returns CLI_EXIT_USAGE). */
 int cli_parse_class(const char *cmd, const char *s, shms_class_t *out);
+/* --class and --tenant were both given (else a usage line naming the missing one) and the class
+ * is known: req->cls set. Returns 0, or the exit code. */
+int cli_request_target(const char *cmd, const char *cls, shms_request *req);
 
 /* A signed decimal int32 ("-3", "12"), strictly: no spaces, no overflow. Returns 0 or -1. */
 int cli_parse_i32(const char *s, int32_t *out);

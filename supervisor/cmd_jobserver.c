@@ -156,10 +156,7 @@ static int parse(int argc, char **argv, struct js_args *a) {
       return rc;
   if ((rc = cli_take_name_before_cmd("jobserver", dashes, argv, &a->name)) != 0)
     return rc;
-  if (a->cls == NULL || a->req.tenant == NULL)
-    return cli_usage("jobserver: missing --%s (see 'shmsched jobserver --help')",
-                     a->cls == NULL ? "class" : "tenant");
-  if ((rc = cli_parse_class("jobserver", a->cls, &a->req.cls)) != 0)
+  if ((rc = cli_request_target("jobserver", a->cls, &a->req)) != 0)
     return rc;
   if (shms_tenant_check(a->req.tenant) != SHMS_OK)
     return cli_usage("jobserver: --tenant: %s", shms_last_error_detail());

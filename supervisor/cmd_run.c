@@ -135,10 +135,7 @@ static int parse(int argc, char **argv, struct run_args *a) {
       return rc;
   if ((rc = cli_take_name_before_cmd("run", dashes, argv, &a->name)) != 0)
     return rc;
-  if (a->cls == NULL || a->req.tenant == NULL)
-    return cli_usage("run: missing --%s (see 'shmsched run --help')",
-                     a->cls == NULL ? "class" : "tenant");
-  if ((rc = cli_parse_class("run", a->cls, &a->req.cls)) != 0)
+  if ((rc = cli_request_target("run", a->cls, &a->req)) != 0)
     return rc;
   if ((rc = cli_take_cmd("run", argc, argv, dashes, &a->cmd)) != 0)
     return rc;

@@ -1,10 +1,9 @@
 /* Running one command contained: its group, cgroup, terminal and whole tree (contain.h). */
 #include "contain.h"
+#include "proc_scan.h"
 
 #include "sigbus.h"
 
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -68,34 +67,23 @@ static int cg_write(const struct contain *c, const char *name, const char *text)
   return ok;
 }
 
+struct child_signal {
+  pid_t self;
+  int sig;
+};
+
+/* A child of ours cannot be reused before we reap it: its pid is safe to signal. */
+static int signal_if_child(const struct proc_stat *st, void *ctx) {
+  const struct child_signal *cs = ctx;
+  if (st->ppid == cs->self && st->state != 'Z')
+    kill(st->pid, cs->sig);
+  return 0;
+}
+
 /* sig to every child of ours: the leader, and the orphans of its tree that came to us. */
 static void signal_children(int sig) {
-  DIR *d = opendir("/proc");
-  if (d == NULL)
-    return;
-  pid_t self = getpid();
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (!isdigit((unsigned char)e->d_name[0]))
-      continue;
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-      continue;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'), state;
-    int ppid;
-    /* A child of ours cannot be reused before we reap it: its pid is safe to signal. */
-    if (p != NULL && sscanf(p + 1, " %c %d", &state, &ppid) == 2 && // NOLINT(cert-err34-c)
-        ppid == (int)self && state != 'Z')
-      kill((pid_t)atoi(e->d_name), sig); // NOLINT(cert-err34-c): digits only
-  }
-  closedir(d);
+  struct child_signal cs = {getpid(), sig};
+  proc_scan(signal_if_child, &cs);
 }
 
 /* sig to every process in our cgroup, one by one (cgroup v2 signals only SIGKILL at once). */

@@ -1,13 +1,8 @@
 /* Counting the tasks below a process, from /proc (js_tree.h). */
 #include "js_tree.h"
+#include "proc_scan.h"
 
-#include <ctype.h>
-#include <dirent.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 struct proc_row {
   pid_t pid, ppid;
@@ -20,64 +15,39 @@ static int by_pid(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* One /proc/PID/stat into *row; 0, or -1 if it is gone or unreadable. */
-static int read_row(const char *pid, struct proc_row *row) {
-  char path[300], buf[1024];
-  snprintf(path, sizeof path, "/proc/%s/stat", pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
-  /* After the command's name (which may hold spaces and parentheses): state, ppid, then 16
-   * fields to num_threads (field 20 of proc(5)). */
-  char *p = strrchr(buf, ')'), state;
-  int ppid;
-  long threads;
-  // NOLINTBEGIN(cert-err34-c): the kernel's own stat line; a field that does not fit fails it
-  if (p == NULL || sscanf(p + 1,
-                          " %c %d"
-                          " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %ld",
-                          &state, &ppid, &threads) != 3)
-    return -1;
-  // NOLINTEND(cert-err34-c)
-  row->pid = (pid_t)atoi(pid); // NOLINT(cert-err34-c): digits only
-  row->ppid = (pid_t)ppid;
-  row->tasks = threads > 0 ? threads : 1; /* a zombie shows 0 threads: it still counts */
-  row->below = 0;
+struct rows {
+  struct proc_row *row;
+  size_t n, cap;
+};
+
+/* One process into the rows; stops the walk (with no rows left) when memory runs out. */
+static int add_row(const struct proc_stat *st, void *ctx) {
+  struct rows *r = ctx;
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 256;
+    struct proc_row *more = realloc(r->row, cap * sizeof *more);
+    if (more == NULL) {
+      free(r->row);
+      r->row = NULL;
+      return 1;
+    }
+    r->row = more;
+    r->cap = cap;
+  }
+  /* A zombie shows 0 threads: it still counts. */
+  r->row[r->n++] = (struct proc_row){st->pid, st->ppid, st->threads > 0 ? st->threads : 1, 0};
   return 0;
 }
 
-/* The rows of every process now; *n of them. NULL when /proc cannot be read. */
+/* The rows of every process now; *n of them. NULL when /proc cannot be read, or no memory. */
 static struct proc_row *read_rows(size_t *n) {
-  DIR *d = opendir("/proc");
-  if (d == NULL)
+  struct rows r = {NULL, 0, 0};
+  if (proc_scan(add_row, &r) != 0) {
+    free(r.row);
     return NULL;
-  size_t cap = 256, k = 0;
-  struct proc_row *rows = malloc(cap * sizeof *rows);
-  struct dirent *e;
-  while (rows != NULL && (e = readdir(d)) != NULL) {
-    if (!isdigit((unsigned char)e->d_name[0]))
-      continue;
-    if (k == cap) {
-      struct proc_row *more = realloc(rows, 2 * cap * sizeof *rows);
-      if (more == NULL) {
-        free(rows);
-        rows = NULL;
-        break;
-      }
-      rows = more;
-      cap *= 2;
-    }
-    if (read_row(e->d_name, &rows[k]) == 0)
-      k++;
   }
-  closedir(d);
-  *n = k;
-  return rows;
+  *n = r.n;
+  return r.row;
 }
 
 long js_tree_tasks(pid_t root) {
