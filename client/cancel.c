@@ -48,8 +48,8 @@ static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms
       continue;
     }
     /* Queued or granted-but-unaccepted: one CAS decides against the dispatcher and the waiter. */
-    if (shms__slot_settle(h, k, i, ticket->seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
-                          SHMS_ECANCELLED))
+    if (shms__settle_and_kick(h, k, i, ticket->seq,
+                              1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED, SHMS_ECANCELLED))
       return 1;
   }
 }

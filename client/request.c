@@ -72,7 +72,7 @@ static void recheck_after_publish(struct shms *h, const struct shms__cls *k, uin
                : shms__load_32(&k->ctl->quarantined) >= k->ncells ? SHMS_EQUARANTINED
                                                                   : 0;
   if (reason != 0)
-    shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
+    shms__settle_and_kick(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
 }
 
 static int refused(struct shms *h, const struct shms__cls *k, uint32_t i, int reason) {
@@ -148,7 +148,7 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
     if (st == SHMS__SLOT_SETTLED)
       return refused(h, k, i, SHMS__SLOT_REASON(w));
     if (w & SHMS__SLOT_LATE) /* granted and revoked before we looked: back into line */
-      SHMS__OP_VOID(h, k, shms__revoke_unpark(h, k, i, w));
+      SHMS__OP_VOID(h, k, shms__follow(h, k, shms__revoke_unpark(k, i, w)));
     else if (w & SHMS__SLOT_HELP)
       shms__help(h, k, i, w);
     else if (shms__sleep_on(h, k, i, w, 0))
@@ -181,8 +181,8 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   uint64_t seq = s->seq;
   int late = s->deadline_ns != 0 && shms__now_ns() >= s->deadline_ns;
   if (late || shms__segment_state(h) != SHMS_SEG_ACTIVE) {
-    shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_GRANTED,
-                      late ? SHMS_EDEADLINE : SHMS_ESHUTDOWN);
+    shms__settle_and_kick(h, k, i, seq, 1u << SHMS__SLOT_GRANTED,
+                          late ? SHMS_EDEADLINE : SHMS_ESHUTDOWN);
     return SHMS__LOOK_AGAIN;
   }
   ck_pr_fence_load(); /* the grant's cell and token were written before GRANTED */
@@ -216,19 +216,21 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   }
   uint64_t now = shms__now_ns(), real = shms__real_now_ns();
   if (s->deadline_ns != 0 && now >= s->deadline_ns) {
-    SHMS__OP(h, k, shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
+    SHMS__OP(h, k, shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
     return SHMS_OK;
   }
   if (w & SHMS__SLOT_LATE) {
     /* Our grant was revoked while we were away (stopped, descheduled): back into line, at
      * our old place. */
-    SHMS__OP_VOID(h, k, shms__revoke_unpark(h, k, i, w));
+    SHMS__OP_VOID(h, k, shms__follow(h, k, shms__revoke_unpark(k, i, w)));
     return SHMS_OK;
   }
   /* A grant due for revocation while no cell is free is revoked by whoever waits for a cell;
    * else we sleep no later than the oldest grant's due time. */
   uint64_t due;
-  if (shms__revoke_poll(h, k, &due) && shms__load_64(&s->word) != w)
+  enum shms__next revoke = shms__revoke_poll(k, &due);
+  shms__follow(h, k, revoke);
+  if (revoke != SHMS__NEXT_NONE && shms__load_64(&s->word) != w)
     return SHMS_OK; /* the pass it ran may have granted us: look again */
   if (timeout_ns == 0 || (until_real != 0 && real >= until_real))
     return shms__fail(SHMS_ETIMEDOUT, "the request is still queued");
@@ -336,8 +338,9 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   if ((rc = shms_wait(h, &t, 0, lease)) != SHMS_ETIMEDOUT)
     return rc;
   SHMS__OP(h, k,
-           shms__slot_settle(h, k, t.slot, t.seq,
-                             1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED, SHMS_EWOULDBLOCK));
+           shms__settle_and_kick(h, k, t.slot, t.seq,
+                                 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
+                                 SHMS_EWOULDBLOCK));
   rc = shms_wait(h, &t, 0, lease);
   return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell within the tenant's limit") : rc;
 }

@@ -57,7 +57,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
   }
   /* A deadline stops a job from starting, never a job that runs. */
   if (st == SHMS__SLOT_QUEUED && s->deadline_ns != 0 && shms__now_ns() >= s->deadline_ns) {
-    SHMS__OP(h, k, shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
+    SHMS__OP(h, k, shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
     return SHMS_OK;
   }
   if (timeout_ns == 0 || (until_real != 0 && shms__real_now_ns() >= until_real) ||
@@ -71,7 +71,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
     shms__poll_checks(h, k, i, s->seq);
     uint32_t c = shms__load_32(&s->cell);
     if (st != SHMS__SLOT_QUEUED && c < k->ncells)
-      shms__workcell_check(h, k, c); /* enters the operation itself */
+      shms__follow(h, k, shms__workcell_check(h, k, c)); /* each enters its operation */
   }
   return SHMS_OK;
 }

@@ -77,13 +77,13 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
-    shms__index_attend(h, k, i); /* settled meanwhile: unlink it */
+    shms__index_attend(k, i); /* settled meanwhile: unlink it */
     return 1;
   }
   if (s->deadline_ns != 0 && now >= s->deadline_ns) {
     /* Never granted past its deadline; its waiter learns at once. */
-    shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
-    shms__index_attend(h, k, i);
+    shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
+    shms__index_attend(k, i);
     return 1;
   }
   int64_t taken = shms__cell_take(k, SHMS__TAKE_ANY, s->owner, SHMS__CELL_GRANTED);
@@ -98,8 +98,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   if (shms__cell_start(k, c, limited ? ref : 0, name, i + 1, &gen, &token) != SHMS_OK) {
     /* Settle the request first, so its waiter learns why, before the quarantine may fail
      * everyone else for lack of cells. */
-    shms__slot_settle(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
-    shms__index_attend(h, k, i);
+    shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
+    shms__index_attend(k, i);
     shms__exhaust_and_check(h, k, c);
     return 1;
   }
@@ -161,7 +161,7 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   int budget = PASS_BUDGET;
   for (int64_t i; budget > 0 && (i = shms__hbm_take(k->sattn, k->nslots)) >= 0; budget--) {
     SHMS__STEP();
-    shms__index_attend(h, k, (uint32_t)i);
+    shms__index_attend(k, (uint32_t)i);
   }
   int tenants = 0;
   for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0;
@@ -172,7 +172,7 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   for (int cells = 1; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
     if (!cells) {
       /* Work waits and no cell is free: a grant not accepted in time goes to it. */
-      if (!shms__revoke_wanted(k, now) || shms__revoke_due(h, k, now) == 0)
+      if (!shms__revoke_wanted(k, now) || shms__revoke_due(k, now) == 0)
         break;
     }
     uint32_t ref = k->ctl->ring_head;
@@ -242,7 +242,7 @@ void shms__unlink_settled(struct shms *h, const struct shms__cls *k, uint32_t i)
    * level of the bitmap, which grows with the queue. */
   if (baton_try(h, k)) {
     SHMS__STEP();
-    shms__index_attend(h, k, i);
+    shms__index_attend(k, i);
     run(h, k);
   } else {
     shms__hbm_set(k->sattn, k->nslots, i);
@@ -296,8 +296,8 @@ void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason) {
     uint64_t w = shms__load_64(&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
     if (st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED)
-      shms__slot_settle(h, k, i, shms__load_64(&s->seq),
-                        1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED, reason);
+      shms__settle_and_kick(h, k, i, shms__load_64(&s->seq),
+                            1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED, reason);
   }
   shms__kick(h, k);
 }
@@ -305,6 +305,31 @@ void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason) {
 void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k) {
   if (shms__load_32(&k->ctl->quarantined) >= k->ncells)
     shms__fail_all(h, k, SHMS_EQUARANTINED);
+}
+
+void shms__follow(struct shms *h, const struct shms__cls *k, enum shms__next next) {
+  if (next == SHMS__NEXT_NONE)
+    return;
+  shms__op_enter(h, k);
+  if (next & SHMS__NEXT_KICK)
+    shms__kick(h, k);
+  if (next & SHMS__NEXT_CHECK_QUARANTINED)
+    shms__check_all_quarantined(h, k);
+  shms__op_leave(h, k);
+}
+
+int shms__settle_and_kick(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                          unsigned from_mask, int reason) {
+  switch (shms__slot_settle(k, i, seq, from_mask, reason)) {
+  case SHMS__SETTLED_UNLINK:
+    shms__unlink_settled(h, k, i);
+    return 1;
+  case SHMS__SETTLED_KICK:
+    shms__kick(h, k);
+    return 1;
+  default:
+    return 0;
+  }
 }
 
 int shms__return_and_kick(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen) {

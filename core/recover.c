@@ -25,7 +25,7 @@ void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
     if (!shms__owner_dead(h, owner))
       continue;
     /* Its waiter is gone: the grant returns its cell, and the outcome is taken on its behalf. */
-    if (shms__slot_settle(h, k, ref - 1, seq, 1u << SHMS__SLOT_GRANTED, SHMS_EOWNERLOST))
+    if (shms__settle_and_kick(h, k, ref - 1, seq, 1u << SHMS__SLOT_GRANTED, SHMS_EOWNERLOST))
       shms__slot_collect(k, ref - 1);
   }
 }
@@ -39,8 +39,8 @@ static void settle_request(struct shms *h, const struct shms__cls *k, uint32_t i
   if (st < SHMS__SLOT_QUEUED || SHMS__SLOT_SEQ(w) != (uint32_t)seq ||
       shms__load_32(&s->owner) != owner)
     return;
-  shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
-                    SHMS_EOWNERLOST);
+  shms__settle_and_kick(h, k, i, seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
+                        SHMS_EOWNERLOST);
   /* A running job goes on; when its worker completes it, the result is dropped. */
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
          !(w & SHMS__SLOT_COLLECTED) &&
@@ -98,7 +98,7 @@ void shms__recover_owner(struct shms *h, uint32_t owner, int contained) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
       for (uint32_t c = 0; c < k->ncells; c++)
         if (shms__load_32(&k->cells[c].worker) == owner)
-          shms__workcell_gone(h, k, c, owner, contained);
+          shms__follow(h, k, shms__workcell_gone(k, c, owner, contained));
     } else {
       dispose_leases(h, k, owner, contained);
     }

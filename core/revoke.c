@@ -40,8 +40,8 @@ int shms__revoke_wanted(const struct shms__cls *k, uint64_t now) {
  * or return it if no slot holds it. Returns 1 if the cell came free; else lowers *next to when
  * to look again.
  */
-static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t cw,
-                       uint64_t now, uint64_t *next) {
+static int revoke_cell(const struct shms__cls *k, uint32_t c, uint64_t cw, uint64_t now,
+                       uint64_t *next) {
   struct shms__cell *cell = &k->cells[c];
   uint32_t gen = SHMS__CELL_GEN(cw), ref = shms__load_32(&cell->slot);
   struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
@@ -66,7 +66,7 @@ static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, ui
     }
     SHMS__STEP();
     ck_pr_inc_64(&k->ctl->revoked);
-    return shms__return_and_kick(h, k, c, gen);
+    return shms__cell_return(k, c, gen);
   }
   if (bound && st == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {
     /* An acceptor between its two CASes (or dead there: recovery's): look again later. */
@@ -76,10 +76,10 @@ static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, ui
   /* No slot holds this grant: its dispatcher died before handing it over, or a settler or
    * revoker moved the slot out of GRANTED and is returning the cell (or died doing so). The
    * return is exact: racing a live returner, one of us wins. */
-  return shms__return_and_kick(h, k, c, gen);
+  return shms__cell_return(k, c, gen);
 }
 
-uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t now) {
+uint32_t shms__revoke_due(const struct shms__cls *k, uint64_t now) {
   SHMS__ASSERT(shms__index_owned(k));
   uint64_t next = UINT64_MAX;
   uint32_t freed = 0;
@@ -91,34 +91,31 @@ uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t no
     if (now < due)
       next = due < next ? due : next;
     else
-      freed += (uint32_t)revoke_cell(h, k, c, cw, now, &next);
+      freed += (uint32_t)revoke_cell(k, c, cw, now, &next);
   }
   shms__store_64(&k->ctl->grant_due, next == UINT64_MAX ? 0 : next);
   return freed;
 }
 
-int shms__revoke_poll(struct shms *h, const struct shms__cls *k, uint64_t *wake_real) {
+enum shms__next shms__revoke_poll(const struct shms__cls *k, uint64_t *wake_real) {
   *wake_real = 0;
   if (k->grant_timeout_ns == 0 || SHMS__FAST_LOW(shms__load_64(&k->ctl->fast)) != 0)
-    return 0; /* a free cell: nobody needs a grant revoked */
+    return SHMS__NEXT_NONE; /* a free cell: nobody needs a grant revoked */
   uint64_t due = shms__load_64(&k->ctl->grant_due), now = shms__now_ns();
   if (due == 0)
-    return 0;
+    return SHMS__NEXT_NONE;
   if (now < due) {
     *wake_real = shms__real_now_ns() + (due - now);
-    return 0;
+    return SHMS__NEXT_NONE;
   }
-  /* Due: a pass now sweeps (if another process holds the baton, its re-check sees it due). */
-  shms__op_enter(h, k);
-  shms__kick(h, k);
-  shms__op_leave(h, k);
-  return 1;
+  /* Due: a pass sweeps (if another process holds the baton, its re-check sees it due). */
+  return SHMS__NEXT_KICK;
 }
 
-void shms__revoke_unpark(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
+enum shms__next shms__revoke_unpark(const struct shms__cls *k, uint32_t i, uint64_t w) {
   if (!shms__slot_cas(k, i, &w, w & ~(uint64_t)(SHMS__SLOT_LATE | SHMS__SLOT_SLEEPING)))
-    return; /* it changed (cancelled, drained): the caller looks again */
+    return SHMS__NEXT_NONE; /* it changed (cancelled, drained): the caller looks again */
   SHMS__STEP();
   shms__hbm_set(k->sattn, k->nslots, i);
-  shms__kick(h, k);
+  return SHMS__NEXT_KICK;
 }

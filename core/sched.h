@@ -91,6 +91,18 @@ enum shms__reserve { SHMS__RESERVE_FROZEN = -1, SHMS__RESERVE_NONE = 0, SHMS__RE
  */
 enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take_mode mode);
 
+/*
+ * What a primitive asks its caller to do next. The primitives (cells, slots, revocation, worker
+ * cells) lie below the dispatcher and never call up into it (docs/architecture.md, "Layers"):
+ * they say what the change they made needs, and their caller does it, through shms__follow
+ * when it lies above core/dispatch.c. A set of bits, done in the order listed.
+ */
+enum shms__next {
+  SHMS__NEXT_NONE = 0,
+  SHMS__NEXT_KICK = 1,              /* something may be granted now: shms__kick */
+  SHMS__NEXT_CHECK_QUARANTINED = 2, /* a cell was quarantined: shms__check_all_quarantined */
+};
+
 /* ---- Cells ---- */
 
 /* What shms__cell_take returns when it takes no cell (a cell's index is >= 0). */
@@ -166,21 +178,24 @@ void shms__test_set_tokens(const struct shms__cls *k, uint64_t next);
 
 /* ---- Worker cells ---- */
 
-/* OFFLINE -> AVAILABLE, bound to worker owner; SHMS_EBUSY if no cell is offline. */
-int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owner, uint32_t *cell);
+/* OFFLINE -> AVAILABLE, bound to worker owner; SHMS_EBUSY if no cell is offline. On SHMS_OK the
+ * cell counts free: the caller kicks. */
+int shms__workcell_bind(const struct shms__cls *k, uint32_t owner, uint32_t *cell);
 /* A job was granted to cell c: wake its worker if it sleeps. */
 void shms__workcell_wake(const struct shms__cls *k, uint32_t c);
 /*
  * The worker bound to c is gone: an idle cell goes offline, a job granted but
  * not taken is queued again (it never ran), a running job ends worker-lost
  * (or is queued again once, if contained: its command is proven gone) and the
- * cell is quarantined.
+ * cell is quarantined. Returns what the caller must do next: KICK for a job
+ * queued again, CHECK_QUARANTINED for the cell quarantined.
  */
-void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker,
-                         int contained);
+enum shms__next shms__workcell_gone(const struct shms__cls *k, uint32_t c, uint32_t worker,
+                                    int contained);
 /* If the worker bound to c is dead: kill its command (shms__proc_kill_command), then
- * shms__workcell_gone. Call it outside any operation: it enters one itself. */
-void shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c);
+ * shms__workcell_gone. Call it outside any operation: it enters one itself. Returns what
+ * shms__workcell_gone asked for (the caller follows it: shms__follow). */
+enum shms__next shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c);
 
 /* ---- Request slots ---- */
 
@@ -220,13 +235,20 @@ int shms__slot_complete(const struct shms__cls *k, uint32_t i, uint64_t seq, uin
                         int dropped);
 /* Set COLLECTED on slot i; returns the word before. */
 uint64_t shms__slot_set_collected(const struct shms__cls *k, uint32_t i);
+/* What shms__slot_settle did: nonzero if this call settled the request, and then what its
+ * caller must do next (shms__settle_and_kick does it). */
+enum shms__settled {
+  SHMS__SETTLED_NOT = 0,    /* no longer request seq, or not in a state of from_mask */
+  SHMS__SETTLED_KICK = 1,   /* a shorter queue, or a returned cell: the caller kicks */
+  SHMS__SETTLED_UNLINK = 2, /* still in the index: the caller unlinks it (shms__unlink_settled) */
+};
 /*
  * Settle request i (sequence seq) with reason if its state is in from_mask
  * (1 << SHMS__SLOT_QUEUED and/or 1 << SHMS__SLOT_GRANTED): QUEUED leaves the
- * queue count, GRANTED returns its cell. Returns 1 if this call settled it.
+ * queue count, GRANTED returns its cell.
  */
-int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
-                      unsigned from_mask, int reason);
+enum shms__settled shms__slot_settle(const struct shms__cls *k, uint32_t i, uint64_t seq,
+                                     unsigned from_mask, int reason);
 /* The waiter has taken the outcome of settled slot i; frees it unless indexed. */
 void shms__slot_collect(const struct shms__cls *k, uint32_t i);
 /* The index no longer references settled slot i; frees it if collected. */
@@ -301,9 +323,14 @@ void shms__baton_check_holder(struct shms *h, const struct shms__cls *k);
 void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason);
 /* If every cell is quarantined, fail all queued work with SHMS_EQUARANTINED. */
 void shms__check_all_quarantined(struct shms *h, const struct shms__cls *k);
-/* What the cell primitives ask of their caller, done: shms__cell_return then a kick if it
- * returned the cell; shms__cell_quarantine (or _exhausted) then shms__check_all_quarantined if
- * it quarantined it. Each returns what the primitive did. */
+/* Do what a primitive asked (enum shms__next), in order. Enters an operation on k itself. */
+void shms__follow(struct shms *h, const struct shms__cls *k, enum shms__next next);
+/* What the primitives ask of their caller, done: shms__slot_settle then an unlink or a kick if
+ * it settled the request; shms__cell_return then a kick if it returned the cell;
+ * shms__cell_quarantine (or _exhausted) then shms__check_all_quarantined if it quarantined it.
+ * Each returns whether the primitive did its change (1) or not (0). */
+int shms__settle_and_kick(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                          unsigned from_mask, int reason);
 int shms__return_and_kick(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t gen);
 int shms__quarantine_and_check(struct shms *h, const struct shms__cls *k, uint32_t c,
                                uint64_t expect, int reason);
@@ -338,22 +365,24 @@ int shms__revoke_wanted(const struct shms__cls *k, uint64_t now);
 /*
  * Under the baton: every grant not accepted within the class's grant-timeout is revoked (its
  * slot GRANTED -> QUEUED+LATE, then its cell returned); a due grant no slot holds returns its
- * cell. Recomputes the class's due time. Returns the cells freed.
+ * cell. Recomputes the class's due time. Returns the cells freed, which the pass that called it
+ * grants (it holds the baton: no kick is needed).
  */
-uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t now);
+uint32_t shms__revoke_due(const struct shms__cls *k, uint64_t now);
 /*
- * A queued waiter about to sleep, while no cell is free: if a grant is due, kick (a pass
- * revokes it) and return 1; else set *wake_real to when (real clock) the next one falls due,
- * 0 for none, and return 0.
+ * A queued waiter about to sleep, while no cell is free: if a grant is due, return KICK (the
+ * caller kicks: a pass revokes it); else set *wake_real to when (real clock) the next one falls
+ * due, 0 for none, and return NONE.
  */
-int shms__revoke_poll(struct shms *h, const struct shms__cls *k, uint64_t *wake_real);
-/* The waiter of late request i (word w, QUEUED+LATE) is back: unpark it into the index. */
-void shms__revoke_unpark(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w);
+enum shms__next shms__revoke_poll(const struct shms__cls *k, uint64_t *wake_real);
+/* The waiter of late request i (word w, QUEUED+LATE) is back: unpark it into the index. KICK if
+ * it did (the caller kicks); NONE if the word changed (the caller looks again). */
+enum shms__next shms__revoke_unpark(const struct shms__cls *k, uint32_t i, uint64_t w);
 
 /* ---- The index (under the baton) ---- */
 
 /* Process slot i's attention bit: index an arrival, or unlink a settled request. */
-void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i);
+void shms__index_attend(const struct shms__cls *k, uint32_t i);
 /* Process tenant ref's attention bit: ring membership after a limit change, free if idle. */
 void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref);
 /* The request tenant ref should be granted next (slot index + 1), by aging or by order. */

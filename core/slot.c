@@ -80,8 +80,8 @@ static void count_settled(const struct shms__cls *k, int reason) {
     ck_pr_inc_64(&k->ctl->rejected);
 }
 
-int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
-                      unsigned from_mask, int reason) {
+enum shms__settled shms__slot_settle(const struct shms__cls *k, uint32_t i, uint64_t seq,
+                                     unsigned from_mask, int reason) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
@@ -89,7 +89,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
   for (;;) {
     uint32_t st = SHMS__SLOT_STATE(w);
     if (SHMS__SLOT_SEQ(w) != (uint32_t)seq || !(from_mask & (1u << st)))
-      return 0;
+      return SHMS__SETTLED_NOT;
     /* The granted cell is read while the word still names this request: once our CAS settles
      * it, the waiter may free the slot and be granted another cell in it (found by spin). */
     ck_pr_fence_load();
@@ -106,15 +106,12 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED) {
     shms__fast_queue(k, -1);
     SHMS__STEP();
-    if (w & SHMS__SLOT_INDEXED) {
-      shms__unlink_settled(h, k, i); /* still linked into the index */
-      return 1;
-    }
+    if (w & SHMS__SLOT_INDEXED)
+      return SHMS__SETTLED_UNLINK; /* still linked into the index */
   } else {
-    shms__return_and_kick(h, k, cell, gen);
+    shms__cell_return(k, cell, gen);
   }
-  shms__kick(h, k);
-  return 1;
+  return SHMS__SETTLED_KICK;
 }
 
 void shms__slot_collect(const struct shms__cls *k, uint32_t i) {

@@ -12,7 +12,7 @@
 #include "../shm/proc.h"
 #include "sched.h"
 
-int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owner, uint32_t *out) {
+int shms__workcell_bind(const struct shms__cls *k, uint32_t owner, uint32_t *out) {
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
     uint64_t w = shms__load_64(&cell->word);
@@ -20,7 +20,6 @@ int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owne
       continue;
     if (!shms__cell_bind(k, c, w, owner))
       continue;
-    shms__kick(h, k);
     *out = c;
     return SHMS_OK;
   }
@@ -37,12 +36,11 @@ void shms__workcell_wake(const struct shms__cls *k, uint32_t c) {
 }
 
 /*
- * The job on slot i ran on cell c, whose worker is gone: queue it again once if asked, else end
- * it. Only while it is still running on c: someone else may have found the dead worker first,
- * queued the job again, and another worker may be running it now.
+ * The job on slot i ran on cell c, whose worker is gone: queue it again once if asked (KICK),
+ * else end it. Only while it is still running on c: someone else may have found the dead worker
+ * first, queued the job again, and another worker may be running it now.
  */
-static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c,
-                     int contained) {
+static enum shms__next job_lost(const struct shms__cls *k, uint32_t i, uint32_t c, int contained) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && shms__load_32(&s->cell) == c) {
@@ -57,8 +55,7 @@ static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint
       shms__fast_queue(k, 1);
       if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
         shms__hbm_set(k->sattn, k->nslots, i);
-        shms__kick(h, k);
-        return;
+        return SHMS__NEXT_KICK;
       }
       shms__fast_queue(k, -1);
       continue;
@@ -67,9 +64,10 @@ static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint
                        SHMS__SLOT_WORD(s->seq, SHMS_EWORKERLOST, flags, SHMS__SLOT_SETTLED))) {
       if (w & SHMS__SLOT_COLLECTED) /* its client is gone too */
         shms__slot_free(k, i);
-      return;
+      return SHMS__NEXT_NONE;
     }
   }
+  return SHMS__NEXT_NONE;
 }
 
 /* A job granted to a gone worker never ran: it goes back to the queue, whatever its options. */
@@ -88,14 +86,14 @@ static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
   return 0;
 }
 
-void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, uint32_t worker,
-                         int contained) {
+enum shms__next shms__workcell_gone(const struct shms__cls *k, uint32_t c, uint32_t worker,
+                                    int contained) {
   struct shms__cell *cell = &k->cells[c];
   /* Bounded: what a dead process left half done here is recovery's, and recovery waits for us. */
   for (int tries = 0; tries < 10000; tries++) {
     uint64_t w = shms__load_64(&cell->word);
     if (shms__load_32(&cell->worker) != worker)
-      return;
+      return SHMS__NEXT_NONE;
     switch (SHMS__CELL_STATE(w)) {
     case SHMS__CELL_AVAILABLE: /* idle: take its free count with it */
       if (shms__fast_reserve(k, SHMS__TAKE_ANY) != SHMS__RESERVE_TAKEN) {
@@ -104,7 +102,7 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
       }
       if (shms__cell_offline(k, c, w, SHMS__CELL_OFFLINE)) {
         shms__store_32(&cell->worker, 0);
-        return;
+        return SHMS__NEXT_NONE;
       }
       shms__fast_put(k, c);
       continue;
@@ -117,30 +115,35 @@ void shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c, 
       while (!shms__cell_offline(k, c, shms__load_64(&cell->word), SHMS__CELL_OFFLINE))
         ;
       shms__store_32(&cell->worker, 0);
-      shms__kick(h, k);
-      return;
+      return SHMS__NEXT_KICK;
     }
     case SHMS__CELL_LEASED: { /* mid-job: the job is lost, the cell's state unknown */
       uint32_t slot = shms__load_32(&cell->slot);
+      enum shms__next next = SHMS__NEXT_NONE;
       if (slot >= 1 && slot <= k->nslots)
-        job_lost(h, k, slot - 1, c, contained);
-      shms__quarantine_and_check(h, k, c, w, SHMS_EWORKERLOST);
-      return;
+        next = job_lost(k, slot - 1, c, contained);
+      /* The kick for a job queued again comes after the quarantine now, not before: this cell
+       * was LEASED, never grantable, so a pass grants the same either way. */
+      if (shms__cell_quarantine(k, c, w, SHMS_EWORKERLOST))
+        next |= SHMS__NEXT_CHECK_QUARANTINED;
+      return next;
     }
     default:
-      return;
+      return SHMS__NEXT_NONE;
     }
   }
+  return SHMS__NEXT_NONE;
 }
 
-void shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c) {
+enum shms__next shms__workcell_check(struct shms *h, const struct shms__cls *k, uint32_t c) {
   uint32_t worker = shms__load_32(&k->cells[c].worker);
   if (worker == 0 || !shms__owner_dead(h, worker))
-    return;
+    return SHMS__NEXT_NONE;
   /* Its job's command dies before the job is declared lost or queued again; outside any
    * operation, since that may take a moment. */
   int contained = shms__proc_kill_command(h, h->fd, worker) == SHMS_OK;
   shms__op_enter(h, k);
-  shms__workcell_gone(h, k, c, worker, contained);
+  enum shms__next next = shms__workcell_gone(k, c, worker, contained);
   shms__op_leave(h, k);
+  return next;
 }

@@ -261,7 +261,8 @@ START_TEST(a_slot_reaped_and_reused_sends_the_recovery_to_a_scan) {
   const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
   shms__op_enter(h, k);
   ck_assert_int_eq(
-      shms__slot_settle(h, k, t[1].slot, t[1].seq, 1u << SHMS__SLOT_QUEUED, SHMS_EOWNERLOST), 1);
+      shms__settle_and_kick(h, k, t[1].slot, t[1].seq, 1u << SHMS__SLOT_QUEUED, SHMS_EOWNERLOST),
+      1);
   shms__slot_collect(k, t[1].slot);
   shms__op_leave(h, k);
   shms_ticket mine;

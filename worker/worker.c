@@ -20,6 +20,14 @@ struct shms_worker {
   uint32_t cell;
 };
 
+/* Bind a free cell to this worker: counted free, so a queued job may be granted to it now. */
+static int bind_op(struct shms *h, const struct shms__cls *k, uint32_t *cell) {
+  int rc = shms__workcell_bind(k, h->owner, cell);
+  if (rc == SHMS_OK)
+    shms__kick(h, k);
+  return rc;
+}
+
 int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out) {
   struct shms__cls *k = NULL;
   int rc = shms__check_class(h, c, &k);
@@ -34,7 +42,7 @@ int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out) {
   if (w == NULL)
     return shms__fail(SHMS_ENOMEM, "cannot allocate a worker");
   *w = (struct shms_worker){.h = h, .k = k};
-  if (SHMS__OP(h, k, shms__workcell_bind(h, k, h->owner, &w->cell)) != SHMS_OK) {
+  if (SHMS__OP(h, k, bind_op(h, k, &w->cell)) != SHMS_OK) {
     free(w);
     return shms__fail(SHMS_EBUSY,
                       "class %s: all %u cells already have a worker (or are "
@@ -120,7 +128,7 @@ static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) 
                : shms__segment_state(h) != SHMS_SEG_ACTIVE          ? SHMS_ESHUTDOWN
                                                                     : 0;
   if (reason != 0) {
-    if (shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_GRANTED, reason) &&
+    if (shms__settle_and_kick(h, k, i, seq, 1u << SHMS__SLOT_GRANTED, reason) &&
         reason == SHMS_EOWNERLOST)
       shms__slot_collect(k, i); /* nobody is left to take the outcome */
     return 0;
@@ -295,7 +303,8 @@ int shms_worker_close(shms_worker_t *w) {
     return shms__fail(SHMS_EINVAL, "worker is NULL");
   int rc = shms__handle_check_member(w->h);
   if (rc == SHMS_OK)
-    SHMS__OP_VOID(w->h, w->k, shms__workcell_gone(w->h, w->k, w->cell, w->h->owner, 1));
+    SHMS__OP_VOID(w->h, w->k,
+                  shms__follow(w->h, w->k, shms__workcell_gone(w->k, w->cell, w->h->owner, 1)));
   free(w);
   return rc;
 }
