@@ -58,7 +58,11 @@ static uint32_t *thread_mark(struct shms *h) {
   return NULL; /* more segments than the cache holds: counting will do (the mark stays unused) */
 }
 
-/* Wait while k is frozen; if its freezer died, finish its job (recovery is idempotent). */
+/*
+ * Wait while k is frozen; if its freezer died, finish its job (recovery is idempotent) with the
+ * handle's h->finish: recovery lies above every operation it waits out, so the layer above
+ * hands it down at attach (shm/handle.h) instead of this file calling up into it.
+ */
 static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
   uint32_t orphaned = 0;
   for (uint32_t spins = 0; shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN; spins++) {
@@ -71,7 +75,8 @@ static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
       orphaned = orphan ? orphaned + 1 : 0;
       if (orphaned >= 2 || (freezer != 0 && shms__owner_dead(h, freezer))) {
         orphaned = 0;
-        shms__recover_class(h, k);
+        SHMS__ASSERT(h->finish != NULL); /* only members enter operations */
+        h->finish(h, k);
         continue;
       }
     }

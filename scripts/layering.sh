@@ -86,6 +86,11 @@ if [ -n "$gone" ]; then
   fail=1
 fi
 if [ "$fail" = 0 ]; then
-  echo "layering: every edge goes down but the $(echo "$listed" | sed '/^$/d' | wc -l) listed in $allow"
+  n=$(echo "$listed" | sed '/^$/d' | wc -l)
+  if [ "$n" = 0 ]; then
+    echo "layering: every edge goes down"
+  else
+    echo "layering: every edge goes down but the $n listed in $allow"
+  fi
 fi
 exit "$fail"

@@ -10,6 +10,15 @@
 #include "layout.h"
 
 struct shms__file; /* this process's one registration per segment file (segment.c) */
+struct shms;
+
+/*
+ * What an operation that finds class k frozen by a dead freezer (or held frozen by nobody) runs
+ * to finish that recovery before it goes on (core/quiesce.c). The layer above supplies it at
+ * attach (client/attach.c: core/repair.c's shms__recover_class), as it supplies at detach what a
+ * leaving process settles: the segment and quiescence lie below the recovery they trigger.
+ */
+typedef void shms__finish_fn(struct shms *h, const struct shms__cls *k);
 
 /* A thread of this process asleep in a wait of a handle (client/interrupt.c): the futex word it
  * sleeps on and the bit of it that says it sleeps. On the sleeper's stack. */
@@ -43,6 +52,7 @@ struct shms {
   uint32_t interrupted;
   pthread_mutex_t sleepers_lock;
   struct shms__sleeper *sleepers;
+  shms__finish_fn *finish; /* NULL only for admin handles, which never enter an operation */
 };
 
 /* Internal attach flag: writable mapping without registering (destroy, repair tools). */
@@ -56,6 +66,11 @@ int shms__handle_check(const struct shms *h);
  * `self` to the liveness checks of proc.h.
  */
 uint32_t shms__self_index(const struct shms *h);
+
+/* shms_attach below the scheduler: the handle's operations finish a dead freezer's recovery with
+ * finish (NULL for a handle that never enters an operation: observers, admin handles). */
+int shms__segment_attach(const char *name, unsigned flags, shms__finish_fn *finish,
+                         struct shms **out);
 
 /*
  * What a process leaving the segment must settle of its own (the layer above supplies it: the

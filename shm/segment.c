@@ -299,7 +299,8 @@ static pid_t current_pid(void) {
   return self_pid;
 }
 
-int shms_attach(const char *name, unsigned flags, shms_t **out) {
+int shms__segment_attach(const char *name, unsigned flags, shms__finish_fn *finish,
+                         struct shms **out) {
   int rc = shms_name_check(name);
   if (rc != SHMS_OK)
     return rc;
@@ -310,6 +311,7 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
     return shms__fail(SHMS_ENOMEM, "cannot allocate a handle");
   h->flags = flags;
   h->pid = current_pid();
+  h->finish = finish;
   pthread_mutex_init(&h->sleepers_lock, NULL);
   pthread_mutex_lock(&registry_lock);
   registry_after_fork();
@@ -454,7 +456,7 @@ int shms_destroy(const char *name, unsigned flags) {
   char shm_name[SHMS_NAME_MAX + 2];
   snprintf(shm_name, sizeof shm_name, "/%s", name);
   shms_t *h;
-  rc = shms_attach(name, SHMS__ATTACH_ADMIN, &h);
+  rc = shms__segment_attach(name, SHMS__ATTACH_ADMIN, NULL, &h);
   if (rc == SHMS_EINCOMPAT)
     return destroy_invalid(name, flags);
   if (rc != SHMS_OK)

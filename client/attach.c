@@ -1,0 +1,7 @@
+/* shms_attach: the segment layer's attach, with the scheduler's recovery of a class whose
+ * freezer died, which this handle's operations run when they find one (core/quiesce.c). */
+#include "client.h"
+
+int shms_attach(const char *name, unsigned flags, shms_t **out) {
+  return shms__segment_attach(name, flags, shms__recover_class, out);
+}
