@@ -65,6 +65,32 @@ void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t 
     shms__kick(h, k);
 }
 
+/*
+ * Answer what the dispatcher's side asked of the waiter of queued request i (word w): HELP,
+ * carry on its work (shms__help: one kick); LATE, its grant was revoked while the waiter was
+ * away (stopped, descheduled): back into line at its old place (shms__revoke_unpark). Returns 1
+ * if it answered one (the caller reads the word again), 0 if neither is set. Both wait loops
+ * (the enqueue's, for indexing, and shms_wait's) answer them here.
+ *
+ * Both flags can be set at once (a hand-off picks a LATE request whose attention bit a
+ * recovery raised again), and the order of the answers does not matter, though the two loops
+ * once answered them in opposite orders: each answer is one CAS on the slot word that clears
+ * its own flag and keeps the other, then a kick; neither needs the other's first; and the
+ * caller reads the word again after each, so the other is answered on its next turn, before it
+ * can sleep (a sleep compares the word it read, with the flag still set, and returns at once).
+ */
+static int answer_flags(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
+  if (w & SHMS__SLOT_HELP) {
+    shms__help(h, k, i, w);
+    return 1;
+  }
+  if (w & SHMS__SLOT_LATE) {
+    SHMS__OP_VOID(h, k, shms__follow(h, k, shms__revoke_unpark(k, i, w)));
+    return 1;
+  }
+  return 0;
+}
+
 /* Settle our own fresh request if a drain or total quarantine raced its publication. */
 static void recheck_after_publish(struct shms *h, const struct shms__cls *k, uint32_t i,
                                   uint64_t seq) {
@@ -147,11 +173,9 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
       break;
     if (st == SHMS__SLOT_SETTLED)
       return refused(h, k, i, SHMS__SLOT_REASON(w));
-    if (w & SHMS__SLOT_LATE) /* granted and revoked before we looked: back into line */
-      SHMS__OP_VOID(h, k, shms__follow(h, k, shms__revoke_unpark(k, i, w)));
-    else if (w & SHMS__SLOT_HELP)
-      shms__help(h, k, i, w);
-    else if (shms__sleep_on(h, k, i, w, 0))
+    if (answer_flags(h, k, i, w)) /* LATE: granted and revoked before we looked */
+      continue;
+    if (shms__sleep_on(h, k, i, w, 0))
       shms__poll_checks(h, k, i, seq);
     else
       shms__kick(h, k);
@@ -206,25 +230,21 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   return SHMS_OK;
 }
 
-/* The request is still queued: act on help requests and deadlines, or sleep. */
+/*
+ * The request is still queued: expire it, answer the dispatcher's flags, or sleep. The deadline
+ * comes first: a request past it ends so whatever the flags say, and its settle kicks as HELP's
+ * answer would (the settle clears HELP; LATE means nothing on a settled request).
+ */
 static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
                        uint64_t until_real, uint64_t timeout_ns) {
   struct shms__slot *s = shms__slot_at(k, i);
-  if (w & SHMS__SLOT_HELP) {
-    shms__help(h, k, i, w);
-    return SHMS_OK;
-  }
   uint64_t now = shms__now_ns(), real = shms__real_now_ns();
   if (s->deadline_ns != 0 && now >= s->deadline_ns) {
     SHMS__OP(h, k, shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
     return SHMS_OK;
   }
-  if (w & SHMS__SLOT_LATE) {
-    /* Our grant was revoked while we were away (stopped, descheduled): back into line, at
-     * our old place. */
-    SHMS__OP_VOID(h, k, shms__follow(h, k, shms__revoke_unpark(k, i, w)));
+  if (answer_flags(h, k, i, w))
     return SHMS_OK;
-  }
   /* A grant due for revocation while no cell is free is revoked by whoever waits for a cell;
    * else we sleep no later than the oldest grant's due time. */
   uint64_t due;
