@@ -12,6 +12,7 @@
 #include "../shm/cgroup.h"
 #include "../shm/error.h"
 #include "../shm/proc.h"
+#include "../shm/procfs.h"
 #include "client.h"
 
 int shms_command_cgroup(shms_t *h, char *path, size_t cap) {

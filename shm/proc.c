@@ -2,13 +2,10 @@
 #include "proc.h"
 
 #include <ck_pr.h>
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,31 +14,7 @@
 #include "cgroup.h"
 #include "crashpoint.h"
 #include "error.h"
-
-uint64_t shms__proc_start_time(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  /* The command name (field 2) may hold spaces and parentheses: count from the last ')'. */
-  char *p = strrchr(buf, ')');
-  if (p == NULL)
-    return 0;
-  unsigned long long start = 0;
-  /* After ')': field 3 (state) ... field 22 (starttime) is the 20th. The return value is
-   * checked; an out-of-range start time only fails to name the owner, never to judge it. */
-  if (sscanf(p + 1, // NOLINT(cert-err34-c)
-             " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-             &start) != 1)
-    return 0;
-  return start;
-}
+#include "procfs.h"
 
 static off_t lock_offset(const struct shms *h, uint32_t index) {
   return (off_t)(h->layout.procs_off + (uint64_t)index * sizeof(struct shms__proc));
@@ -250,36 +223,24 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* 1 if a process of group pgid is alive (a zombie is not: it runs nothing), from /proc. */
+struct group {
+  pid_t pgid;
+  int found;
+};
+
+/* Stops the walk at a live process of the group (a zombie is not: it runs nothing). */
+static int of_group(const struct shms__proc_stat *st, void *ctx) {
+  struct group *g = ctx;
+  g->found = st->pgrp == g->pgid && st->state != 'Z' && st->state != 'X';
+  return g->found;
+}
+
+/* 1 if a process of group pgid is alive, from /proc. */
 static int group_alive(pid_t pgid) {
-  DIR *d = opendir("/proc");
-  if (d == NULL)
+  struct group g = {pgid, 0};
+  if (shms__proc_scan(of_group, &g) != 0)
     return 1; /* cannot tell: assume it is */
-  int found = 0;
-  struct dirent *e;
-  while (!found && (e = readdir(d)) != NULL) {
-    if (!isdigit((unsigned char)e->d_name[0]))
-      continue;
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      continue;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-      continue;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'), state;
-    int ppid, pgrp;
-    /* After the command name: state, ppid, pgrp. */
-    if (p != NULL &&
-        sscanf(p + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && // NOLINT(cert-err34-c)
-        pgrp == (int)pgid && state != 'Z' && state != 'X')
-      found = 1;
-  }
-  closedir(d);
-  return found;
+  return g.found;
 }
 
 /*

@@ -25,9 +25,6 @@
 #include "handle.h"
 #include "layout.h"
 
-/* Start time of pid (field 22 of /proc/PID/stat), 0 if it cannot be read. */
-uint64_t shms__proc_start_time(pid_t pid);
-
 /*
  * The table's geometry is h->layout's, computed from the validated
  * configuration: a header changed under an attached process cannot move it.

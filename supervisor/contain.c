@@ -1,6 +1,6 @@
 /* Running one command contained: its group, cgroup, terminal and whole tree (contain.h). */
 #include "contain.h"
-#include "proc_scan.h"
+#include "../shm/procfs.h"
 
 #include "sigbus.h"
 
@@ -73,7 +73,7 @@ struct child_signal {
 };
 
 /* A child of ours cannot be reused before we reap it: its pid is safe to signal. */
-static int signal_if_child(const struct proc_stat *st, void *ctx) {
+static int signal_if_child(const struct shms__proc_stat *st, void *ctx) {
   const struct child_signal *cs = ctx;
   if (st->ppid == cs->self && st->state != 'Z')
     kill(st->pid, cs->sig);
@@ -83,7 +83,7 @@ static int signal_if_child(const struct proc_stat *st, void *ctx) {
 /* sig to every child of ours: the leader, and the orphans of its tree that came to us. */
 static void signal_children(int sig) {
   struct child_signal cs = {getpid(), sig};
-  proc_scan(signal_if_child, &cs);
+  shms__proc_scan(signal_if_child, &cs);
 }
 
 /* sig to every process in our cgroup, one by one (cgroup v2 signals only SIGKILL at once). */

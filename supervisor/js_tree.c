@@ -1,6 +1,6 @@
 /* Counting the tasks below a process, from /proc (js_tree.h). */
 #include "js_tree.h"
-#include "proc_scan.h"
+#include "../shm/procfs.h"
 
 #include <stdlib.h>
 
@@ -21,7 +21,7 @@ struct rows {
 };
 
 /* One process into the rows; stops the walk (with no rows left) when memory runs out. */
-static int add_row(const struct proc_stat *st, void *ctx) {
+static int add_row(const struct shms__proc_stat *st, void *ctx) {
   struct rows *r = ctx;
   if (r->n == r->cap) {
     size_t cap = r->cap ? 2 * r->cap : 256;
@@ -42,7 +42,7 @@ static int add_row(const struct proc_stat *st, void *ctx) {
 /* The rows of every process now; *n of them. NULL when /proc cannot be read, or no memory. */
 static struct proc_row *read_rows(size_t *n) {
   struct rows r = {NULL, 0, 0};
-  if (proc_scan(add_row, &r) != 0) {
+  if (shms__proc_scan(add_row, &r) != 0) {
     free(r.row);
     return NULL;
   }

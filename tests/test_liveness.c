@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "shm/handle.h"
 #include "shm/proc.h"
+#include "shm/procfs.h"
 
 /* A child that does something, reports a number (UINT32_MAX: it failed), and holds on until
  * told to go, then exits without detaching: a crash as far as the segment can tell. */
