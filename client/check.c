@@ -88,8 +88,13 @@ int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *result,
   return SHMS_OK;
 }
 
-int shms__ticket_live(const struct shms *h, const struct shms__slot *s, uint64_t w,
-                      const shms_ticket *t, const char *what) {
+uint64_t shms__wait_end(uint64_t timeout_ns) {
+  return timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
+}
+
+int shms__ticket_live(const struct shms *h, const struct shms__slot *s, const shms_ticket *t,
+                      const char *what, uint64_t *wp) {
+  uint64_t w = *wp = shms__load_64(&s->word);
   uint32_t st = SHMS__SLOT_STATE(w);
   if (SHMS__SLOT_SEQ(w) != (uint32_t)t->seq || shms__load_64(&s->seq) != t->seq ||
       st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))

@@ -44,11 +44,14 @@ int shms__check_ticket(struct shms *h, const shms_ticket *t, const void *out, co
  */
 int shms__not_ours(void);
 /*
- * Whether the slot word w of s still holds the ticket's live request (what: "request", "job"),
- * and the request is ours to wait for: SHMS_OK, or SHMS_ENOTFOUND / SHMS_EINVAL with a detail.
+ * Each turn of a wait for a ticket: read the slot word of s into *w, and whether it still holds
+ * the ticket's live request (what: "request", "job") and the request is ours to wait for:
+ * SHMS_OK, or SHMS_ENOTFOUND / SHMS_EINVAL with a detail.
  */
-int shms__ticket_live(const struct shms *h, const struct shms__slot *s, uint64_t w,
-                      const shms_ticket *t, const char *what);
+int shms__ticket_live(const struct shms *h, const struct shms__slot *s, const shms_ticket *t,
+                      const char *what, uint64_t *w);
+/* When (real clock) a wait of timeout_ns ends: 0 for UINT64_MAX, no end. */
+uint64_t shms__wait_end(uint64_t timeout_ns);
 /* The prologue of a call naming a class: the handle attached as a member, class c configured. */
 int shms__check_class(struct shms *h, shms_class_t c, struct shms__cls **k);
 /* The segment's state (shms_segment_state_t). */

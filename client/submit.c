@@ -93,12 +93,11 @@ int shms_wait_started(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns)
   if (rc != SHMS_OK)
     return rc;
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
+  uint64_t until_real = shms__wait_end(timeout_ns), w;
   for (;;) {
-    uint64_t w = shms__load_64(&s->word);
-    uint32_t st = SHMS__SLOT_STATE(w);
-    if ((rc = shms__ticket_live(h, s, w, ticket, "job")) != SHMS_OK)
+    if ((rc = shms__ticket_live(h, s, ticket, "job", &w)) != SHMS_OK)
       return rc;
+    uint32_t st = SHMS__SLOT_STATE(w);
     if (st == SHMS__SLOT_RUNNING)
       return SHMS_OK;
     if (st == SHMS__SLOT_SETTLED) { /* left for shms_wait_result to collect */
@@ -129,12 +128,11 @@ int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, 
     return shms__fail(SHMS_EINVAL, "buf is NULL");
   memset(out, 0, sizeof *out);
   struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
+  uint64_t until_real = shms__wait_end(timeout_ns), w;
   for (;;) {
-    uint64_t w = shms__load_64(&s->word);
-    uint32_t st = SHMS__SLOT_STATE(w);
-    if ((rc = shms__ticket_live(h, s, w, ticket, "job")) != SHMS_OK)
+    if ((rc = shms__ticket_live(h, s, ticket, "job", &w)) != SHMS_OK)
       return rc;
+    uint32_t st = SHMS__SLOT_STATE(w);
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       if (reason == SHMS_OK)

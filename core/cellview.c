@@ -13,15 +13,9 @@
 
 /* The pid of owner id owner while its entry is still that owner's, and whether it lives. */
 static int32_t holder(const struct shms *h, uint32_t owner, int *alive) {
-  uint32_t i = SHMS__OWNER_INDEX(owner);
-  *alive = 0;
-  if (owner == 0 || i >= h->layout.procs_count)
-    return 0;
-  const struct shms__proc *p = shms__proc_at(h, i);
-  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
-    return 0;
-  *alive = !shms__owner_dead(h, owner);
-  return (int32_t)shms__load_32((uint32_t *)&p->pid);
+  int32_t pid = 0;
+  *alive = shms__owner_entry(h, owner, &pid) && !shms__owner_dead(h, owner);
+  return pid;
 }
 
 static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t c,

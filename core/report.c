@@ -60,17 +60,6 @@ static uint32_t *total(shms_recovery *r, uint32_t kind) {
   }
 }
 
-/* The pid an owner id's entry names, while the entry is still that owner's. */
-static int32_t owner_pid(const struct shms *h, uint32_t owner) {
-  uint32_t i = SHMS__OWNER_INDEX(owner);
-  if (owner == 0 || i >= h->layout.procs_count)
-    return 0;
-  const struct shms__proc *p = shms__proc_at(h, i);
-  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
-    return 0;
-  return (int32_t)shms__load_32((uint32_t *)&p->pid);
-}
-
 /*
  * The tenant an item names: the one given with it; else its request's; else, for a lease or a
  * grant, the one its cell recorded when it started (shms__cell_start). Never the name an idle
@@ -106,7 +95,7 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   ev.cell = it.k != NULL && it.cell_ref >= 1 && it.cell_ref <= it.k->ncells
                 ? (int32_t)it.cell_ref - 1
                 : -1;
-  ev.pid = owner_pid(rep->h, it.owner);
+  shms__owner_entry(rep->h, it.owner, &ev.pid); /* 0 (memset) once the entry is another's */
   ev.reason = it.reason;
   if (it.k != NULL) {
     tenant_of(kind, &it, ev.tenant);

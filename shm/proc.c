@@ -61,6 +61,17 @@ int shms__owner_dead(const struct shms *h, uint32_t owner) {
   return shms__owner_alive(h, h->fd, owner, h->self == UINT32_MAX ? 0 : h->owner) == 0;
 }
 
+int shms__owner_entry(const struct shms *h, uint32_t owner, int32_t *pid) {
+  uint32_t i = SHMS__OWNER_INDEX(owner);
+  if (owner == 0 || i >= h->layout.procs_count)
+    return 0;
+  const struct shms__proc *p = shms__proc_at(h, i);
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+    return 0;
+  *pid = (int32_t)shms__load_32((uint32_t *)&p->pid);
+  return 1;
+}
+
 static uint64_t realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -60,6 +60,9 @@ int shms__owner_alive(const struct shms *h, int fd, uint32_t owner, uint32_t sel
 /* Whether owner id names a process that is gone (its lock is free or its entry reused), asked
  * through h (our own owner id counts as alive). */
 int shms__owner_dead(const struct shms *h, uint32_t owner);
+/* Whether owner's entry is still owner's (its generation has not moved on since), and then the
+ * pid it names in *pid: what observers show of a holder. */
+int shms__owner_entry(const struct shms *h, uint32_t owner, int32_t *pid);
 
 /*
  * Free entry index if its owner is dead: take its lock (so nobody claims it

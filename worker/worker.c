@@ -180,7 +180,7 @@ int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
   int rc = shms__handle_check_member(w->h);
   if (rc != SHMS_OK)
     return rc;
-  uint64_t until_real = timeout_ns == UINT64_MAX ? 0 : shms__real_now_ns() + timeout_ns;
+  uint64_t until_real = shms__wait_end(timeout_ns);
   for (;;) {
     uint64_t cw = shms__load_64(&cell_of(w)->word);
     if ((rc = still_bound(w, cw)) != SHMS_OK)
