@@ -104,6 +104,41 @@ START_TEST(a_late_grant_goes_to_the_next_request_and_the_late_one_keeps_its_plac
 }
 END_TEST
 
+/*
+ * A late request the dispatcher also asked to help (a hand-off can pick a parked request whose
+ * attention bit a recovery raised again): its waiter answers both flags, in whichever order,
+ * before it sleeps, and the request is back in line at its old place.
+ */
+START_TEST(a_late_request_asked_to_help_answers_both) {
+  clock_install();
+  const char *name;
+  shms_t *h = open_class(&name, 1, SEC);
+  shms_ticket late = sched_enqueue(h, "t", 0, 0);
+  clock_advance(SEC);
+  shms_ticket next = sched_enqueue(h, "t", 0, 0); /* its kick revokes late's grant */
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  uint64_t w = slot_word(h, &late);
+  ck_assert(w & SHMS__SLOT_LATE);
+  ck_assert(shms__slot_flag(k, late.slot, &w, SHMS__SLOT_HELP));
+  shms_lease ln, ll;
+  ck_assert_shms_ok(shms_wait(h, &next, 0, &ln));
+  shms_ticket third = sched_enqueue(h, "t", 0, 0);
+  ck_assert_shms_err(shms_wait(h, &late, 0, &ll), SHMS_ETIMEDOUT, "still queued");
+  w = slot_word(h, &late);
+  ck_assert_msg(!(w & (SHMS__SLOT_LATE | SHMS__SLOT_HELP)), "flags left: %#llx",
+                (unsigned long long)w);
+  ck_assert(w & SHMS__SLOT_INDEXED);
+  ck_assert_shms_ok(shms_release(h, &ln));
+  ck_assert_shms_ok(shms_wait(h, &late, 0, &ll)); /* ahead of the request that came after it */
+  ck_assert_shms_ok(shms_release(h, &ll));
+  shms_lease lt;
+  ck_assert_shms_ok(shms_wait(h, &third, 0, &lt));
+  ck_assert_shms_ok(shms_release(h, &lt));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(a_late_request_can_be_cancelled_and_expires_on_return) {
   clock_install();
   const char *name;
@@ -211,6 +246,7 @@ int main(void) {
   TCase *tc = harness_tcase("revocation");
   tcase_add_test(tc, a_grant_accepted_in_time_is_never_revoked);
   tcase_add_test(tc, a_late_grant_goes_to_the_next_request_and_the_late_one_keeps_its_place);
+  tcase_add_test(tc, a_late_request_asked_to_help_answers_both);
   tcase_add_test(tc, a_late_request_can_be_cancelled_and_expires_on_return);
   tcase_add_test(tc, a_stopped_waiters_grant_goes_to_the_next_and_it_is_served_later);
   suite_add_tcase(s, tc);
