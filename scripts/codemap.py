@@ -7,7 +7,8 @@ Every file git tracks must be named in the map, and every path the map names mus
 table's first column a path with a slash names a file and sets the directory for the bare names
 after it (`shm/proc.c`, `proc.h`); a path ending in "/" names a directory whose files the second
 column names, each by its path below that directory or by its last component (a name ending in
-"/" there covers a whole subdirectory). Exits 1 and lists what does not match.
+"/" there covers a whole subdirectory). Exits 1 and lists what does not match; 77 (skipped)
+outside a git checkout.
 """
 import fnmatch
 import os
@@ -18,8 +19,11 @@ import sys
 os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 doc = open("docs/architecture.md", encoding="utf-8").read()
 section = doc[doc.index("## Where the code is"):doc.index("## Layers")]
-files = subprocess.run(["git", "ls-files"], check=True, capture_output=True,
-                       text=True).stdout.split()
+listing = subprocess.run(["git", "ls-files"], capture_output=True, text=True, check=False)
+if listing.returncode != 0:
+    print("codemap: not a git checkout (the tree is what git tracks): skipped", file=sys.stderr)
+    sys.exit(77)
+files = listing.stdout.split()
 dirs = {f[:i + 1] for f in files for i, c in enumerate(f) if c == "/"}
 
 patterns, unknown = [], []
