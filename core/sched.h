@@ -220,6 +220,9 @@ int shms__slot_complete(const struct shms__cls *k, uint32_t i, uint64_t seq, uin
                         int dropped);
 /* Set COLLECTED on slot i; returns the word before. */
 uint64_t shms__slot_set_collected(const struct shms__cls *k, uint32_t i);
+/* Count a request refused or ended with reason (neither cancelled nor expired) in `rejected`
+ * and its reason's counter. */
+void shms__count_rejected(const struct shms__cls *k, int reason);
 /*
  * Settle request i (sequence seq) with reason if its state is in from_mask
  * (1 << SHMS__SLOT_QUEUED and/or 1 << SHMS__SLOT_GRANTED): QUEUED leaves the
