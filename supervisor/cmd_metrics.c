@@ -57,11 +57,10 @@ static const char help[] =
     "      --interval 15s\n"
     "  shmsched metrics jobs --listen 127.0.0.1:9464\n";
 
-static volatile sig_atomic_t stopping;
-
-static void on_stop(int sig) {
-  (void)sig;
-  stopping = 1;
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Write buf to path through path.tmp.PID and a rename. Returns an exit code. */
@@ -113,18 +112,23 @@ static int once(const struct metrics_opts *o, const char *textfile) {
   return code != CLI_EXIT_OK ? code : down > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
-/* --interval: write the textfile every interval_ns until a signal. */
+/* --interval: write the textfile every interval_ns until SIGINT or SIGTERM, waited for with
+ * sigtimedwait while blocked, so that one arriving at any moment ends the wait. */
 static int every(const struct metrics_opts *o, const char *textfile, uint64_t interval_ns) {
-  struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: nanosleep returns EINTR */
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
-  while (!stopping) {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop, NULL);
+  for (;;) {
     once(o, textfile); /* a failure is reported; the next round may succeed */
-    struct timespec ts = {(time_t)(interval_ns / 1000000000u), (long)(interval_ns % 1000000000u)};
-    while (!stopping && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-      ;
+    uint64_t due = now_ns() + interval_ns, now;
+    while ((now = now_ns()) < due) {
+      struct timespec ts = {(time_t)((due - now) / 1000000000u), (long)((due - now) % 1000000000u)};
+      if (sigtimedwait(&stop, NULL, &ts) >= 0)
+        return CLI_EXIT_OK;
+    }
   }
-  return CLI_EXIT_OK;
 }
 
 struct args {

@@ -226,18 +226,23 @@ static void accept_all(int lfd, struct conn *conns, uint64_t timeout_ns) {
   }
 }
 
-/* poll(2)'s timeout: until the earliest deadline, in ms (rounded up), -1 if none. */
-static int poll_timeout(const struct conn *conns, uint64_t now) {
+/* ppoll(2)'s timeout: until the earliest deadline; NULL if none. */
+static struct timespec *poll_timeout(const struct conn *conns, uint64_t now, struct timespec *ts) {
   uint64_t first = UINT64_MAX;
   for (int i = 0; i < CONNS_MAX; i++)
     if (conns[i].fd >= 0 && conns[i].deadline_ns < first)
       first = conns[i].deadline_ns;
   if (first == UINT64_MAX)
-    return -1;
-  return first <= now ? 0 : (int)((first - now + 999999) / 1000000);
+    return NULL;
+  uint64_t wait = first <= now ? 0 : first - now;
+  *ts = (struct timespec){(time_t)(wait / 1000000000u), (long)(wait % 1000000000u)};
+  return ts;
 }
 
-static void serve(int lfd, struct conn *conns, uint64_t timeout_ns, const struct metrics_opts *o) {
+/* The stop signals are blocked but inside ppoll, which unblocks them (waking) atomically: a
+ * signal between the check of `stopping` and the wait cannot be lost. */
+static void serve(int lfd, struct conn *conns, uint64_t timeout_ns, const struct metrics_opts *o,
+                  const sigset_t *waitmask) {
   struct pollfd pfd[CONNS_MAX + 1];
   int who[CONNS_MAX + 1];
   while (!stopping) {
@@ -254,7 +259,8 @@ static void serve(int lfd, struct conn *conns, uint64_t timeout_ns, const struct
       who[n] = i;
       pfd[n++] = (struct pollfd){.fd = conns[i].fd, .events = conns[i].out ? POLLOUT : POLLIN};
     }
-    int rc = poll(pfd, (nfds_t)n, poll_timeout(conns, now));
+    struct timespec ts;
+    int rc = ppoll(pfd, (nfds_t)n, poll_timeout(conns, now, &ts), waitmask);
     if (rc <= 0)
       continue; /* a deadline, or a signal (stopping is checked at the top) */
     for (int k = 1; k < n; k++) {
@@ -283,13 +289,18 @@ int metrics_serve(const char *addr, uint64_t timeout_ns, const struct metrics_op
   }
   for (int i = 0; i < CONNS_MAX; i++)
     conns[i].fd = -1;
-  struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: poll returns EINTR */
+  sigset_t stop, waitmask;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  sigprocmask(SIG_BLOCK, &stop, &waitmask);
+  struct sigaction sa = {.sa_handler = on_stop};
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
   printf("listening on %s\n", bound);
   fflush(stdout);
-  serve(lfd, conns, timeout_ns, o);
+  serve(lfd, conns, timeout_ns, o, &waitmask);
   for (int i = 0; i < CONNS_MAX; i++)
     if (conns[i].fd >= 0)
       drop(&conns[i]);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -361,6 +362,20 @@ START_TEST(metrics_textfile) {
   int rc = tool((const char *const[]){"sh", "-c", "ls \"$0\"", cli_dir(), NULL}, NULL);
   ck_assert_int_eq(rc, 0);
   ck_assert_msg(strstr(tout, ".tmp") == NULL, "a temporary file was left: %s", tout);
+  /* --interval: written at once (a rename into the directory, which inotify reports), then again
+   * every hour, until SIGTERM ends the wait at once. */
+  ck_assert_int_eq(unlink(path), 0);
+  int in = inotify_init1(IN_CLOEXEC);
+  ck_assert(in >= 0 && inotify_add_watch(in, cli_dir(), IN_MOVED_TO) >= 0);
+  struct cli_proc every;
+  CLI_SPAWN(&every, "metrics", name, "--textfile", path, "--interval", "1h");
+  char ev[sizeof(struct inotify_event) + 256];
+  ck_assert(read(in, ev, sizeof ev) > 0);
+  ck_assert_str_eq(((struct inotify_event *)ev)->name, "shmsched.prom");
+  close(in);
+  assert_promtool(path);
+  ck_assert_int_eq(kill(every.pid, SIGTERM), 0);
+  ck_assert_int_eq(finish(&every), 0);
   snprintf(bad, sizeof bad, "%s/no-such-dir/shmsched.prom", cli_dir());
   ck_assert_int_eq(CLI("metrics", name, "--textfile", bad), 1);
   ck_assert_msg(strncmp(err, "shmsched: system-error: metrics: cannot create ", 47) == 0, "%s",
