@@ -32,6 +32,7 @@ static const char top_help[] =
     "  supervise NAME         watch attached processes, recover what the dead leave\n"
     "  check NAME             audit every invariant; --repair recovers first\n"
     "  metrics NAME...        the Prometheus exposition: once, --textfile, --listen\n"
+    "  top NAME               a live view: classes, rates, waits, tenants\n"
     "  version                print the version\n"
     "  help [COMMAND]         show this help, or COMMAND's\n"
     "\n"
@@ -62,6 +63,7 @@ static const struct command commands[] = {
     {"drain", cmd_drain},   {"repair", cmd_repair},       {"version", cmd_version},
     {"submit", cmd_submit}, {"worker", cmd_worker},       {"supervise", cmd_supervise},
     {"check", cmd_check},   {"jobserver", cmd_jobserver}, {"metrics", cmd_metrics},
+    {"top", cmd_top},
 };
 
 static const struct command *find_command(const char *name) {
