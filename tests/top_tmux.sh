@@ -59,7 +59,7 @@ wait_screen() {
 # exit-empty off: the server outlives top's session, so that the wait for top-done below finds
 # it (and the signal, which tmux keeps for a later waiter) however late it comes.
 tmux -L "$sock" new-session -d -s top -x 150 -y 30 \
-  "'$B' top '$name' -d 100ms -c standard; tmux -L '$sock' wait-for -S top-done" \; \
+  "'$B' top '$name' -d 100ms -c standard 2>'$dir/top.err'; echo \$? >'$dir/top.status'; tmux -L '$sock' wait-for -S top-done" \; \
   set-option -g exit-empty off
 wait_screen '^shmsched top: '"$name"' +state active .* processes 4 +supervisor none' \
   '^standard +\[#{12}\] +2 +0 +0 +0 +0 +2/8 ' \
@@ -81,6 +81,7 @@ long=$(awk 'length($0) > 60' <<<"$screen")
 grep -q 'EXP/s' <<<"$screen" && fail "a column past the new width is still shown"
 tmux -L "$sock" send-keys -t top q
 timeout 30 tmux -L "$sock" wait-for top-done || fail "q did not end top"
+[ "$(cat "$dir/top.status")" = 0 ] || fail "top exited $(cat "$dir/top.status"): $(cat "$dir/top.err")"
 
 # Batch: plain frames, no escape byte; automatic on a pipe, and with TERM=dumb on a terminal.
 "$B" top "$name" -b -n 2 -d 50ms | cat >"$dir/batch"
