@@ -89,6 +89,7 @@ static void emit_segment(const struct status_view *v, const struct sink *s) {
   s->u64(s->ctx, "layout_version", v->info.layout_version);
   s->str(s->ctx, "state", state_name(v->info.state));
   s->u64(s->ctx, "live_processes", v->info.live_processes);
+  s->i64(s->ctx, "supervisor_pid", v->info.supervisor_pid); /* 0: none */
   s->u64(s->ctx, "max_processes", v->info.max_processes);
   s->u64(s->ctx, "max_tenants", v->cfg.max_tenants);
   s->u64(s->ctx, "starvation_after_ns", v->cfg.starvation_after_ns);

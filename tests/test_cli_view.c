@@ -74,7 +74,7 @@ START_TEST(tenants_with_a_full_process_table) {
   hold(&holder, name, "h");
   queue_run(&queued, name, "a", ticket);
   ck_assert_int_eq(CLI("status", name, "--tenants"), 0);
-  assert_has(out, "\nlive_processes: 2\n");
+  assert_has(out, "\nlive_processes: 2\nsupervisor_pid: 0\n");
   assert_has(out, "\ntenants: 1\n");
   assert_has(out, "\ntenant.a: queued=1 active=0 in_ring=yes granted=0 ");
   ck_assert_int_eq(CLI("status", name, "--tenants", "--json"), 0);
