@@ -130,7 +130,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   uint32_t i = 0;
   uint64_t seq;
   if ((rc = shms__slot_claim(k, &i, &seq)) != SHMS_OK) {
-    ck_pr_inc_64(&k->ctl->rejected);
+    shms__count_rejected(k, rc);
     return shms__fail(rc, "class %s: all %u request slots are in use", shms_class_name(k->id),
                       k->nslots);
   }

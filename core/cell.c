@@ -192,7 +192,9 @@ int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect
   if (!ck_pr_cas_64(&cell->word, expect, q))
     return 0;
   shms__store_32(&cell->reason, (uint32_t)reason);
+  shms__store_64(&cell->quarantined_unix_ns, shms__wall_now_ns());
   ck_pr_inc_32(&k->ctl->quarantined);
+  ck_pr_inc_64(&k->ctl->quarantines);
   shms__tenant_lease_ended(k, tenant);
   return 1;
 }

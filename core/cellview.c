@@ -4,6 +4,7 @@
  * fields are read around its state word and kept only if the word did not move meanwhile, so a
  * row is one cell's state at one instant (rows are not one instant together).
  */
+#include <ck_pr.h>
 #include <string.h>
 
 #include "../shm/atomic.h"
@@ -16,6 +17,20 @@ static int32_t holder(const struct shms *h, uint32_t owner, int *alive) {
   int32_t pid = 0;
   *alive = shms__owner_entry(h, owner, &pid) && !shms__owner_dead(h, owner);
   return pid;
+}
+
+/* The ticket of the lease cell carries at word w, if its acceptor recorded one (core/held.c). */
+static void read_ticket(const struct shms *h, const struct shms__cls *k,
+                        const struct shms__cell *cell, uint64_t w, shms_ticket *out) {
+  uint32_t gen = shms__load_32((uint32_t *)&cell->ticket_gen);
+  ck_pr_fence_load(); /* pairs with shms__held_record's store fence */
+  uint32_t slot = shms__load_32((uint32_t *)&cell->slot);
+  if (gen != SHMS__CELL_GEN(w) || slot == 0 || slot > k->nslots)
+    return; /* a fast-path lease (no request), or one whose record is not written yet */
+  *out = (shms_ticket){.cls = (uint32_t)k->id,
+                       .slot = slot - 1,
+                       .seq = shms__load_64((uint64_t *)&cell->ticket_seq),
+                       .incarnation = h->incarnation};
 }
 
 static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t c,
@@ -36,8 +51,12 @@ static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t 
       shms__cell_tenant(k, c, out->tenant);
       out->since_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
     }
-    if (st == SHMS__CELL_QUARANTINED)
+    if (st == SHMS__CELL_QUARANTINED) {
       out->reason = (int)shms__load_32((uint32_t *)&cell->reason);
+      out->quarantined_unix_ns = shms__load_64((uint64_t *)&cell->quarantined_unix_ns);
+    }
+    if (st == SHMS__CELL_LEASED && !worker)
+      read_ticket(h, k, cell, w, &out->ticket);
     if (st != SHMS__CELL_OFFLINE && (worker || st != SHMS__CELL_AVAILABLE))
       out->pid = holder(h, owner, &out->alive);
     if (shms__load_64((uint64_t *)&cell->word) == w || tries == 8)

@@ -37,6 +37,16 @@ static int work_pending(const struct shms__cls *k) {
   return SHMS__FAST_LOW(f) != 0 || shms__revoke_wanted(k, shms__now_ns());
 }
 
+/* The histogram bucket of a wait (SHMS_WAIT_BUCKET_LE_NS): a handful of compares, on the
+ * dispatcher's grant path only (the fast path never waits and never comes here). */
+static uint32_t wait_bucket(uint64_t waited) {
+  static const uint64_t le[SHMS_WAIT_BUCKETS] = SHMS_WAIT_BUCKET_LE_NS;
+  uint32_t b = 0;
+  while (b < SHMS_WAIT_BUCKETS - 1 && waited > le[b])
+    b++;
+  return b;
+}
+
 static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited) {
   ck_sequence_t *seq = (ck_sequence_t *)&k->ctl->obs_seq;
   struct shms__class_ctl *ctl = k->ctl;
@@ -44,14 +54,18 @@ static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited
   SHMS__STEP(); /* a death here leaves the sequence odd: observers must not hang on it */
   shms__store_64(&ctl->queue_granted, ctl->queue_granted + 1);
   shms__store_64(&ctl->total_wait_ns, ctl->total_wait_ns + waited);
+  uint64_t *bucket = &ctl->wait_buckets[wait_bucket(waited)];
+  shms__store_64(bucket, *bucket + 1);
   if (waited > ctl->max_wait_ns)
     shms__store_64(&ctl->max_wait_ns, waited);
-  ck_sequence_write_end(seq);
+  /* The tenant's figures too, so that an observer reads a row's grants and waits as one
+   * instant without the baton (core/tenantview.c). */
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  t->granted++;
-  t->total_wait_ns += waited;
+  shms__store_64(&t->granted, t->granted + 1);
+  shms__store_64(&t->total_wait_ns, t->total_wait_ns + waited);
   if (waited > t->max_wait_ns)
-    t->max_wait_ns = waited;
+    shms__store_64(&t->max_wait_ns, waited);
+  ck_sequence_write_end(seq);
 }
 
 /* After a grant attempt to ring head ref: a tenant with work left takes its turn again last. */

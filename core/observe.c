@@ -80,6 +80,12 @@ static void read_counters(const struct shms__class_ctl *ctl, shms_class_stats *o
     out->total_wait_ns = shms__load_64((uint64_t *)&ctl->total_wait_ns);
     out->max_wait_ns = shms__load_64((uint64_t *)&ctl->max_wait_ns);
     out->queued_tenants = shms__load_32((uint32_t *)&ctl->tenants_queued);
+    out->quarantines = shms__load_64((uint64_t *)&ctl->quarantines);
+    out->recovered = shms__load_64((uint64_t *)&ctl->recovered);
+    for (int r = 0; r < SHMS_REJECT_REASONS; r++)
+      out->rejected_by[r] = shms__load_64((uint64_t *)&ctl->rejected_by[r]);
+    for (int b = 0; b < SHMS_WAIT_BUCKETS; b++)
+      out->wait_buckets[b] = shms__load_64((uint64_t *)&ctl->wait_buckets[b]);
   } while ((version & 1) == 0 && ck_sequence_read_retry(seq, version) && ++tries < 100000);
 }
 

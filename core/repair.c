@@ -11,6 +11,7 @@
 
 #include "../shm/alloc.h"
 #include "../shm/atomic.h"
+#include "../shm/clock.h"
 #include "../shm/futex.h"
 #include "../shm/hbm.h"
 #include "../shm/proc.h"
@@ -133,6 +134,8 @@ static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, int conta
   } else {
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
     shms__store_32(&k->cells[c].reason, (uint32_t)SHMS_EOWNERLOST);
+    shms__store_64(&k->cells[c].quarantined_unix_ns, shms__wall_now_ns());
+    ck_pr_inc_64(&k->ctl->quarantines);
     lease.reason = SHMS_EOWNERLOST;
     shms__report(r, SHMS_EVENT_LEASE_QUARANTINED, lease);
   }
@@ -204,6 +207,8 @@ static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cach
       lose_job(k, ref - 1, contained, r);
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, SHMS__CELL_OWNER(w), SHMS__CELL_QUARANTINED);
     shms__store_32(&cell->reason, (uint32_t)SHMS_EWORKERLOST);
+    shms__store_64(&cell->quarantined_unix_ns, shms__wall_now_ns());
+    ck_pr_inc_64(&k->ctl->quarantines);
     return;
   }
   case SHMS__CELL_AVAILABLE:

@@ -1,6 +1,7 @@
 /* Recovery's totals and events (report.h). */
 #include "report.h"
 
+#include <ck_pr.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,6 +87,8 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   uint32_t *n = total(&rep->totals, kind);
   if (n != NULL)
     (*n)++;
+  if (it.k != NULL && kind != SHMS_EVENT_COUNT_FIXED && kind != SHMS_EVENT_SLOT_FREED)
+    ck_pr_inc_64(&it.k->ctl->recovered); /* metrics' shmsched_recoveries_total */
   if (rep->fn == NULL)
     return;
   shms_event ev;

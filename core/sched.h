@@ -242,6 +242,9 @@ enum shms__settled {
   SHMS__SETTLED_KICK = 1,   /* a shorter queue, or a returned cell: the caller kicks */
   SHMS__SETTLED_UNLINK = 2, /* still in the index: the caller unlinks it (shms__unlink_settled) */
 };
+/* Count a request refused or ended with reason (neither cancelled nor expired) in `rejected`
+ * and its reason's counter. */
+void shms__count_rejected(const struct shms__cls *k, int reason);
 /*
  * Settle request i (sequence seq) with reason if its state is in from_mask
  * (1 << SHMS__SLOT_QUEUED and/or 1 << SHMS__SLOT_GRANTED): QUEUED leaves the

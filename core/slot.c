@@ -69,6 +69,15 @@ int shms__slot_cas(const struct shms__cls *k, uint32_t i, uint64_t *expect, uint
   return 1;
 }
 
+void shms__count_rejected(const struct shms__cls *k, int reason) {
+  static const int codes[SHMS_REJECT_REASONS] = SHMS_REJECT_REASON_CODES;
+  int i = 0;
+  while (i < SHMS_REJECT_REASONS - 1 && codes[i] != reason)
+    i++;
+  ck_pr_inc_64(&k->ctl->rejected);
+  ck_pr_inc_64(&k->ctl->rejected_by[i]);
+}
+
 static void count_settled(const struct shms__cls *k, int reason) {
   if (reason == SHMS_EWOULDBLOCK)
     return; /* try_acquire withdrawing its own probe */
@@ -77,7 +86,7 @@ static void count_settled(const struct shms__cls *k, int reason) {
   else if (reason == SHMS_EDEADLINE)
     ck_pr_inc_64(&k->ctl->expired);
   else
-    ck_pr_inc_64(&k->ctl->rejected);
+    shms__count_rejected(k, reason);
 }
 
 enum shms__settled shms__slot_settle(const struct shms__cls *k, uint32_t i, uint64_t seq,

@@ -227,8 +227,9 @@ typedef struct {
   uint32_t state;          /* shms_segment_state_t */
   uint32_t live_processes; /* registered and proven alive by their lock */
   uint32_t max_processes;
-  uint32_t file_mode; /* the segment file's permission bits now (fstat) */
-  uint32_t file_gid;  /* the segment file's group now (fstat) */
+  uint32_t file_mode;     /* the segment file's permission bits now (fstat) */
+  uint32_t file_gid;      /* the segment file's group now (fstat) */
+  int32_t supervisor_pid; /* the process holding the supervisor lock now, 0 if none */
 } shms_segment_info;
 
 typedef enum {
@@ -238,6 +239,28 @@ typedef enum {
 } shms_segment_state_t;
 
 SHMS_EXTERN int shms_segment_info_get(const shms_t *h, shms_segment_info *out);
+
+/*
+ * The queue-wait histogram's buckets: bucket i counts the grants from the queue whose wait was
+ * at most SHMS_WAIT_BUCKET_LE_NS[i] ns (and more than the bound before it); the last bucket,
+ * UINT64_MAX, counts the rest. Fixed, log-spaced (1-3-10 per decade, 10 us .. 100 s), and kept in
+ * the segment: every process that grants adds to the same counts.
+ */
+#define SHMS_WAIT_BUCKETS 16
+#define SHMS_WAIT_BUCKET_LE_NS                                                                     \
+  {                                                                                                \
+    10000ull, 30000ull, 100000ull, 300000ull, 1000000ull, 3000000ull, 10000000ull, 30000000ull,    \
+        100000000ull, 300000000ull, 1000000000ull, 3000000000ull, 10000000000ull, 30000000000ull,  \
+        100000000000ull, UINT64_MAX                                                                \
+  }
+
+/*
+ * Rejections by reason (shms_class_stats.rejected_by): entry i counts the requests ended with
+ * SHMS_REJECT_REASON_CODES[i]; the last entry (code 0) counts every other reason.
+ */
+#define SHMS_REJECT_REASONS 6
+#define SHMS_REJECT_REASON_CODES                                                                   \
+  { SHMS_EQUEUEFULL, SHMS_EDENIED, SHMS_EDUPACT, SHMS_ESHUTDOWN, SHMS_EQUARANTINED, 0 }
 
 /* Live figures of one class, read as one coherent snapshot. */
 typedef struct {
@@ -261,7 +284,23 @@ typedef struct {
   uint32_t granted_unaccepted;
   uint64_t oldest_grant_age_ns;
   uint64_t revoked; /* grants not accepted within grant-timeout, given to the next request */
+  /* Grants from the queue by how long they waited (SHMS_WAIT_BUCKET_LE_NS): the fast path, which
+   * never waits, is not counted. Their sum is the number of waits total_wait_ns adds up. */
+  uint64_t wait_buckets[SHMS_WAIT_BUCKETS];
+  uint64_t rejected_by[SHMS_REJECT_REASONS]; /* `rejected` by reason: SHMS_REJECT_REASON_CODES */
+  uint64_t quarantines; /* cells quarantined since creation (a lease's holder, recovery, ...) */
+  uint64_t recovered;   /* what recoveries settled in the class: one per event they reported
+                           (a dead process's lease, grant, request, job, baton, a recomputed
+                           class), counts fixed and slots freed excepted */
 } shms_class_stats;
+
+/* Names one request. A stale ticket (its slot reused) is told apart by seq. */
+typedef struct {
+  uint32_t cls;
+  uint32_t slot;
+  uint64_t seq;
+  uint64_t incarnation; /* the segment's: a ticket of another segment is not-found */
+} shms_ticket;
 
 /* A cell's state, as shms_cells reports it (the values of the cell word's state). */
 typedef enum {
@@ -285,6 +324,10 @@ typedef struct {
                         the grant */
   int reason;        /* quarantined: why (a reason code, or the holder's own) */
   uint64_t leases;   /* leases handed out on this cell since creation */
+  /* Leased (lease classes): the ticket of the request that took the lease; seq 0 when there is
+   * none (a lease taken on the fast path has no request, and no ticket). */
+  shms_ticket ticket;
+  uint64_t quarantined_unix_ns; /* quarantined: when (CLOCK_REALTIME), 0 if not known */
 } shms_cell_info;
 
 /*
@@ -310,14 +353,6 @@ typedef struct {
   uint64_t deadline_ns;   /* absolute CLOCK_MONOTONIC; 0 = none */
   const char *activation; /* optional id, 1..31 graphic bytes; live ids are unique per class */
 } shms_request;
-
-/* Names one request. A stale ticket (its slot reused) is told apart by seq. */
-typedef struct {
-  uint32_t cls;
-  uint32_t slot;
-  uint64_t seq;
-  uint64_t incarnation; /* the segment's: a ticket of another segment is not-found */
-} shms_ticket;
 
 /* The right to run on one cell. Release or quarantine must present it exactly. */
 typedef struct {
@@ -461,6 +496,21 @@ typedef struct {
  */
 SHMS_EXTERN int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max,
                              uint32_t *count);
+
+/*
+ * The same rows for an observer: read-only, never registers, never takes the dispatcher's baton
+ * and never waits for anyone (an observer handle will do: SHMS_ATTACH_OBSERVER). It writes
+ * nothing, so it cannot slow the hot path but by sharing its cache lines for a moment.
+ * Consistency, per row: a row is one tenant record seen whole (in use and of the same name
+ * before and after it was read; a record that kept changing over 64 tries is left out);
+ * granted, total_wait_ns and max_wait_ns are one instant (read inside the class's observation
+ * seqlock, as shms_observe reads its counters); queued, active and in_ring are each read once
+ * and may be a grant apart from them. Rows are not one instant together, and a tenant whose
+ * record is freed and taken again between two calls starts its figures again from 0.
+ * Records are visited in table order. SHMS_EINVAL for a class the segment does not configure.
+ */
+SHMS_EXTERN int shms_tenants_snapshot(shms_t *h, shms_class_t c, shms_tenant_stats *out,
+                                      uint32_t max, uint32_t *count);
 
 /* ---- Worker mode: jobs with payloads ------------------------------------ */
 

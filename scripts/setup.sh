@@ -16,6 +16,9 @@ packages=(
   clang libclang-rt-14-dev     # libFuzzer and its sanitizers: scripts/fuzz.sh
   python3-dev python3-setuptools  # the Python binding (python/): headers; pip install ./python
   python3-pytest python3-venv     # its tests; the offline install test's virtual environment
+  prometheus python3-prometheus-client curl  # `metrics`: promtool check, the client's parser, scrapes
+  prometheus-node-exporter        # `metrics --textfile` read by its textfile collector in a test
+  libncurses-dev tmux             # `top`: its terminal view, and the terminal its test drives
 )
 
 # cargo: the jobserver bridge's cargo test (tests/test_cli_jobserver.c), unless a cargo is there

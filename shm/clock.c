@@ -25,6 +25,8 @@ static uint64_t read_clock(clockid_t id) {
 
 uint64_t shms__real_now_ns(void) { return read_clock(CLOCK_MONOTONIC); }
 
+uint64_t shms__wall_now_ns(void) { return read_clock(CLOCK_REALTIME); }
+
 uint64_t shms__now_ns(void) {
   shms_clock_fn fn = (shms_clock_fn)ck_pr_load_ptr(&test_clock);
   return fn != NULL ? fn(test_clock_ctx) : read_clock(CLOCK_MONOTONIC);

@@ -8,6 +8,8 @@
 uint64_t shms__now_ns(void);
 /* The real CLOCK_MONOTONIC, for futex timeouts (the kernel knows no other clock). */
 uint64_t shms__real_now_ns(void);
+/* CLOCK_REALTIME in nanoseconds (never the test clock): times shown to operators. */
+uint64_t shms__wall_now_ns(void);
 /* A cheap clock of millisecond resolution, for lease start times on the fast path. */
 uint64_t shms__coarse_now_ns(void);
 

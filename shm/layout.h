@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 3u
+#define SHMS__LAYOUT_VERSION 4u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -97,10 +97,18 @@ struct shms__class_ctl {
   uint64_t request_seq SHMS__ALIGNED; /* the next request's sequence number; never wraps */
   uint32_t used;                      /* request slots in use */
   uint32_t quarantined;               /* cells quarantined */
+  /* atomic: the requests `rejected` counts, by reason (SHMS_REJECT_REASON_CODES; the last is
+   * every other reason). Rare, so they share the enqueuers' line. */
+  uint64_t rejected_by[SHMS_REJECT_REASONS];
   /* Line 5, read-mostly. */
   uint64_t token_limit SHMS__ALIGNED; /* a token at or past this is exhausted (tests lower it) */
-  uint32_t freezer; /* owner id of the process that froze the class (fast word's FROZEN bit) */
-  uint8_t reserved3[2 * SHMS__LINE] SHMS__ALIGNED;
+  uint32_t freezer;     /* owner id of the process that froze the class (fast word's FROZEN bit) */
+  uint64_t quarantines; /* atomic: cells quarantined since creation (rare: a read-mostly line) */
+  uint64_t recovered;   /* atomic: items recoveries settled in the class (core/report.c) */
+  /* Lines 6-7: the queue-wait histogram, counts per bucket of SHMS_WAIT_BUCKET_LE_NS (the last
+   * past every bound); written beside total_wait_ns inside obs_seq's write section, under the
+   * baton, so observers read it coherent with the wait total. */
+  uint64_t wait_buckets[SHMS_WAIT_BUCKETS] SHMS__ALIGNED;
 };
 
 /*
@@ -128,7 +136,10 @@ struct shms__cell {
    * is GRANTED or LEASED at that start's generation, like the ticket above. Read by recovery's
    * reports (who a dead holder's lease was for) and observers. */
   uint64_t tenant_name[SHMS__NAME_WORDS] SHMS__ALIGNED;
-  uint8_t reserved[32];
+  /* While QUARANTINED: when it was quarantined (CLOCK_REALTIME), written beside `reason` right
+   * after the state word's CAS; for operators (shms_cells). */
+  uint64_t quarantined_unix_ns;
+  uint8_t reserved[24];
 } SHMS__ALIGNED;
 
 /*

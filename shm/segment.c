@@ -495,6 +495,21 @@ int shms_get_config(const shms_t *h, shms_config *out) {
   return SHMS_OK;
 }
 
+/* Who holds the supervisor lock (SHMS__LOCK_SUPERVISOR), asked of the kernel: F_GETLK needs no
+ * write access, so an observer's read-only descriptor will do. A lock of our own process never
+ * conflicts with us, so our own entry's role answers for us. */
+static int32_t supervisor_pid(const struct shms *h) {
+  uint32_t self = shms__self_index(h);
+  if (self != UINT32_MAX && self < h->layout.procs_count &&
+      shms__load_32(&shms__proc_at(h, self)->role) == (uint32_t)SHMS__ROLE_SUPERVISOR)
+    return (int32_t)getpid();
+  struct flock fl = {
+      .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SHMS__LOCK_SUPERVISOR, .l_len = 1};
+  if (fcntl(h->fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK)
+    return 0;
+  return (int32_t)fl.l_pid;
+}
+
 int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
   shms__clear_detail();
   int rc = shms__handle_check(h);
@@ -509,6 +524,7 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
       .state = shms__load_32((uint32_t *)&hdr->state),
       .live_processes = shms__proc_count_live(h, h->fd, shms__self_index(h), NULL, 0, 0),
       .max_processes = h->layout.procs_count,
+      .supervisor_pid = supervisor_pid(h),
   };
   /* The file as it is now: an operator may have changed its mode or group since create. */
   struct stat st;

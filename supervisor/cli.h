@@ -64,6 +64,8 @@ int cmd_destroy(int argc, char **argv);
 int cmd_drain(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_jobserver(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_status(int argc, char **argv);

@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <inttypes.h>
+#include <math.h>
 
 static void put_string(FILE *f, const char *s) {
   static const char hex[] = "0123456789abcdef";
@@ -28,7 +29,8 @@ static void item(struct json_out *j, const char *key) {
     if (j->has_items[j->depth - 1])
       fputc(',', j->f);
     j->has_items[j->depth - 1] = 1;
-    fprintf(j->f, "\n%*s", 2 * j->depth, "");
+    if (!j->compact)
+      fprintf(j->f, "\n%*s", 2 * j->depth, "");
   }
   if (key != NULL) {
     put_string(j->f, key);
@@ -47,7 +49,13 @@ static void begin(struct json_out *j, const char *key, char open, char close) {
 void json_open(struct json_out *j, FILE *f) {
   j->f = f;
   j->depth = 0;
+  j->compact = 0;
   begin(j, NULL, '{', '}');
+}
+
+void json_open_compact(struct json_out *j, FILE *f) {
+  json_open(j, f);
+  j->compact = 1;
 }
 
 void json_begin_object(struct json_out *j, const char *key) { begin(j, key, '{', '}'); }
@@ -59,7 +67,7 @@ void json_end(struct json_out *j) {
     return;
   j->depth--;
   /* An empty container closes on its own line: "[]" rather than "[\n]". */
-  if (j->has_items[j->depth])
+  if (j->has_items[j->depth] && !j->compact)
     fprintf(j->f, "\n%*s", 2 * j->depth, "");
   fputc(j->closer[j->depth], j->f);
 }
@@ -93,4 +101,12 @@ void json_null(struct json_out *j, const char *key) {
 void json_bool(struct json_out *j, const char *key, int v) {
   item(j, key);
   fputs(v ? "true" : "false", j->f);
+}
+
+void json_double(struct json_out *j, const char *key, double v) {
+  item(j, key);
+  if (isfinite(v))
+    fprintf(j->f, "%.6g", v);
+  else
+    fputs("null", j->f);
 }

@@ -15,6 +15,7 @@ struct json_out {
   int depth;
   unsigned char has_items[JSON_MAX_DEPTH]; /* per open container: needs a comma first */
   char closer[JSON_MAX_DEPTH];             /* per open container: '}' or ']' */
+  int compact;                             /* everything on one line (JSON Lines) */
 };
 
 /*
@@ -22,7 +23,8 @@ struct json_out {
  * json_begin_* open containers (at most JSON_MAX_DEPTH deep, a caller's
  * bug otherwise); json_end closes the innermost one.
  */
-void json_open(struct json_out *j, FILE *f); /* the top-level object */
+void json_open(struct json_out *j, FILE *f);         /* the top-level object */
+void json_open_compact(struct json_out *j, FILE *f); /* the same, all of it on one line */
 void json_begin_object(struct json_out *j, const char *key);
 void json_begin_array(struct json_out *j, const char *key);
 void json_end(struct json_out *j);
@@ -33,5 +35,6 @@ void json_u64(struct json_out *j, const char *key, uint64_t v);
 void json_i64(struct json_out *j, const char *key, int64_t v);
 void json_null(struct json_out *j, const char *key);
 void json_bool(struct json_out *j, const char *key, int v);
+void json_double(struct json_out *j, const char *key, double v); /* finite; else null */
 
 #endif

@@ -31,6 +31,8 @@ static const char top_help[] =
     "  repair NAME ...        return quarantined cells to service\n"
     "  supervise NAME         watch attached processes, recover what the dead leave\n"
     "  check NAME             audit every invariant; --repair recovers first\n"
+    "  metrics NAME...        the Prometheus exposition: once, --textfile, --listen\n"
+    "  top NAME               a live view: classes, rates, waits, tenants\n"
     "  version                print the version\n"
     "  help [COMMAND]         show this help, or COMMAND's\n"
     "\n"
@@ -60,7 +62,8 @@ static const struct command commands[] = {
     {"run", cmd_run},       {"cancel", cmd_cancel},       {"explain", cmd_explain},
     {"drain", cmd_drain},   {"repair", cmd_repair},       {"version", cmd_version},
     {"submit", cmd_submit}, {"worker", cmd_worker},       {"supervise", cmd_supervise},
-    {"check", cmd_check},   {"jobserver", cmd_jobserver},
+    {"check", cmd_check},   {"jobserver", cmd_jobserver}, {"metrics", cmd_metrics},
+    {"top", cmd_top},
 };
 
 static const struct command *find_command(const char *name) {

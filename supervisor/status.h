@@ -20,6 +20,11 @@ struct status_view {
   shms_tenant_stats *tenants[SHMS_CLASS_COUNT]; /* malloc'd; status_view_free() */
   uint32_t tenants_shown[SHMS_CLASS_COUNT];     /* rows in tenants[c] */
   uint32_t tenants_count[SHMS_CLASS_COUNT];     /* tenants present (may exceed shown) */
+  /* --leases: per class, every cell (shms_cells), and the monotonic time they were read at */
+  int with_leases;
+  shms_cell_info *cells[SHMS_CLASS_COUNT]; /* malloc'd; status_view_free() */
+  uint32_t cells_count[SHMS_CLASS_COUNT];
+  uint64_t now_ns;
 };
 
 void status_view_free(struct status_view *v);

@@ -11,8 +11,21 @@
 #include <time.h>
 
 #include "cli_config.h"
+#include "holder_state.h"
 #include "json_out.h"
 #include "status.h"
+
+/* One cell as --leases shows it: its shms_cell_info with the names and ages worked out. */
+struct lease_row {
+  const shms_cell_info *c;
+  const char *state;               /* "available", "granted", "leased", "quarantined", "offline" */
+  const char *holder_state;        /* holder_state(): "running", "stopped", "dead", "" (none) */
+  char holder_code;                /* /proc's letter, '-' for none */
+  char ticket[SHMS_TICKET_STRLEN]; /* "" for none */
+  uint64_t age_ns;                 /* granted, leased: since the grant; else 0 */
+  const char *reason;              /* quarantined: the reason word, else "" */
+  char quarantined_at[40];         /* quarantined: ISO time, "" when unknown */
+};
 
 struct sink {
   void (*section)(void *ctx, const char *name); /* a class, or NULL for the segment */
@@ -23,6 +36,10 @@ struct sink {
   void (*allow)(void *ctx, const shms_class_config *k, int any);
   /* --tenants: the class's tenant rows (n of them) */
   void (*tenants)(void *ctx, const shms_tenant_stats *t, uint32_t n);
+  /* --leases: one cell's row (lease.* fields below), n_cells before the first */
+  void (*cells_begin)(void *ctx, uint32_t n);
+  void (*cell)(void *ctx, const struct lease_row *row);
+  void (*cells_end)(void *ctx);
   void *ctx;
 };
 
@@ -72,6 +89,7 @@ static void emit_segment(const struct status_view *v, const struct sink *s) {
   s->u64(s->ctx, "layout_version", v->info.layout_version);
   s->str(s->ctx, "state", state_name(v->info.state));
   s->u64(s->ctx, "live_processes", v->info.live_processes);
+  s->i64(s->ctx, "supervisor_pid", v->info.supervisor_pid); /* 0: none */
   s->u64(s->ctx, "max_processes", v->info.max_processes);
   s->u64(s->ctx, "max_tenants", v->cfg.max_tenants);
   s->u64(s->ctx, "starvation_after_ns", v->cfg.starvation_after_ns);
@@ -118,6 +136,33 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "oldest_grant_age_ns", st->oldest_grant_age_ns);
 }
 
+static const char *cell_state_name(uint32_t st) {
+  static const char *const names[] = {"unknown", "available",   "granted",
+                                      "leased",  "quarantined", "offline"};
+  return st < sizeof names / sizeof names[0] ? names[st] : "unknown";
+}
+
+static void emit_cells(const struct status_view *v, int c, const struct sink *s) {
+  s->cells_begin(s->ctx, v->cells_count[c]);
+  for (uint32_t i = 0; i < v->cells_count[c]; i++) {
+    const shms_cell_info *ci = &v->cells[c][i];
+    struct lease_row r = {.c = ci, .state = cell_state_name(ci->state), .reason = ""};
+    r.holder_state = holder_state(ci->pid, ci->alive, &r.holder_code);
+    if (ci->ticket.seq != 0)
+      shms_ticket_format(&ci->ticket, r.ticket);
+    if ((ci->state == SHMS_CELL_GRANTED || ci->state == SHMS_CELL_LEASED) && ci->since_ns != 0 &&
+        v->now_ns > ci->since_ns)
+      r.age_ns = v->now_ns - ci->since_ns;
+    if (ci->state == SHMS_CELL_QUARANTINED) {
+      r.reason = ci->reason < 0 ? shms_err_name(ci->reason) : "";
+      if (ci->quarantined_unix_ns != 0)
+        iso_time(r.quarantined_at, sizeof r.quarantined_at, ci->quarantined_unix_ns);
+    }
+    s->cell(s->ctx, &r);
+  }
+  s->cells_end(s->ctx);
+}
+
 static void emit(const struct status_view *v, const struct sink *s) {
   emit_segment(v, s);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
@@ -125,6 +170,8 @@ static void emit(const struct status_view *v, const struct sink *s) {
       emit_class(c, &v->cfg.classes[c], &v->stats[c], s);
       if (v->with_tenants)
         s->tenants(s->ctx, v->tenants[c], v->tenants_shown[c]);
+      if (v->with_leases)
+        emit_cells(v, c, s);
     }
 }
 
@@ -179,8 +226,42 @@ static void text_tenants(void *f, const shms_tenant_stats *t, uint32_t n) {
             t[i].in_ring ? "yes" : "no", t[i].granted, t[i].total_wait_ns, t[i].max_wait_ns);
 }
 
+static void text_cells_begin(void *f, uint32_t n) { fprintf(f, "leases: %u\n", n); }
+
+/*
+ * "cell.N: state=... gen=... pid=... holder=... tenant=... ticket=... age_ns=...", the fields
+ * that apply to its state only; a quarantined cell adds reason= (the reason word, or the
+ * holder's own code) and quarantined= (ISO time). Values hold no spaces.
+ */
+static void text_cell(void *f, const struct lease_row *r) {
+  char q[96];
+  const shms_cell_info *c = r->c;
+  fprintf(f, "cell.%u: state=%s generation=%u leases=%" PRIu64, c->cell, r->state, c->generation,
+          c->leases);
+  if (c->pid != 0)
+    fprintf(f, " pid=%d holder=%s proc_state=%c", (int)c->pid, r->holder_state, r->holder_code);
+  if (c->tenant[0] != '\0')
+    fprintf(f, " tenant=%s", cli_quote(q, sizeof q, c->tenant));
+  if (r->ticket[0] != '\0')
+    fprintf(f, " ticket=%s", r->ticket);
+  if (c->state == SHMS_CELL_GRANTED || c->state == SHMS_CELL_LEASED)
+    fprintf(f, " age_ns=%" PRIu64, r->age_ns);
+  if (c->state == SHMS_CELL_QUARANTINED) {
+    if (r->reason[0] != '\0')
+      fprintf(f, " reason=%s", r->reason);
+    else
+      fprintf(f, " reason=%d", c->reason);
+    if (r->quarantined_at[0] != '\0')
+      fprintf(f, " quarantined=%s", r->quarantined_at);
+  }
+  fputc('\n', f);
+}
+
+static void text_cells_end(void *f) { (void)f; }
+
 void status_print_text(FILE *f, const struct status_view *v) {
-  const struct sink s = {text_section, text_u64, text_i64, text_str, text_allow, text_tenants, f};
+  const struct sink s = {text_section, text_u64,         text_i64,  text_str,       text_allow,
+                         text_tenants, text_cells_begin, text_cell, text_cells_end, f};
   emit(v, &s);
 }
 
@@ -253,15 +334,68 @@ static void json_sink_tenants(void *ctx, const shms_tenant_stats *t, uint32_t n)
   json_end(j);
 }
 
+/* "leases": [{"cell": N, "state": ..., ...}, ...] inside the class's object (one per cell; "cells"
+ * is the class's count already); null for what does not apply to the cell's state. */
+static void json_cells_begin(void *ctx, uint32_t n) {
+  (void)n;
+  json_begin_array(&((struct json_ctx *)ctx)->j, "leases");
+}
+
+static void json_cell(void *ctx, const struct lease_row *r) {
+  struct json_out *j = &((struct json_ctx *)ctx)->j;
+  const shms_cell_info *c = r->c;
+  int held = c->state == SHMS_CELL_GRANTED || c->state == SHMS_CELL_LEASED;
+  int quarantined = c->state == SHMS_CELL_QUARANTINED;
+  char code[2] = {r->holder_code, '\0'};
+  json_begin_object(j, NULL);
+  json_u64(j, "cell", c->cell);
+  json_str(j, "state", r->state);
+  json_u64(j, "generation", c->generation);
+  json_u64(j, "leases", c->leases);
+  if (c->pid != 0) {
+    json_i64(j, "pid", c->pid);
+    json_str(j, "holder_state", r->holder_state);
+    json_str(j, "proc_state", code);
+  } else {
+    json_null(j, "pid");
+    json_null(j, "holder_state");
+    json_null(j, "proc_state");
+  }
+  if (c->tenant[0] != '\0')
+    json_str(j, "tenant", c->tenant);
+  else
+    json_null(j, "tenant");
+  if (r->ticket[0] != '\0')
+    json_str(j, "ticket", r->ticket);
+  else
+    json_null(j, "ticket");
+  if (held)
+    json_u64(j, "lease_age_ns", r->age_ns);
+  else
+    json_null(j, "lease_age_ns");
+  if (quarantined && r->reason[0] != '\0')
+    json_str(j, "reason", r->reason);
+  else if (quarantined)
+    json_i64(j, "reason", c->reason);
+  else
+    json_null(j, "reason");
+  if (quarantined && c->quarantined_unix_ns != 0) {
+    json_str(j, "quarantined", r->quarantined_at);
+    json_u64(j, "quarantined_unix_ns", c->quarantined_unix_ns);
+  } else {
+    json_null(j, "quarantined");
+    json_null(j, "quarantined_unix_ns");
+  }
+  json_end(j);
+}
+
+static void json_cells_end(void *ctx) { json_end(&((struct json_ctx *)ctx)->j); }
+
 void status_print_json(FILE *f, const struct status_view *v) {
   struct json_ctx x = {.in_segment = 0};
-  const struct sink s = {json_section,
-                         json_sink_u64,
-                         json_sink_i64,
-                         json_sink_str,
-                         json_sink_allow,
-                         json_sink_tenants,
-                         &x};
+  const struct sink s = {
+      json_section,      json_sink_u64,    json_sink_i64, json_sink_str,  json_sink_allow,
+      json_sink_tenants, json_cells_begin, json_cell,     json_cells_end, &x};
   json_open(&x.j, f);
   emit(v, &s);
   json_close(&x.j);

@@ -75,6 +75,35 @@ void fuzz_segment_remove(const char *name) {
   shm_unlink(path);
 }
 
+/* A name read from the segment: NUL-terminated, graphic ASCII only (the readers' promise). */
+static void check_name(const char *what, int c, const char *name, size_t cap) {
+  size_t len = strnlen(name, cap);
+  if (len == cap)
+    fuzz_fail("class %d: a %s name is not terminated", c, what);
+  for (size_t i = 0; i < len; i++)
+    if (name[i] <= ' ' || name[i] > '~')
+      fuzz_fail("class %d: a %s name holds byte 0x%02x", c, what, (unsigned char)name[i]);
+}
+
+/* Who holds what, and the tenants, as observers read them (status --leases, metrics, top). */
+static void observe_rows(shms_t *h, const shms_config *cfg, int c) {
+  static shms_cell_info cells[SHMS_CELLS_MAX];
+  static shms_tenant_stats tenants[4096];
+  uint32_t n = 0;
+  int rc = shms_cells(h, (shms_class_t)c, cells, SHMS_CELLS_MAX, &n);
+  if (rc != SHMS_OK || n != cfg->classes[c].cells)
+    fuzz_fail("class %d: shms_cells gave %d and %u rows for %u cells", c, rc, n,
+              cfg->classes[c].cells);
+  for (uint32_t i = 0; i < n; i++)
+    check_name("cell's tenant", c, cells[i].tenant, sizeof cells[i].tenant);
+  rc = shms_tenants_snapshot(h, (shms_class_t)c, tenants, 4096, &n);
+  if (rc != SHMS_OK || n > cfg->max_tenants)
+    fuzz_fail("class %d: shms_tenants_snapshot gave %d and %u rows for %u records", c, rc, n,
+              cfg->max_tenants);
+  for (uint32_t i = 0; i < n && i < 4096; i++)
+    check_name("tenant", c, tenants[i].name, sizeof tenants[i].name);
+}
+
 /* What holds of every class of a segment that attached. */
 static void observe_class(shms_t *h, const shms_config *cfg, int c) {
   shms_class_stats st;
@@ -97,6 +126,7 @@ static void observe_class(shms_t *h, const shms_config *cfg, int c) {
               "cells %u",
               c, st.available, st.leased, st.granted_unaccepted, st.quarantined, st.offline,
               st.cells);
+  observe_rows(h, cfg, c);
 }
 
 /* Overwrite the segment NAME with size bytes: a writer changing it under an attached handle. */

@@ -1,0 +1,18 @@
+/*
+ * What a cell's holder process is doing, as /proc says: for `status --leases`, `top` and
+ * `metrics`, so that a stopped (SIGSTOP, a debugger) or dead holder stands out from a slow one.
+ */
+#ifndef SHMS_SUPERVISOR_HOLDER_STATE_H
+#define SHMS_SUPERVISOR_HOLDER_STATE_H
+
+#include <sys/types.h>
+
+/*
+ * "running" (any live state: running, sleeping, disk wait), "stopped" (T, t: stopped or traced),
+ * "dead" (it no longer holds its liveness lock, is a zombie or gone), or "" for no holder
+ * (pid 0). alive: shms_cell_info.alive (the lock, which tells a reused pid apart). *code gets
+ * /proc's state letter, or '-' when there is none.
+ */
+const char *holder_state(pid_t pid, int alive, char *code);
+
+#endif

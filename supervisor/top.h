@@ -1,0 +1,80 @@
+/*
+ * `shmsched top`: a live view of one segment. Two samples of the segment, read as an observer,
+ * make a frame (top_model.c): figures now, and rates, mean and max waits over the interval from
+ * the counters' deltas. A frame is drawn as lines of text (top_text.c), on a terminal with
+ * ncurses or as plain batch frames, or as one JSON object (top_text.c).
+ */
+#ifndef SHMS_SUPERVISOR_TOP_H
+#define SHMS_SUPERVISOR_TOP_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "shmsched.h"
+
+#define TOP_NONE UINT64_MAX /* a wait figure with nothing to say (no grant in the interval) */
+
+/* One reading of the segment. */
+struct top_sample {
+  uint64_t mono_ns, wall_ns;
+  shms_segment_info info;
+  shms_config cfg;
+  shms_class_stats st[SHMS_CLASS_COUNT];
+  shms_tenant_stats *tenants[SHMS_CLASS_COUNT]; /* malloc'd (top_sample_free) */
+  uint32_t ntenants[SHMS_CLASS_COUNT];
+};
+
+struct top_tenant {
+  char name[SHMS_TENANT_MAX + 1];
+  uint32_t queued, active;
+  double grants_per_s;
+  double share;             /* of the class's grants from the queue in the interval; < 0: none */
+  uint64_t wait_mean_ns;    /* over the interval, TOP_NONE if no grant */
+  uint64_t wait_max_ns;     /* its longest wait during its stay in the tenant table */
+  uint64_t interval_grants; /* grants from the queue in the interval */
+};
+
+struct top_class {
+  int cls; /* shms_class_t; -1: not configured */
+  int worker;
+  uint32_t cells, available, granted, leased, quarantined, offline;
+  uint32_t depth, capacity, queued_tenants;
+  double grants_per_s, rejections_per_s, cancellations_per_s, expirations_per_s;
+  uint64_t wait_mean_ns; /* of the grants from the queue in the interval, TOP_NONE if none */
+  uint64_t wait_max_ns;  /* their longest, TOP_NONE if none */
+  int wait_max_bound;    /* wait_max_ns is a histogram bucket's bound, not exact */
+  uint64_t oldest_lease_ns;
+  double fair_share;          /* 1 / tenants that wanted cells in the interval; 0 if none */
+  struct top_tenant *tenants; /* sorted (top_sort) */
+  uint32_t ntenants;
+};
+
+enum top_sort { TOP_SORT_GRANTS, TOP_SORT_QUEUED, TOP_SORT_WAIT, TOP_SORT_NAME, TOP_SORTS };
+
+struct top_frame {
+  const char *name;
+  const char *state;
+  uint64_t uptime_s, wall_ns;
+  double interval_s;
+  uint32_t live_processes;
+  int32_t supervisor_pid;
+  struct top_class classes[SHMS_CLASS_COUNT];
+};
+
+/* Read the segment h into s. Returns an SHMS_E* code. */
+int top_sample_read(shms_t *h, struct top_sample *s);
+void top_sample_free(struct top_sample *s);
+/* The frame of sample now over the interval since prev (prev->mono_ns 0: no interval yet). */
+int top_frame_make(const char *name, const struct top_sample *prev, const struct top_sample *now,
+                   enum top_sort sort, struct top_frame *f);
+void top_frame_free(struct top_frame *f);
+const char *top_sort_name(enum top_sort s);
+
+/* Lines of at most width columns; the tenant panel shows class sel (its index in f->classes).
+ * Calls line(ctx, text, kind) per line; kind 1 for a heading line, 0 otherwise. */
+void top_render(const struct top_frame *f, int sel, enum top_sort sort, int width, int height,
+                void (*line)(void *ctx, const char *text, int kind), void *ctx);
+/* One JSON object for the frame, on one line. */
+void top_json(FILE *out, const struct top_frame *f);
+
+#endif
