@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 3u
+#define SHMS__LAYOUT_VERSION 4u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -128,7 +128,11 @@ struct shms__cell {
    * is GRANTED or LEASED at that start's generation, like the ticket above. Read by recovery's
    * reports (who a dead holder's lease was for) and observers. */
   uint64_t tenant_name[SHMS__NAME_WORDS] SHMS__ALIGNED;
-  uint8_t reserved[32];
+  /* Who the lease (or grant) is for: the effective uid its acquirer or enqueuer registered with
+   * (the request's, when the dispatcher grants). Written and valid as tenant_name is; kept
+   * after the lease ends, like the name, for a quarantined cell's report. */
+  uint32_t uid;
+  uint8_t reserved[28];
 } SHMS__ALIGNED;
 
 /*
@@ -162,7 +166,8 @@ struct shms__slot {
   /* The owner's record of its requests (core/owned.c): a list through its slots, every class
    * in one, as SHMS__OWNED_REF; written only by the owner's threads. */
   uint32_t own_prev, own_next;
-  uint8_t reserved[12];
+  uint32_t uid; /* the enqueuer's effective uid at registration: who may cancel it */
+  uint8_t reserved[8];
 } SHMS__ALIGNED;
 
 /* A tenant record: present while the tenant has queued work or limited leases. */

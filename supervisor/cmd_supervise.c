@@ -153,7 +153,7 @@ static int maybe_create(const char *name, const struct sup_args *a) {
 
 /* Tell systemd (Type=notify) we are ready, if it asked. */
 static void notify_ready(void) {
-  const char *path = getenv("NOTIFY_SOCKET");
+  const char *path = secure_getenv("NOTIFY_SOCKET");
   if (path == NULL || (path[0] != '/' && path[0] != '@') || strlen(path) >= 108)
     return;
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
