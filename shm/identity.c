@@ -3,9 +3,9 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
