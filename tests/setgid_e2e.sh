@@ -53,9 +53,11 @@ grep -q '^shmsched: permission-denied' <<<"$out" || fail "plain CLI: $out"
 #    The commands are not shells: sh and bash drop a differing effective gid themselves.
 out=$(as_nobody "$sg" run "$seg" -c standard -t nobody -- grep -E '^(Gid|Groups):' \
   /proc/self/status) || fail "run through the setgid CLI: $out"
-want="^Gid:[[:space:]]+$nobody_gid[[:space:]]+$nobody_gid[[:space:]]+$nobody_gid[[:space:]]+$nobody_gid\$"
+s="[[:space:]]+"
+want="^Gid:$s${nobody_gid}$s${nobody_gid}$s${nobody_gid}$s${nobody_gid}\$"
 grep -Eq "$want" <<<"$out" || fail "the command's gids are not nobody's alone: $out"
 grep -Eq "^Groups:.*\b$gid\b" <<<"$out" && fail "the command kept the group: $out"
+# shellcheck disable=SC2016 # perl's own variables
 out=$(as_nobody "$sg" run "$seg" -c standard -t nobody -- perl -e \
   'print open(my $f, "<", "/proc/" . getppid() . "/maps") ? "maps: readable\n" : "maps: denied\n"') ||
   fail "run perl through the setgid CLI: $out"
