@@ -4,9 +4,9 @@
 # `nobody`, not in it, can use the segment only through that copy, only as its own tenant, not
 # as an admin; its commands do not get the group and cannot read the CLI's memory; the
 # environment does not steer the setgid CLI. Needs root; skips (77) with a message otherwise.
-# Usage: setgid_e2e.sh BUILD_DIR
+# Usage: setgid_e2e.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
-bin=$1/bin/shmsched
+src=$1 bin=$2/bin/shmsched
 skip() {
   echo "setgid_e2e: skipped: $*"
   exit 77
@@ -32,12 +32,12 @@ fail() {
   exit 1
 }
 chmod 0755 "$work"
-groupadd "$grp"
-gid=$(getent group "$grp" | cut -d: -f3)
 nobody_gid=$(id -g nobody)
-# The installed front end, as docs/security.md installs it; and a plain copy for contrast.
+# The front end installed as docs/security.md says (the script makes the group); and a plain
+# copy for contrast.
+"$src/scripts/install-setgid.sh" --group "$grp" --binary "$bin" "$work/shmsched" >/dev/null
+gid=$(getent group "$grp" | cut -d: -f3)
 install -m 0755 "$bin" "$work/plain"
-install -m 2755 -g "$grp" "$bin" "$work/shmsched"
 sg=$work/shmsched
 as_nobody() { runuser -u nobody -- "$@"; }
 

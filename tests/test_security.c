@@ -27,8 +27,8 @@ struct report {
 };
 
 static struct report *shared_report(void) {
-  void *p = mmap(NULL, sizeof(struct report), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                 -1, 0);
+  void *p =
+      mmap(NULL, sizeof(struct report), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ck_assert(p != MAP_FAILED);
   return p;
 }

@@ -158,6 +158,11 @@ class Segment:
         """Stop taking work: new requests fail :class:`Shutdown`, queued ones end so."""
         self._h.drain()
 
+    def resume(self) -> bool:
+        """Lift a drain: True if the segment was draining, False if it was active. What the
+        drain settled stays settled. Admins only (:class:`PermissionDenied` otherwise)."""
+        return self._h.resume()
+
     def repair(self, cls: str, cell: Optional[int] = None) -> int:
         """Return quarantined cells of a class to service (one, or all): how many."""
         return self._h.repair(class_index(cls), -1 if cell is None else cell)

@@ -240,6 +240,15 @@ static PyObject *handle_drain(HandleObject *self, PyObject *unused) {
   return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
 }
 
+static PyObject *handle_resume(HandleObject *self, PyObject *unused) {
+  (void)unused;
+  if (pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_resume(self->h));
+  return rc >= SHMS_OK ? PyBool_FromLong(rc) : pyshms_raise_last(rc);
+}
+
 static PyObject *handle_repair(HandleObject *self, PyObject *args) {
   int c, cell;
   if (!PyArg_ParseTuple(args, "ii", &c, &cell) || pyshms_handle_usable(self, 1) < 0)
@@ -276,6 +285,7 @@ static PyMethodDef handle_methods[] = {
     METH("tenants", handle_tenants, METH_O, "shms_tenants(class), as a list of tuples."),
     METH("check", handle_check, METH_NOARGS, "shms_check: (violations, report)."),
     METH("drain", handle_drain, METH_NOARGS, "shms_drain."),
+    METH("resume", handle_resume, METH_NOARGS, "shms_resume."),
     METH("repair", handle_repair, METH_VARARGS, "shms_repair(class, cell)."),
     METH("enqueue", pyshms_enqueue, METH_VARARGS,
          "enqueue(cls, tenant, priority, deadline_ns, activation)."),

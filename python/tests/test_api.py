@@ -262,3 +262,16 @@ def test_queue_full_and_denied(make_segment):
             pass
         t.cancel()
         h.release()
+
+
+def test_drain_and_resume(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=4)})
+    with s.open() as seg:
+        seg.drain()
+        assert seg.info().state == "draining"
+        with pytest.raises(shmsched.Shutdown):
+            seg.try_acquire("standard", tenant="a")
+        assert seg.resume() is True
+        assert seg.resume() is False  # already active
+        assert seg.info().state == "active"
+        seg.try_acquire("standard", tenant="a").release()
