@@ -2,6 +2,7 @@
 #include "secure.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -42,20 +43,31 @@ int cli_drop_group(void) {
   return 0;
 }
 
-FILE *cli_fopen_as_user(const char *path) {
+int cli_open_as_user(const char *path, int flags) {
   if (!secure_mode)
-    return fopen(path, "re");
+    return open(path, flags | O_CLOEXEC);
   gid_t borrowed = getegid();
   if (setegid(getgid()) != 0)
-    return NULL;
-  FILE *f = fopen(path, "re");
+    return -1;
+  int fd = open(path, flags | O_CLOEXEC);
   int e = errno;
   if (setegid(borrowed) != 0) { /* cannot happen: the saved gid is the borrowed one */
-    if (f != NULL)
-      fclose(f);
-    f = NULL;
+    if (fd >= 0)
+      close(fd);
+    fd = -1;
     e = EPERM;
   }
   errno = e;
+  return fd;
+}
+
+FILE *cli_fopen_as_user(const char *path) {
+  int fd = cli_open_as_user(path, O_RDONLY);
+  FILE *f = fd >= 0 ? fdopen(fd, "re") : NULL;
+  if (f == NULL && fd >= 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+  }
   return f;
 }

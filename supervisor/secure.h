@@ -25,8 +25,10 @@ int cli_secure(void);
  */
 int cli_drop_group(void);
 
-/* fopen(path, "re") with the user's own rights: a file the user names (--config) is opened as
- * the user, never with the borrowed group. */
+/* open(path, flags | O_CLOEXEC) with the user's own rights: a file the user names (--config,
+ * --payload-file) is opened as the user, never with the borrowed group. -1 with errno. */
+int cli_open_as_user(const char *path, int flags);
+/* The same for reading with stdio (fopen "re"). */
 FILE *cli_fopen_as_user(const char *path);
 
 #endif

@@ -68,6 +68,12 @@ mkdir -m 0777 "$work/cg"
 SHMSCHED_CGROUP=$work/cg as_nobody "$sg" run "$seg" -c standard -t nobody -- true ||
   fail "run with SHMSCHED_CGROUP set"
 [ -z "$(ls -A "$work/cg")" ] || fail "the setgid CLI followed SHMSCHED_CGROUP: $(ls "$work/cg")"
+# Nor does the group open files for the user: the segment itself as a job's payload.
+if out=$(as_nobody "$sg" submit "$seg" -c small -t nobody --payload-file "/dev/shm/$seg" 2>&1); then
+  fail "the setgid CLI read the segment as a payload for nobody"
+fi
+grep -q "payload-file '/dev/shm/$seg': cannot open: Permission denied" <<<"$out" ||
+  fail "payload-file of the segment: $out"
 
 # 4. Impersonation is refused, and changes nothing.
 if out=$(as_nobody "$sg" run "$seg" -c standard -t root -- true 2>&1); then
