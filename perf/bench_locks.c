@@ -291,7 +291,8 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-try shmsched-user posix-sem sysv-sem-undo jobserver-pipe futex posix-mq "
+  return "shmsched shmsched-try shmsched-user posix-sem sysv-sem-undo jobserver-pipe futex "
+         "posix-mq "
          "robust-mutex harness";
 }
 

@@ -10,8 +10,10 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "crashpoint.h"
 #include "error.h"
 #include "handle.h"
 
@@ -37,53 +39,127 @@ int shms__cred_in_group(gid_t g) {
   return found;
 }
 
-/* A name or a number: the group's gid into *gid; 0 if there is no such group. */
-static int group_id(const char *name, gid_t *gid) {
-  char *end;
-  errno = 0;
-  unsigned long v = strtoul(name, &end, 10);
-  if (*name >= '0' && *name <= '9' && *end == '\0' && errno == 0 && v < (gid_t)-1) {
-    *gid = (gid_t)v;
-    return 1;
-  }
-  struct group g, *found = NULL;
-  char *buf = malloc(RECORD_BYTES);
-  if (buf != NULL && getgrnam_r(name, &g, buf, RECORD_BYTES, &found) == 0 && found != NULL)
-    *gid = found->gr_gid;
-  free(buf);
-  return found != NULL;
+/*
+ * The user and group databases are files (or a directory service) behind NSS: a lookup costs
+ * microseconds and several system calls, far more than a lease. So each thread keeps its last
+ * answers for a second: a name renamed or a group made in the meantime counts from then on.
+ * The caller's own credentials are never cached: they are asked of the kernel every time.
+ */
+#define LOOKUP_TTL_NS 1000000000ull
+enum { CACHED = 4 };
+
+struct lookup {
+  char name[SHMS_TENANT_MAX + 1]; /* the name looked up ("" for a slot never used)... */
+  char kind;                      /* ... as a group ('@'), a user ('~'), or a uid's login ('#') */
+  int found;
+  uint32_t id;         /* the gid or uid found; for '#', the uid whose login name is `name`... */
+  uint64_t expires_ns; /* CLOCK_MONOTONIC_COARSE */
+};
+static SHMS__TLS struct lookup cache[CACHED];
+static SHMS__TLS unsigned cache_next;
+
+static uint64_t coarse_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A name or a number: the user's uid into *uid; 0 if there is no such user. */
-static int user_id(const char *name, uid_t *uid) {
+/* The cached answer for (kind, name) or, for '#', for uid `id`; NULL if none is fresh. */
+static struct lookup *cached(char kind, const char *name, uint32_t id, uint64_t now) {
+  for (unsigned i = 0; i < CACHED; i++) {
+    struct lookup *l = &cache[i];
+    if (l->kind == kind && now < l->expires_ns &&
+        (kind == '#' ? l->id == id : strcmp(l->name, name) == 0))
+      return l;
+  }
+  return NULL;
+}
+
+static void remember(char kind, const char *name, int found, uint32_t id, uint64_t now) {
+  struct lookup *l = &cache[cache_next++ % CACHED];
+  snprintf(l->name, sizeof l->name, "%s", name);
+  l->kind = kind;
+  l->found = found;
+  l->id = id;
+  l->expires_ns = now + LOOKUP_TTL_NS;
+}
+
+/* name as a decimal id, if it is one. */
+static int numeric_id(const char *name, uint32_t *id) {
   char *end;
   errno = 0;
   unsigned long v = strtoul(name, &end, 10);
-  if (*name >= '0' && *name <= '9' && *end == '\0' && errno == 0 && v < (uid_t)-1) {
-    *uid = (uid_t)v;
+  if (*name < '0' || *name > '9' || *end != '\0' || errno != 0 || v >= UINT32_MAX)
+    return 0;
+  *id = (uint32_t)v;
+  return 1;
+}
+
+/* A group ('@') or user ('~') by name or number: its id into *id; 0 if there is none. */
+static int name_id(char kind, const char *name, uint32_t *id) {
+  if (numeric_id(name, id))
     return 1;
+  uint64_t now = coarse_ns();
+  const struct lookup *l = cached(kind, name, 0, now);
+  if (l != NULL) {
+    *id = l->id;
+    return l->found;
   }
-  struct passwd p, *found = NULL;
   char *buf = malloc(RECORD_BYTES);
-  if (buf != NULL && getpwnam_r(name, &p, buf, RECORD_BYTES, &found) == 0 && found != NULL)
-    *uid = found->pw_uid;
+  int found = 0;
+  if (kind == '@') {
+    struct group g, *r = NULL;
+    if (buf != NULL && getgrnam_r(name, &g, buf, RECORD_BYTES, &r) == 0 && r != NULL)
+      *id = (uint32_t)r->gr_gid, found = 1;
+  } else {
+    struct passwd p, *r = NULL;
+    if (buf != NULL && getpwnam_r(name, &p, buf, RECORD_BYTES, &r) == 0 && r != NULL)
+      *id = (uint32_t)r->pw_uid, found = 1;
+  }
   free(buf);
-  return found != NULL;
+  if (buf != NULL) /* out of memory is no answer to remember */
+    remember(kind, name, found, found ? *id : 0, now);
+  return found;
+}
+
+static int group_id(const char *name, gid_t *gid) {
+  uint32_t id = 0;
+  int found = name_id('@', name, &id);
+  *gid = (gid_t)id;
+  return found;
+}
+
+static int user_id(const char *name, uid_t *uid) {
+  uint32_t id = 0;
+  int found = name_id('~', name, &id);
+  *uid = (uid_t)id;
+  return found;
 }
 
 /* uid's login name into out (SHMS_TENANT_MAX + 1 bytes); 0 if it has none that fits. */
 static int login_name(uid_t uid, char *out) {
+  uint64_t now = coarse_ns();
+  const struct lookup *l = cached('#', "", (uint32_t)uid, now);
+  if (l != NULL) {
+    strcpy(out, l->name);
+    return l->found;
+  }
   struct passwd p, *found = NULL;
   char *buf = malloc(RECORD_BYTES);
   int ok = buf != NULL && getpwuid_r(uid, &p, buf, RECORD_BYTES, &found) == 0 && found != NULL &&
            strlen(found->pw_name) <= SHMS_TENANT_MAX;
+  out[0] = '\0';
   if (ok)
     strcpy(out, found->pw_name);
+  if (buf != NULL)
+    remember('#', out, ok, (uint32_t)uid, now);
   free(buf);
   return ok;
 }
 
 static int check_binding(const shms_class_config *k, const char *cn, const char *tenant) {
+  if (k->tenant_bind == SHMS_TENANT_ANY)
+    return SHMS_OK; /* no system call on the fast path of an unbound class */
   uid_t uid = geteuid();
   if (k->tenant_bind == SHMS_TENANT_USER) {
     char login[SHMS_TENANT_MAX + 1];
