@@ -141,7 +141,7 @@ static int login_name(uid_t uid, char *out) {
   uint64_t now = coarse_ns();
   const struct lookup *l = cached('#', "", (uint32_t)uid, now);
   if (l != NULL) {
-    strcpy(out, l->name);
+    memcpy(out, l->name, sizeof l->name);
     return l->found;
   }
   struct passwd p, *found = NULL;
@@ -150,7 +150,7 @@ static int login_name(uid_t uid, char *out) {
            strlen(found->pw_name) <= SHMS_TENANT_MAX;
   out[0] = '\0';
   if (ok)
-    strcpy(out, found->pw_name);
+    snprintf(out, SHMS_TENANT_MAX + 1, "%s", found->pw_name);
   if (buf != NULL)
     remember('#', out, ok, (uint32_t)uid, now);
   free(buf);
