@@ -116,9 +116,9 @@ static PyObject *class_tuple(const shms_class_config *k) {
     }
     PyTuple_SET_ITEM(allow, i, s);
   }
-  return Py_BuildValue("(IIIIIIINK)", k->cells, k->queue, k->mode, k->payload, k->tenant_max_active,
-                       k->on_holder_death, k->on_command_crash, allow,
-                       (unsigned long long)k->grant_timeout_ns);
+  return Py_BuildValue("(IIIIIIINKI)", k->cells, k->queue, k->mode, k->payload,
+                       k->tenant_max_active, k->on_holder_death, k->on_command_crash, allow,
+                       (unsigned long long)k->grant_timeout_ns, k->tenant_bind);
 }
 
 static PyObject *handle_config(HandleObject *self, PyObject *unused) {
@@ -141,8 +141,9 @@ static PyObject *handle_config(HandleObject *self, PyObject *unused) {
   }
   if (classes == NULL)
     return NULL;
-  return Py_BuildValue("(NKIIIL)", classes, (unsigned long long)cfg.starvation_after_ns,
-                       cfg.max_tenants, cfg.max_processes, cfg.file_mode, (long long)cfg.group);
+  return Py_BuildValue("(NKIIILL)", classes, (unsigned long long)cfg.starvation_after_ns,
+                       cfg.max_tenants, cfg.max_processes, cfg.file_mode, (long long)cfg.group,
+                       (long long)cfg.admin_group);
 }
 
 static PyObject *handle_info(HandleObject *self, PyObject *unused) {
