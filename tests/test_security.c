@@ -331,6 +331,60 @@ static int queue_then_wait(const char *name, struct report *r, int go) {
   return rc;
 }
 
+/* Queue, be granted, and hold the lease until the parent has looked (go's EOF). */
+static int hold_lease(const char *name, struct report *r, int go) {
+  shms_t *h;
+  attach(name, &h);
+  shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = "nobody"};
+  shms_lease l;
+  int rc = shms_enqueue(h, &req, &r->ticket);
+  if (rc == SHMS_OK)
+    rc = shms_wait(h, &r->ticket, UINT64_MAX, &l);
+  r->rc = rc;
+  keep(r);
+  report_ready(r);
+  char b;
+  while (rc == SHMS_OK && read(go, &b, 1) > 0)
+    ;
+  if (rc == SHMS_OK)
+    rc = shms_release(h, &l);
+  shms_detach(h);
+  return rc;
+}
+
+/* Each lease records whose it is: explain of its ticket and the cells' view say nobody's. */
+START_TEST(leases_record_their_uid) {
+  const char *name = make_segment("leaseuid", 1, SHMS_TENANT_ANY, -1);
+  struct report *r = shared_report();
+  int ready[2], go[2];
+  ck_assert(pipe(ready) == 0 && pipe(go) == 0);
+  pid_t pid = start_nobody(hold_lease, name, r, ready, go);
+  ck_assert_msg(r->rc == SHMS_OK, "nobody's lease: %s", r->detail);
+  shms_t *h;
+  ck_assert_shms_ok(shms_attach(name, 0, &h));
+  shms_explanation x;
+  ck_assert_shms_ok(shms_explain(h, &r->ticket, &x));
+  ck_assert_uint_eq(x.state, SHMS_REQ_HELD);
+  ck_assert_uint_eq(x.uid, nobody_uid);
+  shms_cell_info cell;
+  uint32_t count = 0;
+  ck_assert_shms_ok(shms_cells(h, SHMS_CLASS_STANDARD, &cell, 1, &count));
+  ck_assert_uint_eq(cell.state, SHMS_CELL_LEASED);
+  ck_assert_uint_eq(cell.uid, nobody_uid);
+  finish_nobody(pid, ready, go);
+  ck_assert_int_eq(r->rc, SHMS_OK); /* its release */
+  /* Root's own lease, on the fast path, is root's. */
+  shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = "root"};
+  shms_lease l;
+  ck_assert_shms_ok(shms_try_acquire(h, &req, &l));
+  ck_assert_shms_ok(shms_cells(h, SHMS_CLASS_STANDARD, &cell, 1, &count));
+  ck_assert_uint_eq(cell.uid, 0);
+  ck_assert_shms_ok(shms_release(h, &l));
+  shms_detach(h);
+  harness_remove(name);
+}
+END_TEST
+
 START_TEST(cancel_own_and_anothers) {
   const char *name = make_segment("cancel", 1, SHMS_TENANT_ANY, -1);
   shms_t *h;
@@ -393,6 +447,7 @@ int main(void) {
   tcase_add_test(tc, admin_operations_are_the_owners);
   tcase_add_test(tc, admin_group_members_may);
   tcase_add_test(tc, cancel_own_and_anothers);
+  tcase_add_test(tc, leases_record_their_uid);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
