@@ -8,6 +8,7 @@
 #include "../core/sched.h"
 #include "../shm/atomic.h"
 #include "../shm/error.h"
+#include "../shm/identity.h"
 #include "../shm/proc.h"
 
 /* Hold every class still, settle what the dead left, recompute; then free the dead's entries. */
@@ -73,6 +74,11 @@ int shms_recover_dead(shms_t *h, unsigned flags, shms_event_fn on_event, void *c
     return rc;
   if (flags & ~(unsigned)(SHMS_RECOVER_FULL | SHMS_RECOVER_REPAIR_LOST_WORKERS))
     return shms__fail(SHMS_EINVAL, "unknown recovery flags %#x", flags);
+  /* Recovering only what the dead left is every member's duty; holding classes still to recompute
+   * them, and handing cells back, are the admins' (docs/security.md). */
+  if (flags != 0 && (rc = shms__admin_check(
+                         h, "recover the whole segment (check --repair, supervise)")) != SHMS_OK)
+    return rc;
   struct shms__report rep = {.h = h, .fn = on_event, .ctx = ctx};
   rc = (flags & SHMS_RECOVER_FULL) ? recover_full(h, &rep) : recover_each_dead(h, &rep);
   if (rc == SHMS_OK && (flags & SHMS_RECOVER_REPAIR_LOST_WORKERS))
@@ -106,6 +112,8 @@ int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *co
           .start_time = shms__load_64((uint64_t *)&p->start_time),
           .attached_unix_ns = shms__load_64((uint64_t *)&p->attached_unix_ns),
           .alive = shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1,
+          .uid = shms__load_32((uint32_t *)&p->uid),
+          .gid = shms__load_32((uint32_t *)&p->gid),
       };
     n++;
   }
@@ -117,6 +125,8 @@ int shms_supervisor_claim(shms_t *h) {
   shms__clear_detail();
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
+    return rc;
+  if ((rc = shms__admin_check(h, "supervise the segment")) != SHMS_OK)
     return rc;
   struct flock fl = {
       .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = SHMS__LOCK_SUPERVISOR, .l_len = 1};
@@ -149,6 +159,8 @@ int shms_repair_lost_workers(shms_t *h) {
   shms__clear_detail();
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
+    return rc;
+  if ((rc = shms__admin_check(h, "repair cells")) != SHMS_OK)
     return rc;
   return repair_lost_workers(h, NULL);
 }

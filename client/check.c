@@ -5,17 +5,24 @@
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
+#include "../shm/identity.h"
 #include "client.h"
 
 uint32_t shms__segment_state(const struct shms *h) { return shms__load_32(&h->hdr->state); }
 
+/* The allow list's tenant entries (its identity entries are shms__identity_check's). */
 static int tenant_allowed(const struct shms__cls *k, const char *tenant) {
   if (k->cfg->allow_count == 0)
     return k->id != SHMS_CLASS_EXTRA_LARGE; /* extra-large is restricted by default */
-  for (uint32_t i = 0; i < k->cfg->allow_count && i < SHMS_ALLOW_MAX; i++)
+  int tenants = 0;
+  for (uint32_t i = 0; i < k->cfg->allow_count && i < SHMS_ALLOW_MAX; i++) {
+    if (shms__allow_is_identity(k->cfg->allow[i]))
+      continue;
     if (strncmp(k->cfg->allow[i], tenant, SHMS_TENANT_MAX + 1) == 0)
       return 1;
-  return 0;
+    tenants++;
+  }
+  return tenants == 0; /* a list of identities only: any tenant, for them */
 }
 
 static int check_names(const shms_request *req, uint64_t *tenant_words) {
@@ -56,6 +63,8 @@ int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, 
     return shms__fail(SHMS_EDENIED, "class %s is denied (queue=0)", cn);
   if (!tenant_allowed(k, req->tenant))
     return shms__fail(SHMS_EDENIED, "class %s does not allow tenant '%s'", cn, req->tenant);
+  if ((rc = shms__identity_check(k->cfg, cn, req->tenant)) != SHMS_OK)
+    return rc;
   if (req->deadline_ns != 0 && shms__now_ns() >= req->deadline_ns)
     return shms__fail(SHMS_EDEADLINE, "the deadline has already passed");
   if (shms__segment_state(h) != SHMS_SEG_ACTIVE)

@@ -65,6 +65,7 @@ static int explain_held(struct shms *h, const struct shms__cls *k, const shms_ti
   memset(out, 0, sizeof *out);
   out->state = SHMS_REQ_HELD;
   out->cell = held.cell;
+  out->uid = shms__load_32(&k->cells[held.cell].uid); /* written at the lease's start */
   uint32_t idx = SHMS__OWNER_INDEX(held.owner);
   if (idx < h->layout.procs_count) {
     const struct shms__proc *p = shms__proc_at(h, idx);
@@ -100,6 +101,7 @@ int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
   } else {
     memcpy(out->tenant, s->tenant_name, sizeof out->tenant);
     out->priority = s->priority;
+    out->uid = s->uid;
     out->state = st == SHMS__SLOT_QUEUED    ? SHMS_REQ_QUEUED
                  : st == SHMS__SLOT_GRANTED ? SHMS_REQ_GRANTED
                  : st == SHMS__SLOT_RUNNING ? SHMS_REQ_RUNNING

@@ -3,6 +3,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/error.h"
+#include "../shm/identity.h"
 #include "client.h"
 
 /* The lease's cell and its current word, if the lease is exactly current. */
@@ -101,6 +102,8 @@ int shms_repair(shms_t *h, shms_class_t c, int cell) {
   int rc = shms__check_class(h, c, &k);
   if (rc != SHMS_OK)
     return rc;
+  if ((rc = shms__admin_check(h, "repair cells")) != SHMS_OK)
+    return rc;
   if (cell >= 0) {
     if ((uint32_t)cell >= k->ncells)
       return shms__fail(SHMS_EINVAL, "class %s has no cell %d (cells 0..%u)", shms_class_name(c),
@@ -121,6 +124,8 @@ int shms_drain(shms_t *h) {
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
     return rc;
+  if ((rc = shms__admin_check(h, "drain the segment")) != SHMS_OK)
+    return rc;
   uint32_t st = shms__segment_state(h);
   while (st == SHMS_SEG_ACTIVE && !ck_pr_cas_32_value(&h->hdr->state, st, SHMS_SEG_DRAINING, &st))
     ;
@@ -130,4 +135,23 @@ int shms_drain(shms_t *h) {
     if (h->cls[c].id >= 0)
       SHMS__OP_VOID(h, &h->cls[c], shms__fail_all(h, &h->cls[c], SHMS_ESHUTDOWN));
   return SHMS_OK;
+}
+
+/*
+ * DRAINING -> ACTIVE (docs/protocol.md, "Segment states"). Nothing else to undo: the drain
+ * settled what was queued, and a request queued from now on is taken as on any active segment.
+ */
+int shms_resume(shms_t *h) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if ((rc = shms__admin_check(h, "lift a drain")) != SHMS_OK)
+    return rc;
+  uint32_t st = shms__segment_state(h);
+  while (st == SHMS_SEG_DRAINING && !ck_pr_cas_32_value(&h->hdr->state, st, SHMS_SEG_ACTIVE, &st))
+    ;
+  if (st == SHMS_SEG_DESTROYING)
+    return shms__fail(SHMS_ESHUTDOWN, "the segment is being destroyed");
+  return st == SHMS_SEG_DRAINING;
 }

@@ -19,6 +19,7 @@ static void fill(struct shms *h, struct shms__slot *s, const shms_request *req, 
   s->deadline_ns = req->deadline_ns;
   s->priority = req->priority;
   shms__store_32(&s->owner, h->owner); /* reapers read it without owning the slot */
+  shms__store_32(&s->uid, shms__load_32(&h->proc->uid)); /* cancellers judge by it */
   s->tenant = 0;
   shms__store_32(&s->cell, 0);
   s->payload_len = (uint32_t)len;
@@ -317,6 +318,7 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t
   uint32_t c = (uint32_t)r, gen;
   uint64_t token;
   SHMS__STEP();
+  shms__store_32(&k->cells[c].uid, shms__load_32(&h->proc->uid)); /* with the name: layout.h */
   int rc = shms__cell_start(k, c, 0, tenant, 0, &gen, &token);
   if (rc != SHMS_OK) {
     shms__exhaust_and_check(h, k, c);

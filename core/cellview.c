@@ -49,6 +49,7 @@ static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t 
     if (st == SHMS__CELL_GRANTED || st == SHMS__CELL_LEASED || st == SHMS__CELL_QUARANTINED) {
       /* A quarantine keeps the owner and the name of the lease it ended. */
       shms__cell_tenant(k, c, out->tenant);
+      out->uid = shms__load_32((uint32_t *)&cell->uid);
       out->since_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
     }
     if (st == SHMS__CELL_QUARANTINED) {

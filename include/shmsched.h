@@ -106,6 +106,14 @@ typedef enum { SHMS_ON_DEATH_QUARANTINE, SHMS_ON_DEATH_RELEASE } shms_on_death_t
  * value is the default: release (the command's whole process tree is gone by then).
  */
 typedef enum { SHMS_ON_CRASH_RELEASE, SHMS_ON_CRASH_QUARANTINE } shms_on_crash_t;
+/*
+ * Whom a class's tenant names belong to (docs/security.md, "Identities"): any caller may use any
+ * tenant name (the default); the tenant must be the caller's login name (its effective uid's); the
+ * caller must be a member of the group the tenant names. A request that breaks it fails
+ * SHMS_EPERM. Checked with the caller's credentials from the kernel: a rule among processes
+ * that trust each other, enforced for untrusting users only by a setgid front end.
+ */
+typedef enum { SHMS_TENANT_ANY, SHMS_TENANT_USER, SHMS_TENANT_GROUP } shms_tenant_bind_t;
 
 #define SHMS_TENANT_MAX  31           /* bytes in a tenant name */
 #define SHMS_ALLOW_MAX   16           /* tenants in one class's allow list */
@@ -126,7 +134,11 @@ typedef struct {
   uint32_t tenant_max_active; /* 0: unlimited */
   uint32_t on_holder_death;   /* shms_on_death_t */
   uint32_t on_command_crash;  /* shms_on_crash_t; 0 (release) by default */
+  uint32_t tenant_bind;       /* shms_tenant_bind_t; 0 (any) by default */
   uint32_t allow_count;       /* 0: any tenant (extra-large: none) */
+  /* Each entry a tenant name, or "@GROUP" (callers in that group) or "~USER" (that user), names
+   * or numeric ids. Tenant entries bound the tenant, identity entries the caller; a request
+   * must pass each kind the list holds (docs/config.md, "allow"). */
   char allow[SHMS_ALLOW_MAX][SHMS_TENANT_MAX + 1];
   /* Lease classes: a grant its waiter has not accepted after this long goes to the next
    * request; the late request waits for its waiter again, in its place (docs/protocol.md,
@@ -141,6 +153,9 @@ typedef struct {
   uint32_t max_processes;       /* size of the attached-process table */
   uint32_t file_mode;           /* permission bits of the segment, e.g. 0600 */
   int64_t group;                /* gid to own the segment, -1 to leave as is */
+  /* Members of this group (with the segment file's owner and root) may drain, resume, repair,
+   * recover, destroy and cancel others' requests (docs/security.md); -1: none. */
+  int64_t admin_group;
 } shms_config;
 
 #define SHMS_DEFAULT_STARVATION_NS    (5ull * 1000 * 1000 * 1000)
@@ -229,6 +244,7 @@ typedef struct {
   uint32_t max_processes;
   uint32_t file_mode;     /* the segment file's permission bits now (fstat) */
   uint32_t file_gid;      /* the segment file's group now (fstat) */
+  uint32_t file_uid;      /* the segment file's owner now (fstat): one of its admins */
   int32_t supervisor_pid; /* the process holding the supervisor lock now, 0 if none */
 } shms_segment_info;
 
@@ -328,6 +344,8 @@ typedef struct {
    * none (a lease taken on the fast path has no request, and no ticket). */
   shms_ticket ticket;
   uint64_t quarantined_unix_ns; /* quarantined: when (CLOCK_REALTIME), 0 if not known */
+  uint32_t uid;      /* granted, leased (quarantined: the last lease's): the effective uid of the
+                        process that enqueued or acquired it */
 } shms_cell_info;
 
 /*
@@ -432,9 +450,16 @@ SHMS_EXTERN int shms_repair(shms_t *h, shms_class_t c, int cell);
 /*
  * Stop taking work: new requests fail with SHMS_ESHUTDOWN, queued and
  * granted-but-unaccepted requests are settled with SHMS_ESHUTDOWN, accepted
- * leases keep their cells until released.
+ * leases keep their cells until released. For the segment's admins only
+ * (docs/security.md): SHMS_EPERM for others.
  */
 SHMS_EXTERN int shms_drain(shms_t *h);
+/*
+ * Lift a drain: DRAINING -> ACTIVE (docs/protocol.md, "Segment states"). New requests are taken
+ * again; requests the drain settled stay settled. Returns 1 if the segment was draining, 0 if it
+ * was already active; SHMS_ESHUTDOWN while it is being destroyed; SHMS_EPERM for non-admins.
+ */
+SHMS_EXTERN int shms_resume(shms_t *h);
 
 /* Why a request waits. */
 typedef enum {
@@ -470,6 +495,7 @@ typedef struct {
   int32_t holder_pid;    /* the process holding the lease; 0 if its process entry is gone */
   uint32_t holder_alive; /* that process is alive (its liveness lock is held) */
   uint64_t held_ns;      /* how long ago the lease was granted */
+  uint32_t uid;          /* the effective uid of the process that enqueued it */
 } shms_explanation;
 
 /*
@@ -767,6 +793,7 @@ typedef struct {
   uint64_t start_time;       /* field 22 of /proc/PID/stat: tells a reused pid apart */
   uint64_t attached_unix_ns; /* CLOCK_REALTIME of its attach */
   uint32_t alive;            /* 1 while it holds its entry's lock */
+  uint32_t uid, gid;         /* its effective uid and gid at registration */
 } shms_process_info;
 
 /* The registered processes (up to max into out, the number into *count, which may exceed max). */

@@ -5,6 +5,7 @@
 #include <linux/futex.h>
 #include <mqueue.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
@@ -45,10 +46,33 @@ static void shmsched_create(bl_shared *sh, unsigned cells) {
     bu_die_shms("shms_create", rc);
 }
 
+/* A class that binds tenants to users (tenant=user, docs/security.md): what the identity check
+ * costs each acquire. */
+static void shmsched_user_create(bl_shared *sh, unsigned cells) {
+  static unsigned serial;
+  snprintf(sh->segment, sizeof sh->segment, "shms-bench-user-%d-%u", (int)getpid(), serial++);
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){
+      .configured = 1, .cells = cells, .queue = 1024, .tenant_bind = SHMS_TENANT_USER};
+  int rc = shms_create(sh->segment, &cfg);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_create", rc);
+}
+
 static void shmsched_open(bl_proc *p) {
   int rc = shms_attach(p->sh->segment, 0, &p->h);
   if (rc != SHMS_OK)
     bu_die_shms("shms_attach", rc);
+}
+
+/* tenant=user: the tenant is the caller's login name. */
+static void shmsched_user_open(bl_proc *p) {
+  shmsched_open(p);
+  struct passwd *pw = getpwuid(geteuid());
+  if (pw == NULL)
+    bu_die("uid %u has no login name", (unsigned)geteuid());
+  snprintf(p->tenant, sizeof p->tenant, "%s", pw->pw_name);
 }
 
 static void shmsched_acquire(bl_proc *p) {
@@ -247,6 +271,8 @@ static const struct bl_system systems[] = {
      shmsched_destroy},
     {"shmsched-try", shmsched_create, shmsched_open, shmsched_try_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
+    {"shmsched-user", shmsched_user_create, shmsched_user_open, shmsched_acquire, shmsched_release,
+     shmsched_close, shmsched_destroy},
     {"posix-sem", psem_create, nothing, psem_acquire, psem_release, nothing, psem_destroy},
     {"sysv-sem-undo", sysv_create, nothing, sysv_acquire, sysv_release, nothing, sysv_destroy},
     {"jobserver-pipe", pipe_create, nothing, pipe_acquire, pipe_release, nothing, pipe_destroy},
@@ -265,7 +291,8 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-try posix-sem sysv-sem-undo jobserver-pipe futex posix-mq "
+  return "shmsched shmsched-try shmsched-user posix-sem sysv-sem-undo jobserver-pipe futex "
+         "posix-mq "
          "robust-mutex harness";
 }
 

@@ -99,7 +99,7 @@ run() {
 
 for ((rep = 1; rep <= repeats; rep++)); do
   echo "perf: repeat $rep of $repeats ..." >&2
-  for s in "${lock_systems[@]}" shmsched-try harness; do
+  for s in "${lock_systems[@]}" shmsched-try shmsched-user harness; do
     run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
   done
   for s in "${lock_systems[@]}"; do

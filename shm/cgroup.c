@@ -41,7 +41,7 @@ static int cgroup2_mount(char *out, size_t n) {
 }
 
 int shms__cgroup_root(char *out, size_t n) {
-  const char *env = getenv("SHMSCHED_CGROUP");
+  const char *env = secure_getenv("SHMSCHED_CGROUP") /* ignored by a setgid program */;
   if (env != NULL && env[0] != '\0') {
     if (strcmp(env, "off") == 0 || env[0] != '/')
       return -1;

@@ -33,6 +33,7 @@ void shms_config_init(shms_config *cfg) {
   cfg->max_processes = SHMS_DEFAULT_MAX_PROCESSES;
   cfg->file_mode = SHMS_DEFAULT_FILE_MODE;
   cfg->group = -1;
+  cfg->admin_group = -1;
 }
 
 int shms__tenant_pack(const char *name, uint64_t words[SHMS__NAME_WORDS]) {
@@ -120,6 +121,8 @@ static int validate_class(const shms_config *cfg, int c) {
   if (k->on_command_crash != SHMS_ON_CRASH_RELEASE &&
       k->on_command_crash != SHMS_ON_CRASH_QUARANTINE)
     return shms__fail(SHMS_EINVAL, "class %s: on-command-crash: must be release or quarantine", cn);
+  if (k->tenant_bind > SHMS_TENANT_GROUP)
+    return shms__fail(SHMS_EINVAL, "class %s: tenant: must be any, user or group", cn);
   if (k->allow_count > SHMS_ALLOW_MAX)
     return shms__fail(SHMS_EINVAL, "class %s: allow: at most %d tenants, got %u", cn,
                       SHMS_ALLOW_MAX, k->allow_count);
@@ -133,6 +136,9 @@ static int validate_class(const shms_config *cfg, int c) {
       snprintf(why, sizeof why, "%s", shms_last_error_detail());
       return shms__fail(SHMS_EINVAL, "class %s: allow: entry %u: %s", cn, i + 1, why);
     }
+    if ((tenant[0] == '@' || tenant[0] == '~') && tenant[1] == '\0')
+      return shms__fail(SHMS_EINVAL, "class %s: allow: entry %u: '%c' names no %s", cn, i + 1,
+                        tenant[0], tenant[0] == '@' ? "group" : "user");
     for (uint32_t j = 0; j < i; j++)
       if (strcmp(k->allow[i], k->allow[j]) == 0)
         return shms__fail(SHMS_EINVAL, "class %s: allow: tenant '%s' is listed twice", cn, tenant);
@@ -174,6 +180,8 @@ int shms_config_validate(const shms_config *cfg) {
                       cfg->file_mode);
   if (cfg->group < -1 || cfg->group > (int64_t)UINT32_MAX - 1)
     return shms__fail(SHMS_EINVAL, "group: not a valid gid");
+  if (cfg->admin_group < -1 || cfg->admin_group > (int64_t)UINT32_MAX - 1)
+    return shms__fail(SHMS_EINVAL, "admin-group: not a valid gid");
   uint64_t size = shms__layout_size(cfg);
   if (size == 0 || size > SHMS_SEGMENT_MAX)
     return shms__fail(SHMS_EINVAL,

@@ -139,7 +139,11 @@ struct shms__cell {
   /* While QUARANTINED: when it was quarantined (CLOCK_REALTIME), written beside `reason` right
    * after the state word's CAS; for operators (shms_cells). */
   uint64_t quarantined_unix_ns;
-  uint8_t reserved[24];
+    /* Who the lease (or grant) is for: the effective uid its acquirer or enqueuer registered with
+   * (the request's, when the dispatcher grants). Written and valid as tenant_name is; kept
+   * after the lease ends, like the name, for a quarantined cell's report. */
+  uint32_t uid;
+  uint8_t reserved[20];
 } SHMS__ALIGNED;
 
 /*
@@ -173,7 +177,8 @@ struct shms__slot {
   /* The owner's record of its requests (core/owned.c): a list through its slots, every class
    * in one, as SHMS__OWNED_REF; written only by the owner's threads. */
   uint32_t own_prev, own_next;
-  uint8_t reserved[12];
+  uint32_t uid; /* the enqueuer's effective uid at registration: who may cancel it */
+  uint8_t reserved[8];
 } SHMS__ALIGNED;
 
 /* A tenant record: present while the tenant has queued work or limited leases. */

@@ -26,6 +26,7 @@
 #include "error.h"
 #include "format.h"
 #include "handle.h"
+#include "identity.h"
 #include "proc.h"
 
 struct shms__file {
@@ -462,7 +463,9 @@ int shms_destroy(const char *name, unsigned flags) {
   if (rc != SHMS_OK)
     return rc;
   uint32_t old = SHMS_SEG_ACTIVE;
-  rc = refuse_if_busy(h, name, flags, &old);
+  rc = shms__admin_check(h, "destroy the segment");
+  if (rc == SHMS_OK)
+    rc = refuse_if_busy(h, name, flags, &old);
   if (rc == SHMS_OK && shm_unlink(shm_name) != 0) {
     rc = open_fail(errno, name, "remove");
     shms__store_32(&h->hdr->state, old);
@@ -532,6 +535,7 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
     return shms__fail(shms__from_errno(errno), "cannot stat the segment file: %s", strerror(errno));
   out->file_mode = (uint32_t)(st.st_mode & 07777);
   out->file_gid = (uint32_t)st.st_gid;
+  out->file_uid = (uint32_t)st.st_uid;
   return SHMS_OK;
 }
 

@@ -5,6 +5,9 @@
 #ifndef SHMS_SUPERVISOR_CLI_H
 #define SHMS_SUPERVISOR_CLI_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /* Exit codes: part of the CLI's contract. */
 enum {
   CLI_EXIT_OK = 0,    /* the operation succeeded */
@@ -53,6 +56,9 @@ int cli_dashes(int argc, char *const argv[]);
 int cli_take_name_before_cmd(const char *cmd, int dashes, char *const argv[], const char **name);
 int cli_take_cmd(const char *cmd, int argc, char **argv, int dashes, char ***cmdv);
 
+/* The login name of uid into buf (n bytes), or its number when it has none; returns buf. */
+const char *cli_user_name(uint32_t uid, char *buf, size_t n);
+
 /* Print a help text on stdout and return CLI_EXIT_OK. */
 int cli_help(const char *text);
 
@@ -62,6 +68,7 @@ int cmd_supervise(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_destroy(int argc, char **argv);
 int cmd_drain(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_jobserver(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);

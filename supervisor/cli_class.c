@@ -1,6 +1,8 @@
 /* One class's keys (cli_class.h): parsed here, range-checked by the library. */
 #include "cli_class.h"
 
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,6 +18,7 @@ static const char *const key_names[CLI_KEY_COUNT] = {
     [CLI_KEY_ON_HOLDER_DEATH] = "on-holder-death",
     [CLI_KEY_GRANT_TIMEOUT] = "grant-timeout",
     [CLI_KEY_ON_COMMAND_CRASH] = "on-command-crash",
+    [CLI_KEY_TENANT] = "tenant",
 };
 
 const char *cli_class_key_name(int key) {
@@ -46,7 +49,34 @@ static int pick(const char *v, const char *a, const char *b, uint32_t *out, cons
   return SHMS_EINVAL;
 }
 
-/* '+'-separated tenant names appended to the allow list. */
+/* tenant=any|user|group: whom the class's tenant names belong to (shms_tenant_bind_t). */
+static int parse_tenant_bind(shms_class_config *k, const char *v, char *err, size_t n) {
+  static const char *const words[] = {"any", "user", "group"};
+  char q[96];
+  for (uint32_t i = 0; i < 3; i++)
+    if (strcmp(v, words[i]) == 0) {
+      k->tenant_bind = i;
+      return 0;
+    }
+  snprintf(err, n, "tenant: must be any, user or group, got '%s'", cli_quote(q, sizeof q, v));
+  return SHMS_EINVAL;
+}
+
+/* An allow entry "@GROUP" or "~USER" must name a group or user that exists now (a number is
+ * taken as it is): a typo would otherwise lock everyone out. */
+static int check_identity(const char *name, char *err, size_t n) {
+  char q[96];
+  const char *id = name + 1;
+  if (strspn(id, "0123456789") == strlen(id) && id[0] != '\0')
+    return 0;
+  if (name[0] == '@' ? getgrnam(id) != NULL : getpwnam(id) != NULL)
+    return 0;
+  snprintf(err, n, "allow: '%s': there is no %s named '%s'", cli_quote(q, sizeof q, name),
+           name[0] == '@' ? "group" : "user", id);
+  return SHMS_EINVAL;
+}
+
+/* '+'-separated tenant names (or identities: @GROUP, ~USER) appended to the allow list. */
 static int parse_allow(shms_class_config *k, const char *v, char *err, size_t n) {
   char q[96];
   for (const char *p = v;; p++) {
@@ -67,6 +97,8 @@ static int parse_allow(shms_class_config *k, const char *v, char *err, size_t n)
                shms_last_error_detail());
       return SHMS_EINVAL;
     }
+    if ((name[0] == '@' || name[0] == '~') && check_identity(name, err, n) != 0)
+      return SHMS_EINVAL;
     if (k->allow_count >= SHMS_ALLOW_MAX) {
       snprintf(err, n, "allow: at most %d tenants", SHMS_ALLOW_MAX);
       return SHMS_EINVAL;
@@ -111,6 +143,8 @@ static int set_value(shms_class_config *k, int key, const char *v, char *err, si
     return pick(v, "release", "quarantine", &k->on_command_crash, "on-command-crash", err, n);
   case CLI_KEY_ALLOW:
     return parse_allow(k, v, err, n);
+  case CLI_KEY_TENANT:
+    return parse_tenant_bind(k, v, err, n);
   default:
     return SHMS_EINVAL;
   }
@@ -126,7 +160,7 @@ int cli_class_set(struct cli_class_build *b, const char *key, const char *value,
   if (i < 0) {
     snprintf(err, n,
              "%s: unknown key (expected cells, queue, mode, payload, tenant-max-active, allow, "
-             "on-holder-death, on-command-crash or grant-timeout)",
+             "on-holder-death, on-command-crash, grant-timeout or tenant)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

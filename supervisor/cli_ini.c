@@ -17,6 +17,7 @@
 
 #include "cli_class.h"
 #include "cli_config.h"
+#include "secure.h"
 
 enum { SEC_NONE, SEC_SEGMENT, SEC_CLASS };
 
@@ -159,8 +160,8 @@ static char *read_line(char *str, int num, void *stream) {
   return str;
 }
 
-static const char *const seg_keys[] = {"starvation-after", "max-tenants", "max-processes", "mode",
-                                       "group"};
+static const char *const seg_keys[] = {
+    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group"};
 enum { SEG_KEYS = sizeof seg_keys / sizeof seg_keys[0] };
 
 static int segment_pair(struct ini_ctx *x, const char *name, const char *value) {
@@ -220,7 +221,7 @@ static int parse_open_file(struct ini_ctx *x) {
 int cli_load_config_file(shms_config *cfg, const char *path, char *err, size_t n) {
   char q[96];
   struct ini_ctx x = {.cfg = cfg, .path = path, .err = err, .n = n};
-  x.f = fopen(path, "re");
+  x.f = cli_fopen_as_user(path); /* as the user: never with a setgid front end's group */
   if (x.f == NULL) {
     snprintf(err, n, "%s: cannot open: %s", cli_quote(q, sizeof q, path), strerror(errno));
     return SHMS_EINVAL;

@@ -1,5 +1,6 @@
 /* The CLI's error line and option helpers (cli.h). */
 #include <getopt.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,4 +98,14 @@ int cli_take_cmd(const char *cmd, int argc, char **argv, int dashes, char ***cmd
 int cli_help(const char *text) {
   fputs(text, stdout);
   return CLI_EXIT_OK;
+}
+
+const char *cli_user_name(uint32_t uid, char *buf, size_t n) {
+  struct passwd p, *found = NULL;
+  char rec[4096];
+  if (getpwuid_r((uid_t)uid, &p, rec, sizeof rec, &found) == 0 && found != NULL)
+    snprintf(buf, n, "%s", found->pw_name);
+  else
+    snprintf(buf, n, "%u", uid);
+  return buf;
 }

@@ -1,4 +1,4 @@
-/* shmsched drain and shmsched repair: administration of a live segment. */
+/* shmsched drain (and resume) and shmsched repair: administration of a live segment. */
 #include <getopt.h>
 #include <stdio.h>
 
@@ -7,22 +7,29 @@
 #include "cli_sched.h"
 
 static const char drain_help[] =
-    "Usage: shmsched drain NAME\n"
+    "Usage: shmsched drain NAME [--undo]\n"
+    "       shmsched resume NAME\n"
     "\n"
     "Stop the segment taking work: new requests fail with 'shutdown', queued\n"
     "requests (and granted ones not yet accepted) are settled with 'shutdown'\n"
     "(a waiting 'shmsched run' exits 75), and accepted leases keep their cells\n"
-    "until released, so running commands finish normally. It cannot be undone:\n"
-    "destroy the segment and create it again. Draining twice is not an error.\n"
+    "until released, so running commands finish normally. Draining twice is not\n"
+    "an error. With --undo (or as 'shmsched resume') lift the drain: the segment\n"
+    "takes new requests again; what the drain settled stays settled, and workers\n"
+    "it stopped must be started again. For the segment's owner, root and members\n"
+    "of its admin-group; others get permission-denied.\n"
     "\n"
     "Options:\n"
+    "  -u, --undo   lift the drain (the same as 'shmsched resume NAME')\n"
     "  -h, --help   show this help\n"
     "\n"
-    "Exit status: 0 draining, 1 failed (not-found, permission-denied, shutdown:\n"
-    "the segment is being destroyed, ...), 2 usage error.\n"
+    "Exit status: 0 draining (--undo: active), 1 failed (not-found,\n"
+    "permission-denied, shutdown: the segment is being destroyed, ...), 2 usage\n"
+    "error.\n"
     "\n"
     "Examples:\n"
     "  shmsched drain jobs\n"
+    "  shmsched drain jobs --undo\n"
     "  shmsched drain jobs && shmsched status jobs | grep -E '^(state|cells_leased):'\n";
 
 static const char repair_help[] =
@@ -31,6 +38,7 @@ static const char repair_help[] =
     "Return quarantined cells of CLASS to service and print how many were\n"
     "repaired. A cell is quarantined when a command run on it was killed by a\n"
     "signal, or its holder died: repair it once you know the cell is clean.\n"
+    "For the segment's owner, root and members of its admin-group.\n"
     "\n"
     "Options:\n"
     "  -c, --class CLASS   the class (required)\n"
@@ -46,30 +54,47 @@ static const char repair_help[] =
     "  shmsched repair jobs --class standard\n"
     "  shmsched repair jobs --class standard --cell 3\n";
 
-int cmd_drain(int argc, char **argv) {
-  static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-  int c;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-    if (c == 'h')
-      return cli_help(drain_help);
-    return cli_bad_option("drain", c, argv);
-  }
-  const char *name;
-  if (cli_take_name("drain", argc, argv, &name) != 0)
-    return CLI_EXIT_USAGE;
+/* Drain NAME, or (undo) lift its drain. */
+static int drain(const char *name, int undo) {
   shms_t *h;
   int rc = cli_attach(name, 0, &h);
   if (rc != 0)
     return rc;
-  rc = shms_drain(h);
-  int code = rc == SHMS_OK ? CLI_EXIT_OK : cli_fail_lib(rc);
+  rc = undo ? shms_resume(h) : shms_drain(h);
+  int code = rc >= SHMS_OK ? CLI_EXIT_OK : cli_fail_lib(rc);
   shms_detach(h);
-  if (code == CLI_EXIT_OK)
+  if (code == CLI_EXIT_OK && undo)
+    printf("segment '%s' is active%s: new requests are taken again\n", name,
+           rc == 0 ? " (it was not draining)" : "");
+  else if (code == CLI_EXIT_OK)
     printf("segment '%s' is draining: new and queued requests fail with shutdown; "
            "leases held run to their end\n",
            name);
   return code;
 }
+
+static int drain_command(const char *cmd, int argc, char **argv, int undo) {
+  static const struct option opts[] = {
+      {"undo", no_argument, NULL, 'u'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, undo ? ":h" : ":uh", opts, NULL)) != -1) {
+    if (c == 'h')
+      return cli_help(drain_help);
+    if (c == 'u' && !undo) {
+      undo = 1;
+      continue;
+    }
+    return cli_bad_option(cmd, c, argv);
+  }
+  const char *name;
+  if (cli_take_name(cmd, argc, argv, &name) != 0)
+    return CLI_EXIT_USAGE;
+  return drain(name, undo);
+}
+
+int cmd_drain(int argc, char **argv) { return drain_command("drain", argc, argv, 0); }
+
+int cmd_resume(int argc, char **argv) { return drain_command("resume", argc, argv, 1); }
 
 struct repair_args {
   const char *cls_name;

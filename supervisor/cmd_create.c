@@ -28,7 +28,10 @@ static const char help[] =
     "      payload=BYTES       worker classes only: 1..1048576 (default 4096)\n"
     "      tenant-max-active=N active requests per tenant, 0..cells (default 0: no limit)\n"
     "      allow=T[+T]...      only these tenants, at most 16 (default: any tenant;\n"
-    "                          extra-large: none)\n"
+    "                          extra-large: none); @GROUP and ~USER entries admit\n"
+    "                          only callers in GROUP or who are USER\n"
+    "      tenant=any|user|group  tenants must be the caller's login name (user) or a\n"
+    "                          group the caller is in (group) (default any)\n"
     "      on-holder-death=quarantine|release  (default quarantine)\n"
     "      on-command-crash=release|quarantine (default release)\n"
     "  --config FILE           read the segment and its classes from an INI file\n"
@@ -39,6 +42,9 @@ static const char help[] =
     "  --max-processes N       attached-process table size, 1..65536 (default 1024)\n"
     "  --mode OCTAL            permission bits of the segment, owner keeps rw (default 0600)\n"
     "  --group GROUP           group name or gid to own the segment (default: the creator's)\n"
+    "  --admin-group GROUP     its members may drain, resume, repair, check --repair,\n"
+    "                          supervise, destroy and cancel others' requests, as the\n"
+    "                          segment's owner and root may (default: none)\n"
     "  -h, --help              show this help\n"
     "\n"
     "Exit status: 0 created, 1 the creation failed (already-exists, permission-denied,\n"
@@ -55,8 +61,8 @@ static const char help[] =
 enum { OPT_CLASS = 256, OPT_CONFIG, OPT_SEGMENT };
 
 /* Indexed by val - OPT_SEGMENT; the names are cli_set_segment_option()'s keys. */
-static const char *const segment_keys[] = {"starvation-after", "max-tenants", "max-processes",
-                                           "mode", "group"};
+static const char *const segment_keys[] = {
+    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group"};
 enum { SEGMENT_KEYS = sizeof segment_keys / sizeof segment_keys[0] };
 
 static const struct option opts[] = {
@@ -67,6 +73,7 @@ static const struct option opts[] = {
     {"max-processes", required_argument, NULL, OPT_SEGMENT + 2},
     {"mode", required_argument, NULL, OPT_SEGMENT + 3},
     {"group", required_argument, NULL, OPT_SEGMENT + 4},
+    {"admin-group", required_argument, NULL, OPT_SEGMENT + 5},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

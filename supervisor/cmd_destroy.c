@@ -10,6 +10,7 @@ static const char help[] =
     "\n"
     "Remove the segment /dev/shm/NAME. Refused (busy) while live processes are\n"
     "attached. Processes still attached keep their mappings; new attaches fail.\n"
+    "For the segment's owner, root and the members of its admin-group.\n"
     "\n"
     "Options:\n"
     "  -f, --force   remove it even with live processes attached, or when it fails\n"

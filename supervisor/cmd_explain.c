@@ -145,6 +145,8 @@ static void emit_queued(const shms_explanation *x, const struct sink *s) {
 static void emit_held(const shms_explanation *x, const struct sink *s) {
   char buf[64];
   s->u64(s->ctx, "cell", x->cell);
+  s->u64(s->ctx, "uid", x->uid);
+  s->str(s->ctx, "user", cli_user_name(x->uid, buf, sizeof buf));
   if (x->holder_pid > 0)
     s->i64(s->ctx, "holder_pid", x->holder_pid);
   else
@@ -182,6 +184,8 @@ static void emit(const char *ticket, const shms_ticket *t, const shms_explanatio
            : worker        ? "completed"
                            : "accepted");
   s->str(s->ctx, "tenant", x->tenant);
+  s->u64(s->ctx, "uid", x->uid);
+  s->str(s->ctx, "user", cli_user_name(x->uid, buf, sizeof buf));
   s->i64(s->ctx, "priority", x->priority);
   if (x->state != SHMS_REQ_QUEUED)
     return;

@@ -177,7 +177,12 @@ static const char *version_line(const char *cmd0, char *buf, size_t n) {
   char *argv[] = {(char *)cmd0, "--version", NULL};
   extern char **environ;
   pid_t pid;
-  int rc = posix_spawnp(&pid, cmd0, &fa, NULL, argv, environ);
+  /* RESETIDS: the user's tool runs with the user's own gid, never a setgid front end's. */
+  posix_spawnattr_t at;
+  posix_spawnattr_init(&at);
+  posix_spawnattr_setflags(&at, POSIX_SPAWN_RESETIDS);
+  int rc = posix_spawnp(&pid, cmd0, &fa, &at, argv, environ);
+  posix_spawnattr_destroy(&at);
   posix_spawn_file_actions_destroy(&fa);
   close(p[1]);
   size_t got = 0;

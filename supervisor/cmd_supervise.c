@@ -50,7 +50,8 @@ static const char supervise_help[] =
     "SIGTERM or SIGINT stop it cleanly, and it leaves by itself once the segment\n"
     "is destroyed; it can be killed and restarted at any moment: all state is in\n"
     "the segment. Only one supervisor runs per segment, and 'destroy' does not\n"
-    "count it as keeping the segment in use.\n"
+    "count it as keeping the segment in use. For the segment's owner, root and\n"
+    "the members of its admin-group.\n"
     "Under systemd (Type=notify) it reports readiness on $NOTIFY_SOCKET.\n"
     "\n"
     "Options:\n"
@@ -153,7 +154,7 @@ static int maybe_create(const char *name, const struct sup_args *a) {
 
 /* Tell systemd (Type=notify) we are ready, if it asked. */
 static void notify_ready(void) {
-  const char *path = getenv("NOTIFY_SOCKET");
+  const char *path = secure_getenv("NOTIFY_SOCKET");
   if (path == NULL || (path[0] != '/' && path[0] != '@') || strlen(path) >= 108)
     return;
   struct sockaddr_un sa = {.sun_family = AF_UNIX};

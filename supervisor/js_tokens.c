@@ -28,7 +28,7 @@ static int reopen(int fd, int flags) {
 
 /* A directory for the FIFO whose path has no space (MAKEFLAGS splits words at spaces). */
 static int make_dir(struct js_tokens *t) {
-  const char *tmp = getenv("TMPDIR");
+  const char *tmp = secure_getenv("TMPDIR");
   if (tmp == NULL || tmp[0] != '/' || strpbrk(tmp, " \t\n\\") != NULL ||
       strlen(tmp) > sizeof t->dir - 32)
     tmp = "/tmp";
@@ -43,7 +43,7 @@ static int make_dir(struct js_tokens *t) {
 static int open_fifo(struct js_tokens *t, char *err, size_t n) {
   if (make_dir(t) != 0) {
     snprintf(err, n, "cannot make a directory for the FIFO in %s: %s",
-             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", strerror(errno));
+             secure_getenv("TMPDIR") ? secure_getenv("TMPDIR") : "/tmp", strerror(errno));
     return -1;
   }
   snprintf(t->path, sizeof t->path, "%s/fifo", t->dir);

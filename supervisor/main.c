@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "cli_config.h"
+#include "secure.h"
 #include "sigbus.h"
 
 static const char top_help[] =
@@ -28,6 +29,7 @@ static const char top_help[] =
     "  cancel NAME TICKET     cancel a queued request\n"
     "  explain NAME TICKET    say why a request waits\n"
     "  drain NAME             stop taking work; leases held run to their end\n"
+    "  resume NAME            lift a drain (the same as drain --undo)\n"
     "  repair NAME ...        return quarantined cells to service\n"
     "  supervise NAME         watch attached processes, recover what the dead leave\n"
     "  check NAME             audit every invariant; --repair recovers first\n"
@@ -63,7 +65,7 @@ static const struct command commands[] = {
     {"drain", cmd_drain},   {"repair", cmd_repair},       {"version", cmd_version},
     {"submit", cmd_submit}, {"worker", cmd_worker},       {"supervise", cmd_supervise},
     {"check", cmd_check},   {"jobserver", cmd_jobserver}, {"metrics", cmd_metrics},
-    {"top", cmd_top},
+    {"top", cmd_top},       {"resume", cmd_resume},
 };
 
 static const struct command *find_command(const char *name) {
@@ -89,6 +91,7 @@ static int help(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   char q[96];
+  cli_secure_init();
   if (argc < 2)
     return cli_usage("missing command (see 'shmsched --help')");
   const char *name = argv[1];

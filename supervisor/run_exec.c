@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "run.h"
+#include "secure.h"
 
 void run_signals_block(struct run_signals *s) {
   sigemptyset(&s->stop);
@@ -188,6 +189,14 @@ int run_get_lease(shms_t *h, const shms_request *req, int fast, int print_ticket
 
 void run_exec_child(char *const cmd[], const struct run_signals *s, const char *who) {
   sigprocmask(SIG_SETMASK, &s->old, NULL);
+  /* Never lend a setgid front end's group to the user's command (docs/security.md). */
+  if (cli_drop_group() != 0) {
+    dprintf(STDERR_FILENO,
+            "shmsched: permission-denied: %s: cannot drop the group before "
+            "running '%s': %s\n",
+            who, cmd[0], strerror(errno));
+    _exit(126);
+  }
   execvp(cmd[0], cmd);
   int e = errno;
   /* One line, like every error of ours; dprintf: no stdio state shared with the parent. */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "cli_config.h"
 #include "holder_state.h"
 #include "json_out.h"
@@ -97,6 +98,13 @@ static void emit_segment(const struct status_view *v, const struct sink *s) {
   s->str(s->ctx, "mode", buf);
   s->str(s->ctx, "group", group_name(buf, sizeof buf, v->info.file_gid));
   s->u64(s->ctx, "gid", v->info.file_gid);
+  s->str(s->ctx, "owner", cli_user_name(v->info.file_uid, buf, sizeof buf));
+  s->u64(s->ctx, "owner_uid", v->info.file_uid);
+  /* Who else may administer it (docs/security.md): -1 and "(none)" when nobody. */
+  int64_t admin = v->cfg.admin_group;
+  s->str(s->ctx, "admin_group",
+         admin < 0 ? "(none)" : group_name(buf, sizeof buf, (uint32_t)admin));
+  s->i64(s->ctx, "admin_gid", admin);
 }
 
 static void emit_class(int c, const shms_class_config *k, const shms_class_stats *st,
@@ -107,6 +115,10 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "queue", k->queue);
   s->u64(s->ctx, "payload_bytes", k->payload);
   s->u64(s->ctx, "tenant_max_active", k->tenant_max_active);
+  s->str(s->ctx, "tenant",
+         k->tenant_bind == SHMS_TENANT_USER    ? "user"
+         : k->tenant_bind == SHMS_TENANT_GROUP ? "group"
+                                               : "any");
   s->str(s->ctx, "on_holder_death",
          k->on_holder_death == SHMS_ON_DEATH_RELEASE ? "release" : "quarantine");
   s->str(s->ctx, "on_command_crash",

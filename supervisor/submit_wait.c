@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_config.h"
 #include "cli_sched.h"
+#include "secure.h"
 #include "submit.h"
 
 /* ---- the payload ----------------------------------------------------------- */
@@ -35,7 +36,7 @@ static int read_file(const struct submit_args *a, size_t limit, struct payload *
   const char *path = a->payload_file;
   int std = strcmp(path, "-") == 0;
   snprintf(shown, sizeof shown, std ? "%s (stdin)" : "'%s'", cli_quote(q, sizeof q, path));
-  int fd = std ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+  int fd = std ? STDIN_FILENO : cli_open_as_user(path, O_RDONLY); /* never with a setgid group */
   if (fd < 0)
     return cli_usage("submit: --payload-file %s: cannot open: %s", shown, strerror(errno));
   char *buf = malloc(limit + 1);

@@ -128,7 +128,7 @@ START_TEST(class_spec_good) {
   ck_assert_parses(cli_parse_class_spec(&cfg,
                                         "small:cells=8,queue=64,tenant-max-active=2,"
                                         "on-holder-death=release,allow=ci+release,"
-                                        "on-command-crash=quarantine",
+                                        "on-command-crash=quarantine,tenant=group",
                                         err, sizeof err));
   ck_assert_parses(
       cli_parse_class_spec(&cfg, "large:queue=0,cells=2,mode=worker", err, sizeof err));
@@ -148,12 +148,14 @@ START_TEST(class_spec_good) {
   ck_assert_uint_eq(s->allow_count, 2);
   ck_assert_str_eq(s->allow[0], "ci");
   ck_assert_str_eq(s->allow[1], "release");
+  ck_assert_uint_eq(s->tenant_bind, SHMS_TENANT_GROUP);
   const shms_class_config *l = &cfg.classes[SHMS_CLASS_LARGE];
   ck_assert_uint_eq(l->mode, SHMS_MODE_WORKER);
   ck_assert_uint_eq(l->payload, SHMS_DEFAULT_PAYLOAD); /* the worker default */
   ck_assert_uint_eq(l->queue, 0);
   ck_assert_uint_eq(l->on_holder_death, SHMS_ON_DEATH_QUARANTINE);
   ck_assert_uint_eq(l->on_command_crash, SHMS_ON_CRASH_RELEASE); /* the default */
+  ck_assert_uint_eq(l->tenant_bind, SHMS_TENANT_ANY);            /* the default */
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_EXTRA_LARGE].payload, 65536);
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_EXTRA_LARGE].allow_count, 1);
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].cells, 4096);
@@ -212,6 +214,15 @@ static const struct {
     {"standard:cells=1,queue=1,allow=a b", "non-printable byte 0x20"},
     {"standard:cells=1,queue=1,allow=a+b+c+d+e+f+g+h+i+j+k+l+m+n+o+p+q",
      "--class standard: allow: at most 16 tenants"},
+    {"standard:cells=1,queue=1,tenant=everyone",
+     "--class standard: tenant: must be any, user or group, got 'everyone'"},
+    {"standard:cells=1,queue=1,tenant=user,tenant=user", "--class standard: tenant: given twice"},
+    {"standard:cells=1,queue=1,allow=@no-such-group-shmst",
+     "--class standard: allow: '@no-such-group-shmst': there is no group named "
+     "'no-such-group-shmst'"},
+    {"standard:cells=1,queue=1,allow=~no-such-user-shmst",
+     "--class standard: allow: '~no-such-user-shmst': there is no user named"},
+    {"standard:cells=1,queue=1,allow=@", "--class standard: allow: '@': there is no group named"},
 };
 
 START_TEST(class_spec_bad) {
@@ -244,6 +255,9 @@ START_TEST(segment_options_good) {
   ck_assert_uint_eq(cfg.max_processes, 1);
   ck_assert_uint_eq(cfg.file_mode, 0660);
   ck_assert_int_eq(cfg.group, 42);
+  ck_assert_int_eq(cfg.admin_group, -1); /* the default: none */
+  ck_assert_parses(cli_set_segment_option(&cfg, "admin-group", "root", err, sizeof err));
+  ck_assert_int_eq(cfg.admin_group, 0);
 }
 END_TEST
 
@@ -268,6 +282,8 @@ static const struct {
     {"mode", "rw", "mode: not an octal mode"},
     {"group", "no-such-group-shmst", "group: no group named"},
     {"group", "4294967295", "group: not a valid gid"},
+    {"admin-group", "no-such-group-shmst", "admin-group: no group named"},
+    {"admin-group", "4294967295", "admin-group: not a valid gid"},
     {"colour", "red", "colour: unknown key"},
 };
 
@@ -286,6 +302,20 @@ START_TEST(whole_config_checks) {
   ck_assert_parses(cli_parse_class_spec(
       &cfg, "large:cells=4096,queue=1048576,mode=worker,payload=1048576", err, sizeof err));
   ck_assert_fails(cli_config_check(&cfg, err, sizeof err), "configuration needs a segment of");
+  /* What only the library's validation sees (a program filling the struct itself). */
+  shms_config_init(&cfg);
+  ck_assert_parses(cli_parse_class_spec(&cfg, "small:cells=1,queue=1", err, sizeof err));
+  cfg.classes[SHMS_CLASS_SMALL].tenant_bind = 3;
+  ck_assert_fails(cli_config_check(&cfg, err, sizeof err),
+                  "class small: tenant: must be any, user or group");
+  cfg.classes[SHMS_CLASS_SMALL].tenant_bind = SHMS_TENANT_USER;
+  cfg.classes[SHMS_CLASS_SMALL].allow_count = 1;
+  strcpy(cfg.classes[SHMS_CLASS_SMALL].allow[0], "~");
+  ck_assert_fails(cli_config_check(&cfg, err, sizeof err),
+                  "class small: allow: entry 1: '~' names no user");
+  cfg.classes[SHMS_CLASS_SMALL].allow_count = 0;
+  cfg.admin_group = -2;
+  ck_assert_fails(cli_config_check(&cfg, err, sizeof err), "admin-group: not a valid gid");
 }
 END_TEST
 
@@ -326,12 +356,14 @@ static const char good_ini[] = "\xEF\xBB\xBF# The build farm's segment\n"
                                "max-processes: 128\n"
                                "mode = 0660\n"
                                "group = 0\n"
+                               "admin-group = root\n"
                                "\n"
                                "; small jobs\r\n"
                                "[class small]\r\n"
                                "cells = 4\r\n"
                                "queue = 32   ; an inline comment\n"
                                "tenant-max-active = 2\n"
+                               "tenant = user\n"
                                "\n"
                                "  [ class  extra-large ]\n"
                                "  cells = 1\n"
@@ -360,6 +392,8 @@ START_TEST(ini_good) {
   ck_assert_uint_eq(s->queue, 32);
   ck_assert_uint_eq(s->tenant_max_active, 2);
   ck_assert_uint_eq(s->mode, SHMS_MODE_LEASE);
+  ck_assert_uint_eq(s->tenant_bind, SHMS_TENANT_USER);
+  ck_assert_int_eq(cfg.admin_group, 0);
   const shms_class_config *x = &cfg.classes[SHMS_CLASS_EXTRA_LARGE];
   ck_assert_uint_eq(x->configured, 1);
   ck_assert_uint_eq(x->cells, 1);

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 _MODES = ("lease", "worker")
 _DEATH = ("quarantine", "release")
 _CRASH = ("release", "quarantine")
+_TENANT = ("any", "user", "group")
 _SEG_STATES = {1: "active", 2: "draining", 3: "destroying"}
 _DEFAULT_PAYLOAD = 4096
 
@@ -36,12 +37,13 @@ def _class_tuple(name: str, k: ClassConfig) -> tuple:
     return (k.cells, k.queue, mode, payload, k.tenant_max_active,
             _choice(k.on_holder_death, _DEATH, f"class {name}: on_holder_death"),
             _choice(k.on_command_crash, _CRASH, f"class {name}: on_command_crash"),
-            tuple(k.allow), grant)
+            tuple(k.allow), grant, _choice(k.tenant, _TENANT, f"class {name}: tenant"))
 
 
 def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, object]]], *,
            starvation_after: float = 5.0, max_tenants: int = 1024, max_processes: int = 1024,
-           mode: int = 0o600, group: Optional[int] = None) -> None:
+           mode: int = 0o600, group: Optional[int] = None,
+           admin_group: Optional[int] = None) -> None:
     """Create the segment /dev/shm/NAME, as ``shmsched create`` does (docs/config.md).
 
     ``classes`` maps class names to :class:`ClassConfig` (or to dicts of its fields):
@@ -57,7 +59,8 @@ def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, obje
             k = ClassConfig(**k)  # type: ignore[arg-type]
         table[class_index(cname)] = _class_tuple(cname, k)
     _c.create(name, table, timeout_ns(starvation_after, "starvation_after"), max_tenants,
-              max_processes, mode, -1 if group is None else group)
+              max_processes, mode, -1 if group is None else group,
+              -1 if admin_group is None else admin_group)
 
 
 def destroy(name: str, *, force: bool = False) -> None:
@@ -114,16 +117,17 @@ class Segment:
     def config(self) -> SegmentConfig:
         """The configuration the segment was created with."""
         if self._config is None:
-            classes, starve, tenants, procs, mode, group = self._h.config()
+            classes, starve, tenants, procs, mode, group, admin = self._h.config()
             self._config = SegmentConfig(
                 classes={CLASSES[c]: ClassConfig(
                     cells=t[0], queue=t[1], mode=_MODES[t[2]], payload=t[3],
                     tenant_max_active=t[4], on_holder_death=_DEATH[t[5]],
                     on_command_crash=_CRASH[t[6]], allow=tuple(t[7]),
-                    grant_timeout=t[8] / 1e9 if t[8] else None)
+                    grant_timeout=t[8] / 1e9 if t[8] else None, tenant=_TENANT[t[9]])
                     for c, t in sorted(classes.items())},
                 starvation_after=starve / 1e9, max_tenants=tenants, max_processes=procs,
-                mode=mode, group=None if group < 0 else group)
+                mode=mode, group=None if group < 0 else group,
+                admin_group=None if admin < 0 else admin)
         else:
             self._h.usable()
         return self._config
@@ -157,6 +161,11 @@ class Segment:
     def drain(self) -> None:
         """Stop taking work: new requests fail :class:`Shutdown`, queued ones end so."""
         self._h.drain()
+
+    def resume(self) -> bool:
+        """Lift a drain: True if the segment was draining, False if it was active. What the
+        drain settled stays settled. Admins only (:class:`PermissionDenied` otherwise)."""
+        return self._h.resume()
 
     def repair(self, cls: str, cell: Optional[int] = None) -> int:
         """Return quarantined cells of a class to service (one, or all): how many."""

@@ -39,6 +39,9 @@ class ClassConfig:
     on_command_crash: str = "release"  #: or "quarantine"
     allow: Tuple[str, ...] = ()  #: only these tenants (empty: any; extra-large: none)
     grant_timeout: Optional[float] = None  #: seconds; None: the default (2 s); lease classes
+    #: whom tenant names belong to: "any", "user" (the caller's login name) or "group"
+    #: (a group the caller is in); docs/security.md
+    tenant: str = "any"
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class SegmentConfig:
     max_processes: int
     mode: int  #: the file's permission bits, e.g. 0o600
     group: Optional[int]  #: the gid given at creation, None if left as it was
+    admin_group: Optional[int] = None  #: its members are admins too (docs/security.md)
 
 
 @dataclass(frozen=True)

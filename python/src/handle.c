@@ -116,9 +116,9 @@ static PyObject *class_tuple(const shms_class_config *k) {
     }
     PyTuple_SET_ITEM(allow, i, s);
   }
-  return Py_BuildValue("(IIIIIIINK)", k->cells, k->queue, k->mode, k->payload, k->tenant_max_active,
-                       k->on_holder_death, k->on_command_crash, allow,
-                       (unsigned long long)k->grant_timeout_ns);
+  return Py_BuildValue("(IIIIIIINKI)", k->cells, k->queue, k->mode, k->payload,
+                       k->tenant_max_active, k->on_holder_death, k->on_command_crash, allow,
+                       (unsigned long long)k->grant_timeout_ns, k->tenant_bind);
 }
 
 static PyObject *handle_config(HandleObject *self, PyObject *unused) {
@@ -141,8 +141,9 @@ static PyObject *handle_config(HandleObject *self, PyObject *unused) {
   }
   if (classes == NULL)
     return NULL;
-  return Py_BuildValue("(NKIIIL)", classes, (unsigned long long)cfg.starvation_after_ns,
-                       cfg.max_tenants, cfg.max_processes, cfg.file_mode, (long long)cfg.group);
+  return Py_BuildValue("(NKIIILL)", classes, (unsigned long long)cfg.starvation_after_ns,
+                       cfg.max_tenants, cfg.max_processes, cfg.file_mode, (long long)cfg.group,
+                       (long long)cfg.admin_group);
 }
 
 static PyObject *handle_info(HandleObject *self, PyObject *unused) {
@@ -240,6 +241,15 @@ static PyObject *handle_drain(HandleObject *self, PyObject *unused) {
   return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
 }
 
+static PyObject *handle_resume(HandleObject *self, PyObject *unused) {
+  (void)unused;
+  if (pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_resume(self->h));
+  return rc >= SHMS_OK ? PyBool_FromLong(rc) : pyshms_raise_last(rc);
+}
+
 static PyObject *handle_repair(HandleObject *self, PyObject *args) {
   int c, cell;
   if (!PyArg_ParseTuple(args, "ii", &c, &cell) || pyshms_handle_usable(self, 1) < 0)
@@ -276,6 +286,7 @@ static PyMethodDef handle_methods[] = {
     METH("tenants", handle_tenants, METH_O, "shms_tenants(class), as a list of tuples."),
     METH("check", handle_check, METH_NOARGS, "shms_check: (violations, report)."),
     METH("drain", handle_drain, METH_NOARGS, "shms_drain."),
+    METH("resume", handle_resume, METH_NOARGS, "shms_resume."),
     METH("repair", handle_repair, METH_VARARGS, "shms_repair(class, cell)."),
     METH("enqueue", pyshms_enqueue, METH_VARARGS,
          "enqueue(cls, tenant, priority, deadline_ns, activation)."),

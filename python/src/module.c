@@ -98,11 +98,11 @@ static PyObject *register_errors(PyObject *mod, PyObject *table) {
 
 /* Fill one class's configuration from the package's tuple (shmsched/config.py, _class_tuple). */
 static int class_from_tuple(PyObject *t, shms_class_config *k) {
-  unsigned int cells, queue, mode, payload, tma, death, crash;
+  unsigned int cells, queue, mode, payload, tma, death, crash, bind;
   unsigned long long grant;
   PyObject *allow;
-  if (!PyArg_ParseTuple(t, "IIIIIIIO!K", &cells, &queue, &mode, &payload, &tma, &death, &crash,
-                        &PyTuple_Type, &allow, &grant))
+  if (!PyArg_ParseTuple(t, "IIIIIIIO!KI", &cells, &queue, &mode, &payload, &tma, &death, &crash,
+                        &PyTuple_Type, &allow, &grant, &bind))
     return -1;
   *k = (shms_class_config){.configured = 1,
                            .cells = cells,
@@ -112,6 +112,7 @@ static int class_from_tuple(PyObject *t, shms_class_config *k) {
                            .tenant_max_active = tma,
                            .on_holder_death = death,
                            .on_command_crash = crash,
+                           .tenant_bind = bind,
                            .grant_timeout_ns = grant};
   Py_ssize_t n = PyTuple_GET_SIZE(allow);
   if (n > SHMS_ALLOW_MAX) {
@@ -140,9 +141,9 @@ static PyObject *create(PyObject *mod, PyObject *args) {
   PyObject *classes;
   unsigned long long starve;
   unsigned int tenants, procs, mode;
-  long long group;
-  if (!PyArg_ParseTuple(args, "sO!KIIIL", &name, &PyDict_Type, &classes, &starve, &tenants, &procs,
-                        &mode, &group))
+  long long group, admin_group;
+  if (!PyArg_ParseTuple(args, "sO!KIIILL", &name, &PyDict_Type, &classes, &starve, &tenants, &procs,
+                        &mode, &group, &admin_group))
     return NULL;
   shms_config cfg;
   shms_config_init(&cfg);
@@ -151,6 +152,7 @@ static PyObject *create(PyObject *mod, PyObject *args) {
   cfg.max_processes = procs;
   cfg.file_mode = mode;
   cfg.group = group;
+  cfg.admin_group = admin_group;
   PyObject *key, *value;
   Py_ssize_t pos = 0;
   while (PyDict_Next(classes, &pos, &key, &value)) {
@@ -233,7 +235,8 @@ static PyObject *err_name(PyObject *mod, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"_register_errors", register_errors, METH_O, "Register the code -> exception class table."},
     {"create", create, METH_VARARGS,
-     "create(name, classes, starvation_after_ns, max_tenants, max_processes, mode, group)"},
+     "create(name, classes, starvation_after_ns, max_tenants, max_processes, mode, group, "
+     "admin_group)"},
     {"destroy", destroy, METH_VARARGS, "destroy(name, force)"},
     {"ticket_parse", ticket_parse, METH_O,
      "A ticket's text form -> (cls, slot, seq, incarnation)."},

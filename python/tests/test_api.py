@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import pwd
 import threading
 
 import pytest
@@ -262,3 +264,37 @@ def test_queue_full_and_denied(make_segment):
             pass
         t.cancel()
         h.release()
+
+
+def test_drain_and_resume(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=4)})
+    with s.open() as seg:
+        seg.drain()
+        assert seg.info().state == "draining"
+        with pytest.raises(shmsched.Shutdown):
+            seg.try_acquire("standard", tenant="a")
+        assert seg.resume() is True
+        assert seg.resume() is False  # already active
+        assert seg.info().state == "active"
+        seg.try_acquire("standard", tenant="a").release()
+
+
+def test_tenant_binding_and_admin_group(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=4, tenant="user",
+                                                       allow=("@root",))},
+                     admin_group=0)
+    with s.open() as seg:
+        cfg = seg.config()
+        assert cfg.classes["standard"].tenant == "user"
+        assert cfg.classes["standard"].allow == ("@root",)
+        assert cfg.admin_group == 0
+        login = pwd.getpwuid(os.geteuid()).pw_name
+        with pytest.raises(shmsched.PermissionDenied) as e:
+            seg.try_acquire("standard", tenant=login + "x")
+        assert e.value.reason == "permission-denied"
+        assert "tenant=user" in e.value.detail
+        if os.geteuid() == 0:  # root is in group root: the allow list admits it
+            seg.try_acquire("standard", tenant=login).release()
+    with pytest.raises(shmsched.InvalidArgument):
+        shmsched.create("pyt-bad-tenant", {"standard": shmsched.ClassConfig(cells=1, queue=1,
+                                                                          tenant="everyone")})

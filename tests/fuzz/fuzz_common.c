@@ -228,17 +228,23 @@ void fuzz_config_example(int which, shms_config *cfg) {
     cfg->classes[SHMS_CLASS_SMALL].mode = SHMS_MODE_WORKER;
     cfg->classes[SHMS_CLASS_SMALL].payload = 16;
     break;
-  case 2: /* restricted and denied classes */
+  case 2: /* restricted and denied classes; identities (docs/security.md) */
     cfg->starvation_after_ns = 1000 * 1000;
+    cfg->admin_group = 0;
     class_set(cfg, SHMS_CLASS_EXTRA_LARGE, 1, 1);
-    cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow_count = 2;
+    cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow_count = 4;
     strcpy(cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow[0], "a");
     strcpy(cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow[1], "b");
+    strcpy(cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow[2], "@0");
+    strcpy(cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow[3], "~0");
     class_set(cfg, SHMS_CLASS_LARGE, 1, 0);
+    class_set(cfg, SHMS_CLASS_TINY, 1, 1);
+    cfg->classes[SHMS_CLASS_TINY].tenant_bind = SHMS_TENANT_GROUP;
     break;
   default: /* every class */
     for (int c = 0; c < SHMS_CLASS_COUNT; c++)
       class_set(cfg, (shms_class_t)c, 1, 1);
+    cfg->classes[SHMS_CLASS_SMALL].tenant_bind = SHMS_TENANT_USER;
     cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow_count = 1;
     strcpy(cfg->classes[SHMS_CLASS_EXTRA_LARGE].allow[0], "t");
     break;

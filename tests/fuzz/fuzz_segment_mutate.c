@@ -11,7 +11,9 @@
  * The patched image becomes a fresh segment; an observer attaches and reads
  * it as fuzz_segment does. With bit 7, a member (a registered process)
  * attaches too, audits the segment with shms_check and lists each class's
- * tenants, which runs a dispatch pass, then detaches, which runs its owner
+ * tenants, which runs a dispatch pass, takes and releases a lease in each lease
+ * class without a tenant limit (the identity checks; the lease's recorded uid)
+ * and reads the cells (that uid again), then detaches, which runs its owner
  * cleanup: a corrupt segment may be reported or refused, never read or written
  * out of bounds, and no call may wait for ever (DESIGN.md, "Every index read
  * from shared memory is bounds-checked before use").
@@ -39,7 +41,7 @@ static const uint8_t *image(int which, size_t *size) {
   return images[which];
 }
 
-/* A member's view: audit, tenants, and the cleanup at detach. */
+/* A member's view: audit, tenants, a lease, the cells, and the cleanup at detach. */
 static void as_member(const char *name) {
   shms_t *h = NULL;
   if (shms_attach(name, 0, &h) != SHMS_OK)
@@ -51,10 +53,21 @@ static void as_member(const char *name) {
     fuzz_fail("check failed: %s (%s)", shms_err_name(rc), shms_last_error_detail());
   if (strnlen(report, sizeof report) == sizeof report)
     fuzz_fail("check's report is not NUL-terminated");
+  shms_config cfg;
+  shms_get_config(h, &cfg);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     shms_tenant_stats t[4];
     uint32_t count = 0;
     shms_tenants(h, (shms_class_t)c, t, 4, &count);
+    /* The identity checks, the fast path that records the lease's uid, and the cells' view of
+     * it; not in a class with a tenant limit, whose try_acquire queues and waits. */
+    shms_lease l;
+    shms_request req = {.cls = (shms_class_t)c, .tenant = "root"};
+    if (cfg.classes[c].configured && cfg.classes[c].mode == SHMS_MODE_LEASE &&
+        cfg.classes[c].tenant_max_active == 0 && shms_try_acquire(h, &req, &l) == SHMS_OK)
+      shms_release(h, &l);
+    shms_cell_info cells[2];
+    shms_cells(h, (shms_class_t)c, cells, 2, &count);
   }
   if ((rc = shms_detach(h)) != SHMS_OK)
     fuzz_fail("detach failed: %s", shms_err_name(rc));
