@@ -201,7 +201,8 @@ START_TEST(fast_path_token_exhaustion_quarantines_the_cell) {
   shms__test_set_tokens(k, UINT64_MAX);
   shms_request r = sched_req("alice", 0);
   shms_lease l;
-  ck_assert_shms_err(shms_try_acquire(h, &r, &l), SHMS_ESEQEXHAUSTED, "exhausted (cell quarantined)");
+  ck_assert_shms_err(shms_try_acquire(h, &r, &l), SHMS_ESEQEXHAUSTED,
+                     "exhausted (cell quarantined)");
   shms_class_stats s = sched_stats(h);
   ck_assert_uint_eq(s.quarantined, 1);
   ck_assert_uint_eq(s.available, 1);
