@@ -202,8 +202,9 @@ typedef struct shms shms_t;
  * config), SHMS_EPERM, SHMS_ENOSPACE or SHMS_ESYSTEM. The segment is never
  * attachable half-made: its magic is published last. Blocks on the kernel
  * only: every page is reserved up front (a large segment takes a while; a
- * full /dev/shm is SHMS_ENOSPACE then, not a SIGBUS later). On failure no segment is left (the file
- * it made is removed, if NAME still names it). Any thread; two creates of one name: one wins.
+ * full /dev/shm is SHMS_ENOSPACE then, not a SIGBUS later). On failure no
+ * segment is left (the file it made is removed, if NAME still names it). Any
+ * thread; of two creates of one name, one wins.
  */
 SHMS_EXTERN int shms_create(const char *name, const shms_config *cfg);
 
@@ -400,10 +401,10 @@ SHMS_EXTERN int shms_ticket_parse(const char *text, shms_ticket *out);
  * in its tenant's queue (or refused): it may sleep (a futex wait, without
  * limit) until a dispatcher has indexed the request, helping the dispatcher
  * or becoming it meanwhile; shms_interrupt does not cut it short. Any thread.
- * Errors: SHMS_EINVAL, SHMS_EDENIED
- * (queue=0, or the tenant not allowed), SHMS_EQUEUEFULL (every slot taken, or
- * the tenant table full), SHMS_EDUPACT, SHMS_EDEADLINE (already past),
- * SHMS_ESHUTDOWN, SHMS_EQUARANTINED. On error nothing was queued.
+ * Errors: SHMS_EINVAL, SHMS_EDENIED (queue=0, or the tenant not allowed),
+ * SHMS_EQUEUEFULL (every slot taken, or the tenant table full),
+ * SHMS_EDUPACT, SHMS_EDEADLINE (already past), SHMS_ESHUTDOWN,
+ * SHMS_EQUARANTINED. On error nothing was queued.
  */
 SHMS_EXTERN int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket);
 
@@ -426,13 +427,13 @@ SHMS_EXTERN int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout
 
 /*
  * Enqueue and wait without a time limit (the request's deadline still applies);
- * with a cell free and nobody queued, take it at once without a request slot
- * (the fast path of shms_try_acquire). Blocks as shms_enqueue and shms_wait
- * do. Errors as theirs, and as shms_try_acquire's fast path
- * (SHMS_ESEQEXHAUSTED: the cell whose tokens ran out is quarantined). An
- * acquire interrupted by shms_interrupt fails SHMS_ETIMEDOUT and withdraws
- * its request (counted as cancelled): the caller has no ticket to wait again
- * with. Every other failure leaves no request behind either.
+ * with a cell free and nobody queued, in a class without tenant-max-active,
+ * take it at once without a request slot (the fast path of shms_try_acquire).
+ * Blocks as shms_enqueue and shms_wait do. Errors as theirs, and as
+ * shms_try_acquire's fast path (SHMS_ESEQEXHAUSTED: the cell whose tokens ran
+ * out is quarantined). An acquire interrupted by shms_interrupt fails
+ * SHMS_ETIMEDOUT and withdraws its request (counted as cancelled): the caller
+ * has no ticket to wait again with. No other failure leaves a request behind.
  */
 SHMS_EXTERN int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease);
 

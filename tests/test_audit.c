@@ -155,8 +155,7 @@ START_TEST(the_audit_names_each_violation_and_recovery_repairs_it) {
   /* A corrupt state word, and only that, says recovery cannot repair it. */
   const char *eol = strchr(at, '\n');
   const char *mark = strstr(at, SHMS_CHECK_UNREPAIRABLE);
-  ck_assert_msg((mark != NULL && mark < eol) == !cases[_i].repairable, "%.*s", (int)(eol - at),
-                at);
+  ck_assert_msg((mark != NULL && mark < eol) == !cases[_i].repairable, "%.*s", (int)(eol - at), at);
   shms_recovery rec;
   ck_assert_shms_ok(shms_recover(f.h, &rec));
   uint32_t left = audit(f.h, report, sizeof report);
