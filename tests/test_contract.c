@@ -419,6 +419,81 @@ START_TEST(job_of_a_dead_client_is_not_started) {
 }
 END_TEST
 
+/* The kinds of the events a recovery told, in order. */
+struct events {
+  uint32_t kinds[16];
+  int n;
+};
+
+static void note_event(const shms_event *e, void *ctx) {
+  struct events *ev = ctx;
+  if (ev->n < 16)
+    ev->kinds[ev->n++] = e->kind;
+}
+
+/*
+ * A worker that dies with a job granted to its cell but not yet taken never started it: the
+ * job is queued again (not lost, not worker-lost), the recovery says worker-offline for the
+ * cell, and the next worker runs the job.
+ */
+START_TEST(job_granted_to_a_worker_that_died_is_queued_again) {
+  const char *name;
+  shms_t *h = open_worker_class(&name, 1, 4);
+  int ready[2], never[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  ck_assert_int_eq(pipe(never), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    close(never[1]);
+    shms_t *c;
+    shms_worker_t *w;
+    char x = 'x';
+    if (shms_attach(name, 0, &c) != SHMS_OK || shms_worker_open(c, SHMS_CLASS_SMALL, &w) != 0 ||
+        write(ready[1], &x, 1) != 1)
+      _exit(1);
+    (void)!read(never[0], &x, 1); /* bound and idle, never taking, until killed */
+    _exit(1);
+  }
+  close(never[0]);
+  char x;
+  ck_assert_int_eq(read(ready[0], &x, 1), 1);
+  shms_ticket t = submit_job(h, "alice", 0);
+  ck_assert_uint_eq(worker_stats(h).granted_unaccepted, 1);
+  ck_assert_int_eq(kill(pid, SIGKILL), 0);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  struct events ev = {.n = 0};
+  shms_recovery rec;
+  ck_assert_shms_ok(shms_recover_dead(h, 0, note_event, &ev, &rec));
+  ck_assert_uint_eq(rec.dead_processes, 1);
+  ck_assert_uint_eq(rec.workers_unbound, 1);
+  ck_assert_uint_eq(rec.jobs_lost, 0);
+  ck_assert_uint_eq(rec.jobs_requeued, 0);
+  int offline = 0;
+  for (int i = 0; i < ev.n; i++)
+    offline += ev.kinds[i] == SHMS_EVENT_WORKER_OFFLINE;
+  ck_assert_int_eq(offline, 1);
+  shms_class_stats s = worker_stats(h);
+  ck_assert_uint_eq(s.offline, 1);
+  ck_assert_uint_eq(s.queue_depth, 1);
+  ck_assert_shms_err(shms_wait_started(h, &t, 0), SHMS_ETIMEDOUT, "queued");
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  shms_job job;
+  ck_assert_shms_ok(shms_worker_take(w, 0, &job));
+  ck_assert_uint_eq(job.ticket.seq, t.seq);
+  ck_assert_shms_ok(shms_worker_complete(w, &job, 5, NULL, 0));
+  char buf[8];
+  shms_result res;
+  ck_assert_shms_ok(shms_wait_result(h, &t, 0, buf, sizeof buf, &res));
+  ck_assert_int_eq(res.status, 5);
+  ck_assert_shms_ok(shms_worker_close(w));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 /*
  * explain and tenants read the index under the dispatcher's baton. A live holder that keeps it
  * (here: a process stopped in a pass) makes them fail timed-out after a second, changing
@@ -503,6 +578,7 @@ static Suite *contract_suite(void) {
   tcase_add_test(tc, queued_job_past_its_deadline_ends_unstarted);
   tcase_add_test(tc, granted_job_past_its_deadline_is_not_started);
   tcase_add_test(tc, job_of_a_dead_client_is_not_started);
+  tcase_add_test(tc, job_granted_to_a_worker_that_died_is_queued_again);
   suite_add_tcase(s, tc);
   tc = harness_tcase("dispatcher");
   tcase_add_test(tc, explain_waits_for_a_live_dispatcher_and_takes_over_a_dead_one);
