@@ -4,6 +4,7 @@
  * the state after it: nothing queued, taken or held that the caller cannot see or undo, and a
  * segment that audits clean. Processes are ordered with pipes, never with sleeps.
  */
+#include <ck_pr.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -279,6 +280,43 @@ START_TEST(interrupted_acquire_leaves_no_request) {
   /* The cell is free and nobody queues: the next acquire takes it at once. */
   ck_assert_shms_ok(shms_try_acquire(h, &r, &l));
   ck_assert_shms_ok(shms_release(h, &l));
+  sched_close(h, name);
+}
+END_TEST
+
+/* The segment and class the drain hook watches. */
+static shms_t *race_h;
+
+/* At the first crash point after the enqueue published its request (the class counts it
+ * queued), mark the segment draining: as if a drain had settled every queued request just
+ * before the publication, and so missed this one. */
+static void drain_after_publish(void) {
+  const struct shms__cls *k = &race_h->cls[SHMS_CLASS_STANDARD];
+  if (race_h->hdr->state == SHMS_SEG_ACTIVE && SHMS__FAST_QUEUED(ck_pr_load_64(&k->ctl->fast)) == 1)
+    race_h->hdr->state = SHMS_SEG_DRAINING;
+}
+
+/* A drain that races an enqueue's publication leaves nothing queued: the enqueue fails
+ * shutdown, its slot given back. */
+START_TEST(enqueue_racing_a_drain_leaves_nothing_queued) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_request r = sched_req("alice", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  race_h = h;
+  shms__test_step_check(drain_after_publish);
+  shms_ticket t;
+  shms_request b = sched_req("bob", 0);
+  int rc = shms_enqueue(h, &b, &t);
+  shms__test_step_check(NULL);
+  ck_assert_shms_err(rc, SHMS_ESHUTDOWN, "refused");
+  ck_assert_uint_eq(h->hdr->state, SHMS_SEG_DRAINING);
+  shms_class_stats s = sched_stats(h);
+  ck_assert_uint_eq(s.queue_depth, 0);
+  ck_assert_uint_eq(s.rejected, 1);
+  audit_clean(h);
+  ck_assert_shms_ok(shms_release(h, &held));
   sched_close(h, name);
 }
 END_TEST
@@ -571,6 +609,7 @@ static Suite *contract_suite(void) {
   tcase_add_test(tc, fast_path_token_exhaustion_quarantines_the_cell);
   tcase_add_test(tc, full_tenant_table_refuses_and_keeps_nothing);
   tcase_add_test(tc, interrupted_acquire_leaves_no_request);
+  tcase_add_test(tc, enqueue_racing_a_drain_leaves_nothing_queued);
   tcase_add_test(tc, cancel_after_the_end_says_how_it_ended);
   tcase_add_test(tc, drain_of_a_destroyed_segment_is_shutdown);
   suite_add_tcase(s, tc);
