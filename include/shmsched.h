@@ -664,8 +664,9 @@ SHMS_EXTERN uint32_t shms_worker_cell(const shms_worker_t *w);
  * a job (complete it first). Blocks: sleeps on the cell's word until a grant,
  * timeout_ns or shms_interrupt (SHMS_ETIMEDOUT), waking once a second to keep
  * the class moving. A job granted to it whose client died, or whose deadline
- * passed, is never started (the client gets SHMS_EOWNERLOST/SHMS_EDEADLINE):
- * the take goes on waiting.
+ * passed, is never started (the client gets SHMS_EOWNERLOST/SHMS_EDEADLINE),
+ * and a grant a dead dispatcher left unfinished is given back: the take goes
+ * on waiting.
  */
 SHMS_EXTERN int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job);
 /* 1 if the job's client asked to cancel it, else 0; SHMS_ELEASE if job is not the one the

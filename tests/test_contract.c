@@ -457,6 +457,38 @@ START_TEST(job_of_a_dead_client_is_not_started) {
 }
 END_TEST
 
+/*
+ * A dispatcher that dies between marking an idle worker's cell granted and naming the job in it
+ * leaves a grant to nobody. The worker finds it, gives the cell back and goes on (here: no job,
+ * so its take times out), instead of spinning on it until a recovery comes; the next job runs.
+ */
+START_TEST(worker_undoes_a_grant_its_dead_dispatcher_left_unnamed) {
+  const char *name;
+  shms_t *h = open_worker_class(&name, 1, 4);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_SMALL];
+  /* The dispatcher's first step of a grant, and nothing after it (no baton is held). */
+  shms__op_enter(h, k);
+  int64_t c = shms__cell_take(k, SHMS__TAKE_ANY, h->owner, SHMS__CELL_GRANTED);
+  shms__op_leave(h, k);
+  ck_assert_int_eq(c, (int64_t)shms_worker_cell(w));
+  ck_assert_uint_eq(worker_stats(h).granted_unaccepted, 1);
+  shms_job job;
+  ck_assert_shms_err(shms_worker_take(w, 0, &job), SHMS_ETIMEDOUT, "no job");
+  shms_class_stats s = worker_stats(h);
+  ck_assert_uint_eq(s.granted_unaccepted, 0);
+  ck_assert_uint_eq(s.available, 1);
+  audit_clean(h);
+  shms_ticket t = submit_job(h, "alice", 0);
+  ck_assert_shms_ok(shms_worker_take(w, 0, &job));
+  ck_assert_uint_eq(job.ticket.seq, t.seq);
+  ck_assert_shms_ok(shms_worker_complete(w, &job, 0, NULL, 0));
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
 /* The kinds of the events a recovery told, in order. */
 struct events {
   uint32_t kinds[16];
@@ -618,6 +650,7 @@ static Suite *contract_suite(void) {
   tcase_add_test(tc, granted_job_past_its_deadline_is_not_started);
   tcase_add_test(tc, job_of_a_dead_client_is_not_started);
   tcase_add_test(tc, job_granted_to_a_worker_that_died_is_queued_again);
+  tcase_add_test(tc, worker_undoes_a_grant_its_dead_dispatcher_left_unnamed);
   suite_add_tcase(s, tc);
   tc = harness_tcase("dispatcher");
   tcase_add_test(tc, explain_waits_for_a_live_dispatcher_and_takes_over_a_dead_one);
