@@ -102,6 +102,9 @@ int shms_repair(shms_t *h, shms_class_t c, int cell) {
   int rc = shms__check_class(h, c, &k);
   if (rc != SHMS_OK)
     return rc;
+  if (cell < -1)
+    return shms__fail(SHMS_EINVAL, "class %s has no cell %d (cells 0..%u, or -1 for every one)",
+                      shms_class_name(c), cell, k->ncells - 1);
   if ((rc = shms__admin_check(h, "repair cells")) != SHMS_OK)
     return rc;
   if (cell >= 0) {

@@ -378,5 +378,12 @@ int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   shms_ticket t;
   if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)
     return rc;
-  return shms_wait(h, &t, UINT64_MAX, lease);
+  if ((rc = shms_wait(h, &t, UINT64_MAX, lease)) != SHMS_ETIMEDOUT)
+    return rc;
+  /* Interrupted (shms_interrupt): the caller has no ticket to wait again or cancel with, so the
+   * request is withdrawn, not left queued. Granted meanwhile: the cancel returns the cell. */
+  shms_cancel(h, &t);
+  if ((rc = shms_wait(h, &t, 0, lease)) != SHMS_ECANCELLED)
+    return rc; /* it had ended otherwise first: that is its outcome */
+  return shms__fail(SHMS_ETIMEDOUT, "the wait was interrupted: the request was withdrawn");
 }

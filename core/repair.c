@@ -321,7 +321,10 @@ static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t 
     }
     (*used)++;
     s->tenant = 0;
-    set_slot(k, i, st, SHMS__SLOT_REASON(w), 0, SHMS__SLOT_INDEXED | SHMS__SLOT_HELP);
+    /* LATE belongs to a parked QUEUED request, which the index does not hold: on any other
+     * slot it is stray (the audit's "late in state") and goes. */
+    uint32_t stray = st != SHMS__SLOT_QUEUED || (w & SHMS__SLOT_INDEXED) ? SHMS__SLOT_LATE : 0;
+    set_slot(k, i, st, SHMS__SLOT_REASON(w), 0, SHMS__SLOT_INDEXED | SHMS__SLOT_HELP | stray);
     if (st != SHMS__SLOT_QUEUED)
       continue;
     (*queued)++;

@@ -104,7 +104,8 @@ enum shms__settled shms__slot_settle(const struct shms__cls *k, uint32_t i, uint
     ck_pr_fence_load();
     cell = shms__load_32(&s->cell);
     gen = shms__load_32(&s->generation);
-    uint32_t flags = SLOT_FLAGS(w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
+    /* LATE too: it marks a parked QUEUED request, and an ended one is parked no more. */
+    uint32_t flags = SLOT_FLAGS(w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP | SHMS__SLOT_LATE);
     if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(seq, reason, flags, SHMS__SLOT_SETTLED)))
       break;
   }

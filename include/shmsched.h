@@ -4,12 +4,34 @@
  * This is the one public header. Every function returns 0 (or a non-negative
  * value where documented) on success and a negative SHMS_E* code on failure.
  * Promise: if a call fails, it changed nothing — no slot was consumed, no
- * segment was created, nothing needs undoing.
+ * segment was created, nothing needs undoing. The class's figures may count
+ * the refusal (rejected), and the calls below say where a failure is an
+ * outcome (shms_wait's cancelled, deadline-exceeded, ...: the request ended)
+ * or leaves something else (a cell quarantined on token exhaustion, a
+ * recovery cut short by out-of-memory, a handle freed by a failed detach).
  *
  * A handle (shms_t) belongs to the process that attached it: POSIX record
  * locks, which prove a process alive, are not inherited across fork(), so a
  * handle used in a forked child fails with SHMS_EINVAL. Attach again in the
  * child instead.
+ *
+ * Each call says whether it blocks, and on what; docs/api.md ("Threads") has
+ * the same as one table. Two waits are common to many calls and not repeated:
+ *  - an operation on a class waits (yielding the CPU, without a time limit)
+ *    while a recovery or an audit holds that class still (shms_recover,
+ *    shms_recover_dead, shms_check): a live one finishes in a bounded time,
+ *    a dead one's work is finished by the waiter;
+ *  - an operation that frees or queues work may run the class's dispatcher
+ *    (a bounded pass, no sleep) when no other process is running it.
+ * "Never blocks" means neither: no sleep, no wait on another process.
+ *
+ * Threads: every call on one handle may run concurrently with any other call
+ * on it, from any thread of the process that attached it, except where said
+ * (shms_detach; the worker calls; the command calls; waits on one ticket).
+ * Several handles of one process share its registration in the segment;
+ * shms_attach, shms_detach and shms_destroy take a lock of the process
+ * while they change it. A call that takes no handle is safe from any thread.
+ * The failure detail (shms_last_error_detail) is each thread's own.
  */
 #ifndef SHMSCHED_H
 #define SHMSCHED_H
@@ -76,9 +98,9 @@ typedef enum {
 #undef SHMS__XX
 } shms_errno_t;
 
-/* The reason word of err ("queue-full"), or "unknown-error". */
+/* The reason word of err ("queue-full"), or "unknown-error". Never blocks; any thread. */
 SHMS_EXTERN const char *shms_err_name(int err);
-/* A one-line human message for err. */
+/* A one-line human message for err. Never blocks; any thread. */
 SHMS_EXTERN const char *shms_strerror(int err);
 /*
  * Detail of the calling thread's most recent failure, naming what failed and
@@ -165,9 +187,13 @@ typedef struct {
 #define SHMS_DEFAULT_PAYLOAD          4096u
 #define SHMS_DEFAULT_GRANT_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
 
+/*
+ * The calls of this section take no handle and touch nothing shared: they
+ * never block and are safe from any thread (each with its own cfg).
+ */
 /* Fill cfg with defaults and no configured class. */
 SHMS_EXTERN void shms_config_init(shms_config *cfg);
-/* Check every field; SHMS_EINVAL with a detail naming the field. */
+/* Check every field; SHMS_EINVAL with a detail naming the field (a NULL cfg too). */
 SHMS_EXTERN int shms_config_validate(const shms_config *cfg);
 /* The class's name ("extra-large"), or NULL for an out-of-range value. */
 SHMS_EXTERN const char *shms_class_name(shms_class_t c);
@@ -177,7 +203,8 @@ SHMS_EXTERN int shms_class_from_name(const char *name);
 SHMS_EXTERN int shms_tenant_check(const char *name);
 /* 0 if name is a valid segment name, else SHMS_EINVAL. */
 SHMS_EXTERN int shms_name_check(const char *name);
-/* Bytes a segment laid out from cfg occupies (cfg must be valid), or 0. */
+/* Bytes a segment laid out from cfg occupies, or 0 when cfg is NULL or invalid (the thread's
+ * detail then says why, as shms_config_validate's). */
 SHMS_EXTERN uint64_t shms_segment_size(const shms_config *cfg);
 
 /* ---- Segments ----------------------------------------------------------- */
@@ -188,7 +215,11 @@ typedef struct shms shms_t;
  * Create the segment /dev/shm/NAME laid out from cfg. Fails with
  * SHMS_EEXISTS (the existing segment untouched), SHMS_EINVAL (bad name or
  * config), SHMS_EPERM, SHMS_ENOSPACE or SHMS_ESYSTEM. The segment is never
- * attachable half-made: its magic is published last.
+ * attachable half-made: its magic is published last. Blocks on the kernel
+ * only: every page is reserved up front (a large segment takes a while; a
+ * full /dev/shm is SHMS_ENOSPACE then, not a SIGBUS later). On failure no
+ * segment is left (the file it made is removed, if NAME still names it). Any
+ * thread; of two creates of one name, one wins.
  */
 SHMS_EXTERN int shms_create(const char *name, const shms_config *cfg);
 
@@ -202,10 +233,26 @@ enum {
  * failed check), map it and register this process in its process table.
  * SHMS_ENOTFOUND if there is no such segment, SHMS_EPERM if it may not be
  * opened, SHMS_EBUSY if the process table is full (an entry of a dead process
- * is taken over once the command it recorded is killed: see "Commands").
+ * is taken over once the command it recorded is killed: see "Commands"),
+ * SHMS_ESHUTDOWN while the segment is being destroyed, SHMS_EINVAL for a bad
+ * name or a NULL out. Blocks only to take over a dead process's entry, when
+ * no entry is free: killing its command waits up to 2 s for the command's
+ * process group and cgroup to be gone. On failure nothing is registered and
+ * *out is untouched. Any thread (the process's attaches and detaches take
+ * turns on a lock of the process).
  */
 SHMS_EXTERN int shms_attach(const char *name, unsigned flags, shms_t **out);
-/* Unregister and unmap. The handle is freed even on error. */
+/*
+ * Unregister and unmap. The last handle of the process to detach settles what
+ * the process still holds, as recovery would after its death: its queued and
+ * granted requests end SHMS_EOWNERLOST, its leases are released or
+ * quarantined per the class's on-holder-death, a worker's cells go offline,
+ * and its recorded command (shms_command_set) is killed first (waiting up to
+ * 2 s for it to be gone). No other call on h may be under way or follow: the
+ * handle is freed even on error (SHMS_EINVAL: h NULL, or attached by another
+ * process: after fork the child's detach leaves the parent's registration
+ * alone).
+ */
 SHMS_EXTERN int shms_detach(shms_t *h);
 
 enum { SHMS_DESTROY_FORCE = 1u << 0 };
@@ -221,17 +268,21 @@ enum { SHMS_DESTROY_FORCE = 1u << 0 };
  * removed only with SHMS_DESTROY_FORCE; a file that is not a shmsched
  * segment (its first 8 bytes are not the magic, and it is not a half-made
  * segment of this build) never is: SHMS_EINCOMPAT, nothing changed.
+ * Blocks while it kills the dead processes' commands (up to 2 s each). On
+ * failure nothing changed (SHMS_EBUSY restores the segment's state). Any
+ * thread.
  */
 SHMS_EXTERN int shms_destroy(const char *name, unsigned flags);
 
 /*
  * 1 once the segment h is attached to has been removed (destroyed: its name
  * unlinked, whether or not NAME was created again since), 0 while it is not,
- * negative on error.
+ * negative on error. Never blocks; an observer handle will do.
  */
 SHMS_EXTERN int shms_segment_removed(const shms_t *h);
 
-/* The configuration the segment was created with. */
+/* The configuration the segment was created with (as attach validated it). Never blocks; an
+ * observer handle will do; SHMS_EINVAL for a NULL out. */
 SHMS_EXTERN int shms_get_config(const shms_t *h, shms_config *out);
 
 typedef struct {
@@ -254,6 +305,8 @@ typedef enum {
   SHMS_SEG_DESTROYING = 3
 } shms_segment_state_t;
 
+/* The segment's facts, its live processes counted by their locks (never blocks: the kernel is
+ * asked, F_GETLK). An observer handle will do; SHMS_EINVAL for a NULL out. */
 SHMS_EXTERN int shms_segment_info_get(const shms_t *h, shms_segment_info *out);
 
 /*
@@ -358,7 +411,13 @@ typedef struct {
 SHMS_EXTERN int shms_cells(shms_t *h, shms_class_t c, shms_cell_info *out, uint32_t max,
                            uint32_t *count);
 
-/* SHMS_EINVAL for a class the segment does not configure. */
+/*
+ * The class's live figures. Never blocks, never registers (an observer handle
+ * will do): counters are read inside the class's sequence lock, retried a
+ * bounded number of times (a writer that died inside it leaves them readable,
+ * if torn). SHMS_EINVAL for a class the segment does not configure, or a NULL
+ * out.
+ */
 SHMS_EXTERN int shms_observe(shms_t *h, shms_class_t c, shms_class_stats *out);
 
 /* ---- Scheduling: requests, tickets, leases ------------------------------ */
@@ -384,19 +443,21 @@ typedef struct {
 
 /* Bytes of the text form of a ticket, "standard.17.1234.9f3a...", with its NUL. */
 #define SHMS_TICKET_STRLEN 64
-/* Write t's text form into buf (at least SHMS_TICKET_STRLEN bytes). */
+/* Write t's text form into buf (at least SHMS_TICKET_STRLEN bytes). Never blocks; any thread. */
 SHMS_EXTERN void shms_ticket_format(const shms_ticket *t, char *buf);
-/* Parse a ticket's text form; SHMS_EINVAL with a detail when malformed. */
+/* Parse a ticket's text form; SHMS_EINVAL with a detail when malformed (*out untouched). Never
+ * blocks; any thread. */
 SHMS_EXTERN int shms_ticket_parse(const char *text, shms_ticket *out);
 
 /*
  * Queue a request; on success *ticket names it. Returns once the request is
  * in its tenant's queue (or refused): it may sleep (a futex wait, without
  * limit) until a dispatcher has indexed the request, helping the dispatcher
- * or becoming it meanwhile; shms_interrupt does not cut it short. Errors: SHMS_EINVAL, SHMS_EDENIED
- * (queue=0, or the tenant not allowed), SHMS_EQUEUEFULL (every slot taken, or
- * the tenant table full), SHMS_EDUPACT, SHMS_EDEADLINE (already past),
- * SHMS_ESHUTDOWN, SHMS_EQUARANTINED. On error nothing was queued.
+ * or becoming it meanwhile; shms_interrupt does not cut it short. Any thread.
+ * Errors: SHMS_EINVAL, SHMS_EDENIED (queue=0, or the tenant not allowed),
+ * SHMS_EQUEUEFULL (every slot taken, or the tenant table full),
+ * SHMS_EDUPACT, SHMS_EDEADLINE (already past), SHMS_ESHUTDOWN,
+ * SHMS_EQUARANTINED. On error nothing was queued.
  */
 SHMS_EXTERN int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket);
 
@@ -407,12 +468,26 @@ SHMS_EXTERN int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ti
  * SHMS_EDEADLINE, SHMS_ESHUTDOWN, SHMS_EQUARANTINED, SHMS_ESEQEXHAUSTED,
  * SHMS_EOWNERLOST, SHMS_ENOTFOUND (unknown or stale ticket), SHMS_EINVAL
  * (the request was queued by another process: only its owner may wait for it).
- * Every outcome but SHMS_ETIMEDOUT retires the ticket.
+ * Every outcome but SHMS_ETIMEDOUT retires the ticket. Blocks: sleeps on the
+ * request's word (a futex) until it is granted or ends, timeout_ns passes, or
+ * shms_interrupt(h, 1) (SHMS_ETIMEDOUT), waking once a second to check that
+ * nothing dead holds the class up; it may do the dispatcher's work meanwhile.
+ * SHMS_ETIMEDOUT and the argument errors leave the request as it was. One
+ * thread at a time per ticket (another may wait for other tickets meanwhile).
  */
 SHMS_EXTERN int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns,
                           shms_lease *lease);
 
-/* Enqueue and wait without a time limit (the request's deadline still applies). */
+/*
+ * Enqueue and wait without a time limit (the request's deadline still applies);
+ * with a cell free and nobody queued, in a class without tenant-max-active,
+ * take it at once without a request slot (the fast path of shms_try_acquire).
+ * Blocks as shms_enqueue and shms_wait do. Errors as theirs, and as
+ * shms_try_acquire's fast path (SHMS_ESEQEXHAUSTED: the cell whose tokens ran
+ * out is quarantined). An acquire interrupted by shms_interrupt fails
+ * SHMS_ETIMEDOUT and withdraws its request (counted as cancelled): the caller
+ * has no ticket to wait again with. No other failure leaves a request behind.
+ */
 SHMS_EXTERN int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease);
 
 /*
@@ -424,6 +499,8 @@ SHMS_EXTERN int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lea
  * queues a request (a slot, like shms_enqueue: it may sleep until the request
  * is indexed), looks once and withdraws it; it can then also fail as
  * shms_enqueue does (SHMS_EQUEUEFULL, SHMS_EDUPACT, SHMS_EDEADLINE, ...).
+ * Any thread. A failure leaves no request and no lease (a quarantined cell
+ * on token exhaustion excepted).
  */
 SHMS_EXTERN int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease);
 
@@ -432,32 +509,49 @@ SHMS_EXTERN int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease 
  * installed the cancellation; 0 when the request had already been cancelled
  * or had already ended, including one whose lease is held (a lease is never
  * revoked: the detail says which; nothing changed); SHMS_ENOTFOUND for an
- * unknown or stale ticket.
+ * unknown or stale ticket. Never blocks (a cancelled request's waiter is
+ * woken); any thread; the request's waiter may be waiting meanwhile.
  */
 SHMS_EXTERN int shms_cancel(shms_t *h, const shms_ticket *ticket);
 
-/* Return the lease's cell to service. SHMS_ELEASE if the lease is not exactly current. */
+/*
+ * Return the lease's cell to service. SHMS_ELEASE if the lease is not exactly
+ * current (nothing changed). Never blocks; any thread, and any process that
+ * presents the lease exactly (its token is the right to it).
+ */
 SHMS_EXTERN int shms_release(shms_t *h, const shms_lease *lease);
 /*
  * Take the lease's cell out of service (its cleanup could not be proven);
- * reason is recorded for operators. SHMS_ELEASE if the lease is not current.
+ * reason is recorded for operators. SHMS_ELEASE if the lease is not current
+ * (nothing changed). Never blocks; as shms_release. The class's last cell
+ * quarantined ends its queued requests SHMS_EQUARANTINED.
  */
 SHMS_EXTERN int shms_quarantine(shms_t *h, const shms_lease *lease, int reason);
 
-/* Return quarantined cells of class c to service: one cell, or every one with cell = -1. */
+/*
+ * Return quarantined cells of class c to service: one cell, or every one with
+ * cell = -1; returns how many. A worker class's cells come back offline, for
+ * a new worker. SHMS_EINVAL for a cell the class does not have (or a negative
+ * one but -1), or a named cell that is not quarantined: nothing changed.
+ * Never blocks; any thread.
+ */
 SHMS_EXTERN int shms_repair(shms_t *h, shms_class_t c, int cell);
 
 /*
  * Stop taking work: new requests fail with SHMS_ESHUTDOWN, queued and
  * granted-but-unaccepted requests are settled with SHMS_ESHUTDOWN, accepted
- * leases keep their cells until released. For the segment's admins only
- * (docs/security.md): SHMS_EPERM for others.
+ * leases keep their cells until released (running jobs run on). Draining
+ * again is no error; SHMS_ESHUTDOWN when the segment is being destroyed.
+ * For the segment's admins only (docs/security.md): SHMS_EPERM for others.
+ * Never blocks (it visits every request slot of every class); any thread.
  */
 SHMS_EXTERN int shms_drain(shms_t *h);
 /*
  * Lift a drain: DRAINING -> ACTIVE (docs/protocol.md, "Segment states"). New requests are taken
  * again; requests the drain settled stay settled. Returns 1 if the segment was draining, 0 if it
  * was already active; SHMS_ESHUTDOWN while it is being destroyed; SHMS_EPERM for non-admins.
+ * Never blocks (one CAS; the admin check may read the group database); any thread; a failure
+ * changes nothing.
  */
 SHMS_EXTERN int shms_resume(shms_t *h);
 
@@ -501,7 +595,11 @@ typedef struct {
 /*
  * Explain why ticket's request waits (or how it ended, or, for a lease class,
  * where its lease is held while it is). SHMS_ENOTFOUND for a stale ticket, or
- * a request whose lease has ended and whose outcome was collected.
+ * a request whose lease has ended and whose outcome was collected. Reads the
+ * index under the class's dispatcher baton: blocks (yielding the CPU) until a
+ * live dispatcher lets it go, at most a second, then fails SHMS_ETIMEDOUT
+ * (nothing changed); a dead holder's baton is taken over. Any thread, any
+ * process.
  */
 SHMS_EXTERN int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out);
 
@@ -518,7 +616,9 @@ typedef struct {
 
 /*
  * The tenants with queued work (or counted leases) in class c: up to max
- * into out, the number present into *count (which may exceed max).
+ * into out, the number present into *count (which may exceed max). Blocks as
+ * shms_explain does (SHMS_ETIMEDOUT after a second of a busy dispatcher,
+ * *count untouched). Any thread.
  */
 SHMS_EXTERN int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max,
                              uint32_t *count);
@@ -534,6 +634,7 @@ SHMS_EXTERN int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, 
  * and may be a grant apart from them. Rows are not one instant together, and a tenant whose
  * record is freed and taken again between two calls starts its figures again from 0.
  * Records are visited in table order. SHMS_EINVAL for a class the segment does not configure.
+ * Any thread; a failure leaves nothing.
  */
 SHMS_EXTERN int shms_tenants_snapshot(shms_t *h, shms_class_t c, shms_tenant_stats *out,
                                       uint32_t max, uint32_t *count);
@@ -556,7 +657,9 @@ enum {
 
 /*
  * Queue a job: payload (len bytes, at most the class's payload size, else
- * SHMS_EINVAL) is copied into the job's slot. Errors as shms_enqueue.
+ * SHMS_EINVAL) is copied into the job's slot. Errors, blocking and threads as
+ * shms_enqueue; also SHMS_EINVAL for unknown flags or a NULL payload with
+ * len > 0.
  */
 SHMS_EXTERN int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len,
                             unsigned flags, shms_ticket *ticket);
@@ -580,6 +683,9 @@ typedef struct {
  * Cancelling a queued job ends it SHMS_ECANCELLED; cancelling a running job
  * only raises a flag its worker can read (shms_worker_cancelled): the worker
  * decides, and the job still ends the way the worker ends it.
+ * Blocks as shms_wait: sleeps on the job's word (the worker's completion
+ * wakes it) until timeout_ns or shms_interrupt (SHMS_ETIMEDOUT). *out is
+ * zeroed once the arguments pass. One thread at a time per ticket.
  */
 SHMS_EXTERN int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns,
                                  void *buf, size_t cap, shms_result *out);
@@ -590,17 +696,21 @@ SHMS_EXTERN int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t 
  * worker's take wakes it, nothing else does but the 1 s safety poll. SHMS_OK:
  * it runs or has completed; the job's outcome otherwise (SHMS_ECANCELLED,
  * SHMS_EDEADLINE, ...), SHMS_ETIMEDOUT, SHMS_ENOTFOUND, SHMS_EINVAL (another
- * process's job). Retires nothing: shms_wait_result still collects the job.
+ * process's job, or a lease class's ticket). Retires nothing: shms_wait_result
+ * still collects the job. shms_interrupt cuts it short (SHMS_ETIMEDOUT).
  */
 SHMS_EXTERN int shms_wait_started(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns);
 
 /*
  * Interrupt the waits of h, for a program that also waits for something else (a signal, a pipe)
- * on a thread of its own. With on != 0, every shms_wait, shms_wait_result and shms_worker_take
- * on h returns SHMS_ETIMEDOUT at once, as if its time had run out, those asleep now included
- * (they are woken), until shms_interrupt(h, 0): the request, job or worker stays as it was.
- * From any thread of the process, not from a signal handler. What `shmsched submit --wait`
- * and `shmsched worker` use to sleep until something concerns them, stop signals included.
+ * on a thread of its own. With on != 0, every shms_wait, shms_wait_result, shms_wait_started
+ * and shms_worker_take on h returns SHMS_ETIMEDOUT at once, as if its time had run out, those
+ * asleep now included (they are woken), until shms_interrupt(h, 0): the request, job or worker
+ * stays as it was. shms_acquire, which has no ticket to give back, withdraws its request
+ * instead. shms_enqueue and shms_submit are not cut short. Never blocks (a lock of the handle,
+ * held briefly); an observer handle will do. From any thread of the process, not from a
+ * signal handler. What `shmsched submit --wait` and `shmsched worker` use to sleep until
+ * something concerns them, stop signals included.
  */
 SHMS_EXTERN int shms_interrupt(shms_t *h, int on);
 
@@ -619,36 +729,50 @@ typedef struct {
 /*
  * Bind this process to an offline cell of worker class c.
  * SHMS_EBUSY if every cell already has a worker; SHMS_EINVAL for a lease class.
+ * Never blocks; any thread. On failure nothing is bound and *out untouched.
+ * A worker is one thread's at a time: its calls below must not overlap.
  */
 SHMS_EXTERN int shms_worker_open(shms_t *h, shms_class_t c, shms_worker_t **out);
-/* The cell the worker is bound to. */
+/* The cell the worker is bound to. Never blocks. */
 SHMS_EXTERN uint32_t shms_worker_cell(const shms_worker_t *w);
 /*
  * Sleep until a job is granted to the worker's cell, or timeout_ns
  * (SHMS_ETIMEDOUT); then start it and fill *job. SHMS_EQUARANTINED if the
  * worker's cell was quarantined, SHMS_ENOTFOUND if it was repaired away from
- * this worker (close and open again).
+ * this worker (close and open again), SHMS_EINVAL while the worker still holds
+ * a job (complete it first). Blocks: sleeps on the cell's word until a grant,
+ * timeout_ns or shms_interrupt (SHMS_ETIMEDOUT), waking once a second to keep
+ * the class moving. A job granted to it whose client died, or whose deadline
+ * passed, is never started (the client gets SHMS_EOWNERLOST/SHMS_EDEADLINE),
+ * and a grant a dead dispatcher left unfinished is given back: the take goes
+ * on waiting.
  */
 SHMS_EXTERN int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job);
-/* 1 if the job's client asked to cancel it, else 0. */
+/* 1 if the job's client asked to cancel it, else 0; SHMS_ELEASE if job is not the one the
+ * worker runs now. Never blocks. */
 SHMS_EXTERN int shms_worker_cancelled(shms_worker_t *w, const shms_job *job);
 /*
  * End the job with status and result (len bytes, at most the class's payload
  * size: a larger result is refused with SHMS_EINVAL and nothing changes),
  * wake its client, and make the worker idle again. result may point into the
- * job's payload.
+ * job's payload. SHMS_ELEASE if job is not the one the worker runs now (the
+ * job was taken from a worker judged dead): the call completes nothing.
+ * Never blocks.
  */
 SHMS_EXTERN int shms_worker_complete(shms_worker_t *w, const shms_job *job, int status,
                                      const void *result, size_t len);
 /*
  * End the job with status reason and no result, and take the worker's cell
  * out of service (its cleanup could not be proven): shmsched repair returns
- * it, offline, for a new worker.
+ * it, offline, for a new worker. SHMS_ELEASE as shms_worker_complete. Never
+ * blocks.
  */
 SHMS_EXTERN int shms_worker_quarantine(shms_worker_t *w, const shms_job *job, int reason);
 /*
  * Unbind: an idle cell goes offline. A job still held ends as if the worker
- * had died (worker-lost, or queued again once), its cell quarantined.
+ * had died (worker-lost, or queued again once), its cell quarantined. Never
+ * blocks. No other call on w may be under way or follow: w is freed even on
+ * error (SHMS_EINVAL: w NULL, or its handle attached by another process).
  */
 SHMS_EXTERN int shms_worker_close(shms_worker_t *w);
 
@@ -666,6 +790,9 @@ SHMS_EXTERN int shms_worker_close(shms_worker_t *w);
  * lease is quarantined whatever the class's on-holder-death says. shms_detach ends the
  * recorded command and the cgroup the same way. Without a cgroup, a descendant that left the
  * process group (setsid) escapes this.
+ *
+ * The record is the process's, shared by its handles of the segment: the three calls below
+ * must not run concurrently with each other (from two threads) in one process. None blocks.
  */
 
 /*
@@ -674,12 +801,13 @@ SHMS_EXTERN int shms_worker_close(shms_worker_t *w);
  * until detach. The hierarchy is $SHMSCHED_CGROUP (an absolute directory in a cgroup v2
  * hierarchy; "off": none) or "shmsched" under the first cgroup2 mount; every process of the
  * segment must see the same. SHMS_ENOTFOUND when there is none, SHMS_EPERM when it is not
- * writable.
+ * writable, SHMS_EINVAL when path is NULL or cap too small for it: nothing recorded.
  */
 SHMS_EXTERN int shms_command_cgroup(shms_t *h, char *path, size_t cap);
 /*
  * Record process group pgid (its leader has pid pgid and must be alive: its start time is
- * read now) as the command this process runs. Replaces an earlier record.
+ * read now) as the command this process runs. Replaces an earlier record. SHMS_EINVAL for a
+ * pgid <= 1, SHMS_ENOTFOUND when no process pgid exists: the earlier record stays.
  */
 SHMS_EXTERN int shms_command_set(shms_t *h, pid_t pgid);
 /* Forget the recorded command: call it once the command's whole tree is gone. */
@@ -707,7 +835,8 @@ typedef struct {
  * briefly held still (operations wait at their start), then its state words
  * are settled and every count and index recomputed from them (the tenant ring
  * keeps its order). What `shmsched check --repair` does. The same as
- * shms_recover_dead(h, SHMS_RECOVER_FULL, NULL, NULL, out).
+ * shms_recover_dead(h, SHMS_RECOVER_FULL, NULL, NULL, out): blocks and fails
+ * as it does.
  */
 SHMS_EXTERN int shms_recover(shms_t *h, shms_recovery *out);
 
@@ -769,6 +898,13 @@ enum {
  * inside an operation, or whose dispatcher baton or freeze it held, is
  * recovered as shms_recover does it. A process that detached left nothing
  * and costs nothing here. What the supervisor runs at each death.
+ * Blocks: holding a class still waits (yielding) until the live processes'
+ * operations on it are done, and operations on it wait meanwhile; a dead
+ * process's recorded command is killed first (up to 2 s to be gone).
+ * SHMS_EINVAL for unknown flags. SHMS_ENOMEM (out of memory) may leave part
+ * of the work done, never half a transition: the next recovery finishes it;
+ * the items done are still told to on_event, *out is not written. Any thread
+ * (two recoveries take turns on each class).
  */
 SHMS_EXTERN int shms_recover_dead(shms_t *h, unsigned flags, shms_event_fn on_event, void *ctx,
                                   shms_recovery *out);
@@ -782,6 +918,8 @@ SHMS_EXTERN int shms_recover_dead(shms_t *h, unsigned flags, shms_event_fn on_ev
  * Recovery (shms_recover) repairs every violation but one kind: a state word
  * that holds no valid state (corrupt memory). Its line ends with
  * SHMS_CHECK_UNREPAIRABLE, then ": a corrupt state word)".
+ * Blocks as shms_recover holds classes still, one class at a time; changes
+ * nothing. SHMS_EINVAL for a NULL report or violations, or cap 0. Any thread.
  */
 #define SHMS_CHECK_UNREPAIRABLE "(cannot be repaired"
 SHMS_EXTERN int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations);
@@ -796,20 +934,23 @@ typedef struct {
   uint32_t uid, gid;         /* its effective uid and gid at registration */
 } shms_process_info;
 
-/* The registered processes (up to max into out, the number into *count, which may exceed max). */
+/* The registered processes (up to max into out, the number into *count, which may exceed max).
+ * Never blocks (liveness from the kernel's lock table); an observer handle will do. */
 SHMS_EXTERN int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *count);
 
 /*
  * Become the segment's one supervisor: a lock that the kernel drops when this
  * process dies. SHMS_EBUSY (naming its pid) if another process holds it.
  * shms_destroy does not count the supervisor as keeping the segment in use.
+ * Never blocks (a lock tried, not waited for); claiming again from the
+ * process that holds it succeeds.
  */
 SHMS_EXTERN int shms_supervisor_claim(shms_t *h);
 
 /*
  * Return to service the worker cells quarantined because their worker died
  * (reason worker-lost), once that worker is gone and its job settled: they
- * go offline, for a new worker. Returns how many.
+ * go offline, for a new worker. Returns how many. Never blocks; any thread.
  */
 SHMS_EXTERN int shms_repair_lost_workers(shms_t *h);
 
@@ -821,6 +962,9 @@ typedef uint64_t (*shms_clock_fn)(void *ctx);
  * Replace this process's monotonic clock (enqueue times, deadlines, aging,
  * wait figures) with fn, or restore CLOCK_MONOTONIC with NULL. For
  * deterministic tests; futex sleeps still time out on the real clock.
+ * Process-wide, for every handle: set it before other threads use the
+ * library (fn and ctx are not published together). fn may be called from any
+ * thread that calls the library.
  */
 SHMS_EXTERN void shms_set_clock(shms_clock_fn fn, void *ctx);
 

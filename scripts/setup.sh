@@ -11,6 +11,7 @@ packages=(
   libinih-dev                  # the INI parser behind `create --config`
   clang-format                 # one style, checked in CI
   valgrind                     # the single-process suites under valgrind
+  lcov                         # the library's line and branch coverage: scripts/coverage.sh
   gnuplot-nox strace           # perf/run.sh: plots; system calls counted per operation
   spin                         # the protocol models (tests/model) are checked with spin
   clang libclang-rt-14-dev     # libFuzzer and its sanitizers: scripts/fuzz.sh

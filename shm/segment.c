@@ -494,6 +494,8 @@ int shms_get_config(const shms_t *h, shms_config *out) {
   int rc = shms__handle_check(h);
   if (rc != SHMS_OK)
     return rc;
+  if (out == NULL)
+    return shms__fail(SHMS_EINVAL, "out is NULL");
   *out = h->config;
   return SHMS_OK;
 }
@@ -518,6 +520,8 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
   int rc = shms__handle_check(h);
   if (rc != SHMS_OK)
     return rc;
+  if (out == NULL)
+    return shms__fail(SHMS_EINVAL, "out is NULL");
   const struct shms__header *hdr = h->hdr;
   *out = (shms_segment_info){
       .incarnation = hdr->incarnation,

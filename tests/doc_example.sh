@@ -8,9 +8,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 awk '/^```c$/ {on = 1; next} /^```$/ && on {exit} on' "$src/$page" >"$work/example.c"
 [ -s "$work/example.c" ] || { echo "doc_example: no C block in $page" >&2; exit 1; }
-# shellcheck disable=SC2046
+# LDFLAGS: what the build's own programs link with besides (a coverage build: --coverage).
+# shellcheck disable=SC2046,SC2086
 cc -Wall -Wextra -Werror -I"$src/include" -o "$work/example" "$work/example.c" \
-  "$build/lib/libshmsched.a" $(pkg-config --libs ck) -lpthread -lrt
+  "$build/lib/libshmsched.a" $(pkg-config --libs ck) -lpthread -lrt ${LDFLAGS:-}
 "$work/example" >"$work/out"
 awk '/^It prints:$/ {want = 1; next} want && /^```$/ {if (on) exit; on = 1; next} on' \
   "$src/$page" >"$work/want"

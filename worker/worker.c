@@ -187,8 +187,14 @@ int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
       return rc;
     if (SHMS__CELL_STATE(cw) == SHMS__CELL_GRANTED) {
       uint32_t slot = shms__load_32(&cell_of(w)->slot);
-      if (slot >= 1 && slot <= w->k->nslots && SHMS__OP(w->h, w->k, start(w, cw, slot - 1, job)))
-        return SHMS_OK;
+      if (slot >= 1 && slot <= w->k->nslots) {
+        if (SHMS__OP(w->h, w->k, start(w, cw, slot - 1, job)))
+          return SHMS_OK;
+      } else {
+        /* No job named yet: a grant in progress, or one torn by a dead dispatcher (a fresh
+         * cell's slot field is 0), which would else hold this loop for ever. */
+        SHMS__OP_VOID(w->h, w->k, not_yet_granted(w, cw));
+      }
       continue;
     }
     if (SHMS__CELL_STATE(cw) == SHMS__CELL_LEASED)
