@@ -13,6 +13,7 @@
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/hbm.h"
+#include "report.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -108,7 +109,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   shms__store_32(&s->generation, gen); /* settlers read it to return the cell */
   s->token = token;
   /* Read now: once the CAS below hands the slot over, it may be freed and reused at once. */
-  uint64_t waited = now > s->enqueue_ns ? now - s->enqueue_ns : 0;
+  uint64_t waited = now > s->enqueue_ns ? now - s->enqueue_ns : 0, seq = s->seq;
   SHMS__STEP();
   shms__index_unlink(k, i);
   SHMS__STEP();
@@ -133,6 +134,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__workcell_wake(k, c);
   SHMS__STEP();
   record_wait(k, ref, waited);
+  shms__note_granted(h, k, i, seq, c, waited);
   return 1;
 }
 

@@ -17,6 +17,7 @@
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/hbm.h"
+#include "report.h"
 #include "sched.h"
 
 void shms__revoke_note(const struct shms__cls *k, uint32_t c) {
@@ -66,6 +67,7 @@ static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, ui
     }
     SHMS__STEP();
     ck_pr_inc_64(&k->ctl->revoked);
+    shms__note_request(h, k, SHMS_EVENT_REVOKED, ref - 1, shms__load_64(&s->seq), (int32_t)c, 0, 0);
     return shms__return_and_kick(h, k, c, gen);
   }
   if (bound && st == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {

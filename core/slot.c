@@ -101,6 +101,7 @@ int shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i, uin
   }
   SHMS__STEP();
   count_settled(k, reason);
+  shms__note_settled(h, k, i, seq, SHMS__SLOT_STATE(w), cell, reason);
   if (__builtin_expect(shms__settle_report != NULL, 0)) /* a recovery of a dead owner */
     shms__report_settled(k, i, seq, SHMS__SLOT_STATE(w), cell, reason);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED) {

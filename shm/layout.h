@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 3u
+#define SHMS__LAYOUT_VERSION 4u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -59,6 +59,9 @@ struct shms__header {
   uint64_t procs_off;       /* procs_count x struct shms__proc */
   uint32_t procs_count;
   uint32_t reserved0;
+  uint64_t events_off;   /* the event ring (shm/events.h): its head, then its records */
+  uint32_t events_count; /* records; 0: no ring */
+  uint32_t reserved1;
   struct shms__class_desc classes[SHMS_CLASS_COUNT];
   shms_config config; /* the validated configuration, copied verbatim */
 };
@@ -310,6 +313,8 @@ struct shms__layout {
   uint64_t procs_off;
   uint32_t procs_count;
   uint32_t class_mask;
+  uint64_t events_off; /* the event ring, after the process table */
+  uint32_t events_count;
   struct shms__class_desc classes[SHMS_CLASS_COUNT];
 };
 

@@ -62,6 +62,7 @@ int cmd_supervise(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_destroy(int argc, char **argv);
 int cmd_drain(int argc, char **argv);
+int cmd_events(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_jobserver(int argc, char **argv);
 int cmd_repair(int argc, char **argv);

@@ -77,10 +77,18 @@ int cli_parse_class_spec(shms_config *cfg, const char *spec, char *err, size_t n
   return rc;
 }
 
-enum seg_key { SEG_STARVATION, SEG_MAX_TENANTS, SEG_MAX_PROCESSES, SEG_MODE, SEG_GROUP, SEG_COUNT };
+enum seg_key {
+  SEG_STARVATION,
+  SEG_MAX_TENANTS,
+  SEG_MAX_PROCESSES,
+  SEG_MODE,
+  SEG_GROUP,
+  SEG_EVENTS,
+  SEG_COUNT
+};
 
 static const char *const seg_names[SEG_COUNT] = {
-    "starvation-after", "max-tenants", "max-processes", "mode", "group",
+    "starvation-after", "max-tenants", "max-processes", "mode", "group", "events",
 };
 
 /* Parse into the field; returns 0, or SHMS_EINVAL with the parser's reason in err. */
@@ -94,6 +102,8 @@ static int seg_parse(shms_config *cfg, int key, const char *value, char *err, si
     return cli_parse_u32(value, &cfg->max_processes, err, n);
   case SEG_MODE:
     return cli_parse_mode(value, &cfg->file_mode, err, n);
+  case SEG_EVENTS:
+    return cli_parse_u32(value, &cfg->events, err, n);
   default:
     return cli_parse_group(value, &cfg->group, err, n);
   }
@@ -107,8 +117,8 @@ int cli_set_segment_option(shms_config *cfg, const char *key, const char *value,
     k++;
   if (k == SEG_COUNT) {
     snprintf(err, n,
-             "%s: unknown key (expected starvation-after, max-tenants, max-processes, mode or "
-             "group)",
+             "%s: unknown key (expected starvation-after, max-tenants, max-processes, mode, "
+             "group or events)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

@@ -39,6 +39,8 @@ static const char help[] =
     "  --max-processes N       attached-process table size, 1..65536 (default 1024)\n"
     "  --mode OCTAL            permission bits of the segment, owner keeps rw (default 0600)\n"
     "  --group GROUP           group name or gid to own the segment (default: the creator's)\n"
+    "  --events N              records in the event ring ('shmsched events'): 0 (none) or\n"
+    "                          a power of two 16..1048576 (default 1024)\n"
     "  -h, --help              show this help\n"
     "\n"
     "Exit status: 0 created, 1 the creation failed (already-exists, permission-denied,\n"
@@ -55,8 +57,8 @@ static const char help[] =
 enum { OPT_CLASS = 256, OPT_CONFIG, OPT_SEGMENT };
 
 /* Indexed by val - OPT_SEGMENT; the names are cli_set_segment_option()'s keys. */
-static const char *const segment_keys[] = {"starvation-after", "max-tenants", "max-processes",
-                                           "mode", "group"};
+static const char *const segment_keys[] = {
+    "starvation-after", "max-tenants", "max-processes", "mode", "group", "events"};
 enum { SEGMENT_KEYS = sizeof segment_keys / sizeof segment_keys[0] };
 
 static const struct option opts[] = {
@@ -67,6 +69,7 @@ static const struct option opts[] = {
     {"max-processes", required_argument, NULL, OPT_SEGMENT + 2},
     {"mode", required_argument, NULL, OPT_SEGMENT + 3},
     {"group", required_argument, NULL, OPT_SEGMENT + 4},
+    {"events", required_argument, NULL, OPT_SEGMENT + 5},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

@@ -27,6 +27,7 @@ static const char top_help[] =
     "                         whose tokens are leases: builds share the cells fairly\n"
     "  cancel NAME TICKET     cancel a queued request\n"
     "  explain NAME TICKET    say why a request waits\n"
+    "  events NAME            the segment's recent events (--follow: as they happen)\n"
     "  drain NAME             stop taking work; leases held run to their end\n"
     "  repair NAME ...        return quarantined cells to service\n"
     "  supervise NAME         watch attached processes, recover what the dead leave\n"
@@ -60,7 +61,7 @@ static const struct command commands[] = {
     {"run", cmd_run},       {"cancel", cmd_cancel},       {"explain", cmd_explain},
     {"drain", cmd_drain},   {"repair", cmd_repair},       {"version", cmd_version},
     {"submit", cmd_submit}, {"worker", cmd_worker},       {"supervise", cmd_supervise},
-    {"check", cmd_check},   {"jobserver", cmd_jobserver},
+    {"check", cmd_check},   {"jobserver", cmd_jobserver}, {"events", cmd_events},
 };
 
 static const struct command *find_command(const char *name) {
