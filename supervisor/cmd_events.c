@@ -82,11 +82,13 @@ static int parse_kinds(const char *list, struct events_args *a) {
 }
 
 static int parse(int argc, char **argv, struct events_args *a) {
-  static const struct option opts[] = {
-      {"follow", no_argument, NULL, 'f'},      {"json", no_argument, NULL, 'j'},
-      {"since", required_argument, NULL, 's'}, {"class", required_argument, NULL, 'c'},
-      {"kind", required_argument, NULL, 'k'},  {"help", no_argument, NULL, 'h'},
-      {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"follow", no_argument, NULL, 'f'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"since", required_argument, NULL, 's'},
+                                       {"class", required_argument, NULL, 'c'},
+                                       {"kind", required_argument, NULL, 'k'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   char err[256];
   shms_class_t cls;
   int c, rc;
@@ -187,8 +189,10 @@ static int follow(shms_t *h, const struct events_args *a, uint64_t *cursor) {
     int skip = stalled_since != 0 && mono_now() - stalled_since >= PENDING_NS;
     size_t n = drain_ring(h, a, cursor, 0, skip, &stalled, &lost);
     if (lost != 0) {
-      fprintf(stderr, "shmsched events: %" PRIu64 " events lost (overwritten before they were "
-                      "read, or their writer died)\n", lost);
+      fprintf(stderr,
+              "shmsched events: %" PRIu64 " events lost (overwritten before they were "
+              "read, or their writer died)\n",
+              lost);
       lost = 0;
     }
     stalled_since = !stalled ? 0 : stalled_since ? stalled_since : mono_now();
@@ -216,8 +220,8 @@ int cmd_events(int argc, char **argv) {
   shms_config cfg;
   if (shms_get_config(h, &cfg) != SHMS_OK || cfg.events == 0) {
     shms_detach(h);
-    return cli_fail(SHMS_ENOTFOUND, "segment '%s' has no event ring (it was created with --events 0)",
-                    name);
+    return cli_fail(SHMS_ENOTFOUND,
+                    "segment '%s' has no event ring (it was created with --events 0)", name);
   }
   if (a.cls >= 0 && !cfg.classes[a.cls].configured) {
     shms_detach(h);

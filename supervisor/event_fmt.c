@@ -64,8 +64,9 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
 void event_json(FILE *f, const shms_event_record *r) {
   const shms_event *ev = &r->event;
   char t[40], ticket[SHMS_TICKET_STRLEN];
-  fprintf(f, "{\"position\":%" PRIu64 ",\"time\":\"%s\",\"wall_ns\":%" PRIu64 ",\"mono_ns\":%" PRIu64
-             ",\"kind\":\"%s\"",
+  fprintf(f,
+          "{\"position\":%" PRIu64 ",\"time\":\"%s\",\"wall_ns\":%" PRIu64 ",\"mono_ns\":%" PRIu64
+          ",\"kind\":\"%s\"",
           r->position, event_time(t, sizeof t, r->wall_ns), r->wall_ns, r->mono_ns,
           shms_event_name(ev->kind));
   if (ev->cls >= 0)
