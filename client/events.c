@@ -78,3 +78,28 @@ int shms_events_read(shms_t *h, uint64_t *cursor, unsigned flags, shms_event_rec
     *lost = missed;
   return SHMS_OK;
 }
+
+int shms_events_find(shms_t *h, const shms_ticket *ticket, shms_event_record *out) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (ticket == NULL || out == NULL)
+    return shms__fail(SHMS_EINVAL, "ticket and out must not be NULL");
+  const struct shms__evlog *log = &h->events;
+  if (log->count == 0)
+    return shms__fail(SHMS_ENOTFOUND, "the segment has no event ring (created with events 0)");
+  if (ticket->incarnation != h->incarnation || ticket->seq == 0)
+    return shms__fail(SHMS_ENOTFOUND, "the ticket is of another segment");
+  uint64_t end = shms__ev_end(log), first = end > log->count ? end - log->count : 0;
+  for (uint64_t pos = end; pos-- > first;) { /* newest first */
+    struct shms__ev_rec r;
+    if (shms__ev_get(log, pos, &r) != SHMS__EV_VALID || r.ticket_seq != ticket->seq ||
+        (uint32_t)r.slot != ticket->slot + 1 || ((r.what >> 8) & 0xffu) != ticket->cls + 1)
+      continue;
+    convert(h, pos, &r, out);
+    return SHMS_OK;
+  }
+  return shms__fail(SHMS_ENOTFOUND, "the event ring holds no record of this request (never "
+                                    "recorded, or overwritten since)");
+}

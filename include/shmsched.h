@@ -724,6 +724,12 @@ enum {
  */
 SHMS_EXTERN int shms_events_read(shms_t *h, uint64_t *cursor, unsigned flags,
                                  shms_event_record *out, size_t cap, size_t *count, uint64_t *lost);
+/*
+ * The newest record the ring holds of ticket's request (how it ended, once shms_explain no
+ * longer knows it): SHMS_OK with *out, or SHMS_ENOTFOUND if the ring holds none (never
+ * recorded, or overwritten since). Works with an observer handle.
+ */
+SHMS_EXTERN int shms_events_find(shms_t *h, const shms_ticket *ticket, shms_event_record *out);
 
 /* Called once per item, on the calling thread, before the recovery returns. It must not call
  * shmsched functions on the same handle. */

@@ -23,8 +23,8 @@ static shms_event_record recs[MAX_RECS];
 static size_t read_all(shms_t *h, uint64_t *lost) {
   uint64_t cursor = 0;
   size_t n;
-  ck_assert_shms_ok(shms_events_read(h, &cursor, SHMS_EVENTS_SKIP_PENDING, recs, MAX_RECS, &n,
-                                     lost));
+  ck_assert_shms_ok(
+      shms_events_read(h, &cursor, SHMS_EVENTS_SKIP_PENDING, recs, MAX_RECS, &n, lost));
   return n;
 }
 
@@ -354,8 +354,7 @@ START_TEST(concurrent_writers_and_a_reader_agree) {
   while (running > 0) {
     size_t n;
     uint64_t lost;
-    ck_assert_shms_ok(
-        shms_events_read(h, &cursor, SHMS_EVENTS_SKIP_PENDING, recs, 64, &n, &lost));
+    ck_assert_shms_ok(shms_events_read(h, &cursor, SHMS_EVENTS_SKIP_PENDING, recs, 64, &n, &lost));
     for (size_t i = 0; i < n; i++)
       ck_assert_msg(consistent(&recs[i]), "record at %llu is torn",
                     (unsigned long long)recs[i].position);
