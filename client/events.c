@@ -1,4 +1,5 @@
 /* Reading the flight recorder (shms_events_read): the ring's records as the API gives them. */
+#include <stdint.h>
 #include <string.h>
 
 #include "../shm/error.h"
@@ -21,7 +22,8 @@ static void convert(const struct shms *h, uint64_t pos, const struct shms__ev_re
   if (ev->cls >= SHMS_CLASS_COUNT || h->cls[ev->cls < 0 ? 0 : ev->cls].id < 0)
     ev->cls = -1; /* not a class of this segment: name none */
   ev->reason = (int32_t)(uint32_t)(r->what >> 32);
-  ev->cell = (int32_t)(uint32_t)r->where - 1;
+  uint32_t cell_ref = (uint32_t)r->where; /* cell + 1; past INT32_MAX only in a corrupt record */
+  ev->cell = cell_ref == 0 || cell_ref - 1 > (uint32_t)INT32_MAX ? -1 : (int32_t)(cell_ref - 1);
   ev->pid = (int32_t)(uint32_t)(r->where >> 32);
   uint32_t slot_ref = (uint32_t)r->slot;
   if (r->ticket_seq != 0 && slot_ref != 0 && ev->cls >= 0)

@@ -66,8 +66,9 @@ START_TEST(events_prints_each_record_as_a_line_or_as_json) {
   ck_assert_int_eq(CLI("events", name), 0);
   ck_assert_uint_eq(lines(out), 2);
   char want[256];
-  snprintf(want, sizeof want, "Z granted class=standard cell=0 tenant=alice ticket=%s pid=%d waited=",
-           ticket, getpid());
+  snprintf(want, sizeof want,
+           "Z granted class=standard cell=0 tenant=alice ticket=%s pid=%d waited=", ticket,
+           getpid());
   ck_assert_msg(strstr(out, want) != NULL, "'%s' lacks '%s'", out, want);
   ck_assert_msg(strstr(out, "granted class=small cell=0 tenant=bob") != NULL, "%s", out);
   ck_assert_int_eq(CLI("events", name, "--class", "small"), 0);
@@ -75,8 +76,9 @@ START_TEST(events_prints_each_record_as_a_line_or_as_json) {
   ck_assert_ptr_nonnull(strstr(out, "tenant=bob"));
   ck_assert_int_eq(CLI("events", name, "--json", "--kind", "granted,rejected"), 0);
   ck_assert_uint_eq(lines(out), 2);
-  snprintf(want, sizeof want, "\"kind\":\"granted\",\"class\":\"standard\",\"cell\":0,"
-                              "\"tenant\":\"alice\",\"ticket\":\"%s\",\"pid\":%d",
+  snprintf(want, sizeof want,
+           "\"kind\":\"granted\",\"class\":\"standard\",\"cell\":0,"
+           "\"tenant\":\"alice\",\"ticket\":\"%s\",\"pid\":%d",
            ticket, getpid());
   ck_assert_msg(strstr(out, want) != NULL, "'%s' lacks '%s'", out, want);
   ck_assert_msg(out[0] == '{' && strstr(out, "}\n{") != NULL, "not JSON Lines: %s", out);
