@@ -699,8 +699,8 @@ SHMS_EXTERN uint32_t shms_event_kind(const char *name);
  */
 typedef struct {
   uint64_t position; /* its place in the ring's history: increasing, with gaps where lost */
-  uint64_t mono_ns;  /* CLOCK_MONOTONIC when recorded */
-  uint64_t wall_ns;  /* CLOCK_REALTIME when recorded */
+  uint64_t mono_ns;  /* CLOCK_MONOTONIC when recorded, to the kernel's tick (1-4 ms) */
+  uint64_t wall_ns;  /* CLOCK_REALTIME when recorded, as precise */
   uint64_t value;    /* per kind: a grant's wait (ns); a repair's 1 in service, 2 offline */
   int32_t writer;    /* the pid of the process that recorded it (event.pid: whom it concerns) */
   uint32_t reserved; /* 0 */

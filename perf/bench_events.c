@@ -18,8 +18,12 @@
 #include "shm/handle.h"
 
 static void put_many(shms_t *h, long iters) {
-  struct shms__ev e = {.kind = SHMS_EVENT_GRANTED, .cls = SHMS_CLASS_STANDARD, .cell = 0,
-                       .pid = 1, .slot_ref = 1, .ticket_seq = 1};
+  struct shms__ev e = {.kind = SHMS_EVENT_GRANTED,
+                       .cls = SHMS_CLASS_STANDARD,
+                       .cell = 0,
+                       .pid = 1,
+                       .slot_ref = 1,
+                       .ticket_seq = 1};
   memcpy(e.tenant, "bench", 6);
   for (long i = 0; i < iters; i++) {
     e.value = (uint64_t)i;

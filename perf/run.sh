@@ -41,7 +41,7 @@ build=build-perf
 out=perf/results
 bin=$build/bin
 benches=(bench_acquire bench_handoff bench_contended bench_worker bench_scaling bench_fairness
-  bench_memory bench_client bench_idle)
+  bench_memory bench_client bench_idle bench_events)
 
 echo "perf: building Release into $build/ ..." >&2
 # -g only adds debug information (for perf/record.sh); the code is the Release code.
@@ -102,6 +102,7 @@ for ((rep = 1; rep <= repeats; rep++)); do
   for s in "${lock_systems[@]}" shmsched-try shmsched-noevents harness; do
     run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
   done
+  run "$rep" bench_events --iters "$acq_iters"
   for s in "${lock_systems[@]}" shmsched-noevents; do
     run "$rep" bench_handoff --system "$s" --rounds "$handoff_rounds" \
       --samples "$out/samples/handoff-$s.txt"

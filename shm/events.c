@@ -23,7 +23,7 @@ static uint64_t clock_ns(clockid_t id) {
 }
 
 /* CLOCK_REALTIME - CLOCK_MONOTONIC, sampled at most once a second per process: a record's wall
- * time is its monotonic time plus this, one clock read instead of two (half a record's cost).
+ * time is its monotonic time plus this, one clock read instead of two.
  * A step of the wall clock shows in the records within a second. Racy between threads by
  * design: each word is read and written whole, and either thread's sample is good. */
 static uint64_t wall_offset, wall_sampled;
@@ -82,7 +82,7 @@ void shms__ev_put(const struct shms__evlog *log, const struct shms__ev *e) {
    * write then sees the word changed when it looks again (ck_sequence_write_begin's fence). */
   ck_pr_fence_store();
   SHMS__STEP_PLAIN();
-  uint64_t mono = clock_ns(CLOCK_MONOTONIC);
+  uint64_t mono = clock_ns(CLOCK_MONOTONIC_COARSE);
   struct shms__ev_rec v = {
       .mono_ns = mono,
       .wall_ns = wall_of(mono),

@@ -76,8 +76,10 @@ struct shms__evlog {
 void shms__evlog_init(struct shms__evlog *log, char *base, const struct shms__layout *l);
 
 /*
- * Record e, timed now (CLOCK_MONOTONIC and CLOCK_REALTIME). Never waits; a no-op when the
- * segment has no ring. Safe from any thread of any process that maps the segment writable.
+ * Record e, timed now to the kernel's tick (CLOCK_MONOTONIC_COARSE, and the wall time from it:
+ * a record's position orders events exactly, its times are for people, and the precise clock
+ * would double a record's cost). Never waits; a no-op when the segment has no ring. Safe from
+ * any thread of any process that maps the segment writable.
  */
 void shms__ev_put(const struct shms__evlog *log, const struct shms__ev *e);
 
