@@ -224,12 +224,12 @@ void shms__note_cell(struct shms *h, const struct shms__cls *k, uint32_t kind, u
   shms__cell_tenant(k, c, name);
   strncpy((char *)e.tenant, name, sizeof e.tenant);
   /* The lease's ticket, while the cell still carries it (core/held.c's record, valid at the
-   * word's generation; a fast-path lease has none). */
+   * lease's generation, which a quarantine moved on by one; a fast-path lease has none). */
   const struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64((uint64_t *)&cell->word);
-  uint32_t ref = shms__load_32((uint32_t *)&cell->slot);
-  if (ref >= 1 && ref <= k->nslots &&
-      shms__load_32((uint32_t *)&cell->ticket_gen) == SHMS__CELL_GEN(w) &&
+  uint32_t ref = shms__load_32((uint32_t *)&cell->slot),
+           gen = SHMS__CELL_GEN(w) - (SHMS__CELL_STATE(w) == SHMS__CELL_QUARANTINED);
+  if (ref >= 1 && ref <= k->nslots && shms__load_32((uint32_t *)&cell->ticket_gen) == gen &&
       shms__load_64((uint64_t *)&cell->ticket_seq) != 0) {
     e.slot_ref = ref;
     e.ticket_seq = shms__load_64((uint64_t *)&cell->ticket_seq);

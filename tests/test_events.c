@@ -131,6 +131,27 @@ START_TEST(rejections_cancellations_expirations_quarantines_repairs_and_drains_a
 }
 END_TEST
 
+START_TEST(a_quarantine_names_the_ticket_of_a_lease_granted_from_the_queue) {
+  const char *name;
+  shms_t *h = open_ring(&name, 1, 4, 64);
+  shms_request r = sched_req("alice", 0);
+  shms_lease held, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t = sched_enqueue(h, "bob", 0, 0);
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert_shms_ok(shms_wait(h, &t, 0, &l));
+  ck_assert_shms_ok(shms_quarantine(h, &l, SHMS_EWORKERLOST));
+  uint64_t lost;
+  const shms_event_record *q = last_of(read_all(h, &lost), SHMS_EVENT_CELL_QUARANTINED);
+  ck_assert_ptr_nonnull(q);
+  ck_assert_str_eq(q->event.tenant, "bob");
+  ck_assert_uint_eq(q->event.ticket.seq, t.seq);
+  ck_assert_uint_eq(q->event.ticket.slot, t.slot);
+  ck_assert_int_eq(q->event.reason, SHMS_EWORKERLOST);
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(a_recovery_records_what_it_settled) {
   const char *name;
   shms_config cfg;
@@ -422,6 +443,7 @@ int main(void) {
   tcase_add_test(tc, the_fast_path_records_nothing_and_a_queued_grant_is_recorded);
   tcase_add_test(tc,
                  rejections_cancellations_expirations_quarantines_repairs_and_drains_are_recorded);
+  tcase_add_test(tc, a_quarantine_names_the_ticket_of_a_lease_granted_from_the_queue);
   tcase_add_test(tc, a_recovery_records_what_it_settled);
   tcase_add_test(tc, the_ring_keeps_the_newest_and_counts_what_it_lost);
   tcase_add_test(tc, a_record_torn_or_of_another_lap_is_never_read_as_valid);
