@@ -79,16 +79,6 @@ static void human_ns(char *buf, size_t n, uint64_t ns) {
     snprintf(buf, n, "%.2fs", (double)ns / 1e9);
 }
 
-/* An RFC 3339 UTC time with milliseconds: "2026-11-30T15:40:01.123Z". */
-static void rfc3339(char *buf, size_t n, uint64_t unix_ns) {
-  time_t secs = (time_t)(unix_ns / 1000000000u);
-  struct tm tm;
-  char date[32] = "?";
-  if (gmtime_r(&secs, &tm) != NULL)
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf, n, "%s.%03uZ", date, (unsigned)(unix_ns / 1000000u % 1000u));
-}
-
 /* Append to buf (n bytes, *o used so far), never past its end. */
 static void append(char *buf, size_t n, size_t *o, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -161,7 +151,7 @@ static void emit_held(const shms_explanation *x, const struct sink *s) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   uint64_t real = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-  rfc3339(buf, sizeof buf, real > x->held_ns ? real - x->held_ns : 0);
+  event_time(buf, sizeof buf, real > x->held_ns ? real - x->held_ns : 0);
   s->str(s->ctx, "held_since", buf);
   s->str(s->ctx, "why",
          x->holder_alive ? "accepted: its lease is held, and a held lease cannot be cancelled; "
