@@ -93,6 +93,7 @@ void shms__ev_put(const struct shms__evlog *log, const struct shms__ev *e) {
       .slot = e->slot_ref,
       .value = e->value,
       .writer = (uint32_t)log->pid,
+      .position = p,
   };
   for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
     v.tenant[i] = e->tenant[i];
@@ -134,5 +135,5 @@ enum shms__ev_got shms__ev_get(const struct shms__evlog *log, uint64_t pos,
   if (shms__load_64(&r->seq) != s)
     return SHMS__EV_LOST;
   out->seq = s;
-  return out->check == shms__ev_check(out) ? SHMS__EV_VALID : SHMS__EV_LOST;
+  return out->check == shms__ev_check(out) && out->position == pos ? SHMS__EV_VALID : SHMS__EV_LOST;
 }

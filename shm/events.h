@@ -42,7 +42,11 @@ struct shms__ev_rec {
   uint64_t value;      /* per kind (shms_event_record.value) */
   uint64_t tenant[SHMS__NAME_WORDS];
   uint64_t writer; /* the pid of the process that wrote it (32) | reserved (32) */
-  uint64_t reserved[2];
+  /* The position it was written for, under the checksum: two writers a lap apart, both past
+   * their claim, may each write all the fields, and the one that lost the slot last; the
+   * record is then whole but another position's (found by tests/model/events.pml). */
+  uint64_t position;
+  uint64_t reserved;
   uint64_t check; /* shms__ev_check over the words above, from mono_ns on */
 };
 
