@@ -190,7 +190,26 @@ void shms__report_settled(const struct shms__cls *k, uint32_t i, uint64_t seq, u
   }
 }
 
-void shms__note(struct shms *h, const struct shms__ev *e) { shms__ev_put(&h->events, e); }
+void shms__note(struct shms *h, const struct shms__ev *e) {
+  if (e->kind != 0)
+    shms__ev_put(&h->events, e);
+}
+
+void shms__note_job(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c, int again,
+                    struct shms__ev *out) {
+  const struct shms__slot *s = shms__slot_at(k, i);
+  *out = (struct shms__ev){.kind = 0};
+  if (h->events.count == 0 || shms__settle_report != NULL)
+    return;
+  *out = (struct shms__ev){.kind = again ? SHMS_EVENT_JOB_REQUEUED : SHMS_EVENT_JOB_LOST,
+                           .cls = k->id,
+                           .cell = (int32_t)c,
+                           .pid = owner_pid(h, shms__load_32((uint32_t *)&k->cells[c].worker)),
+                           .reason = again ? 0 : SHMS_EWORKERLOST,
+                           .slot_ref = i + 1,
+                           .ticket_seq = shms__load_64((uint64_t *)&s->seq)};
+  memcpy(out->tenant, s->tenant_name, sizeof out->tenant);
+}
 
 void shms__note_request(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t i,
                         uint64_t seq, int32_t cell, int reason, uint64_t value) {

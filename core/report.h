@@ -83,7 +83,15 @@ void shms__note_granted(struct shms *h, const struct shms__cls *k, uint32_t i, u
                         uint32_t c, uint64_t waited);
 /* A request of tenant by this process refused at enqueue, before it had a slot, with reason. */
 void shms__note_refused(struct shms *h, const struct shms__cls *k, const char *tenant, int reason);
-/* Anything else: e as given, timed now. */
+/*
+ * A dead worker's job on slot i of k (cell c) about to be queued again (again) or lost, found by
+ * a client or a worker rather than by a recovery: the record, taken now (once the job's state
+ * moves, its client may free the slot at once), for shms__note to write once it has. Its kind
+ * is 0 (nothing to write) while a recovery's report on this thread tells it instead.
+ */
+void shms__note_job(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c, int again,
+                    struct shms__ev *out);
+/* Anything else: e as given, timed now; nothing for kind 0. */
 void shms__note(struct shms *h, const struct shms__ev *e);
 
 /* Whether some thread-local settle report is on: one load, for the settle path. */

@@ -10,6 +10,7 @@
 #include "../shm/futex.h"
 #include "../shm/hbm.h"
 #include "../shm/proc.h"
+#include "report.h"
 #include "sched.h"
 
 int shms__workcell_bind(struct shms *h, const struct shms__cls *k, uint32_t owner, uint32_t *out) {
@@ -52,10 +53,13 @@ static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint
                 !(s->options & SHMS__OPT_RETRIED) && !(w & SHMS__SLOT_WRITING) &&
                 !(w & SHMS__SLOT_COLLECTED);
     uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING);
+    struct shms__ev ev;
+    shms__note_job(h, k, i, c, again, &ev);
     if (again) {
       s->options |= SHMS__OPT_RETRIED;
       shms__fast_queue(k, 1);
       if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
+        shms__note(h, &ev);
         shms__hbm_set(k->sattn, k->nslots, i);
         shms__kick(h, k);
         return;
@@ -65,6 +69,7 @@ static void job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint
     }
     if (shms__slot_cas(k, i, &w,
                        SHMS__SLOT_WORD(s->seq, SHMS_EWORKERLOST, flags, SHMS__SLOT_SETTLED))) {
+      shms__note(h, &ev);
       if (w & SHMS__SLOT_COLLECTED) /* its client is gone too */
         shms__slot_free(k, i);
       return;
