@@ -64,9 +64,8 @@ static uint64_t mono_now(void) {
 /* --kind a,b,c: each a known kind name, at most KINDS_MAX. Returns 0 or CLI_EXIT_USAGE. */
 static int parse_kinds(const char *list, struct events_args *a) {
   char buf[512];
-  if (strlen(list) >= sizeof buf)
+  if ((size_t)snprintf(buf, sizeof buf, "%s", list) >= sizeof buf)
     return cli_usage("events: --kind: the list is too long");
-  strcpy(buf, list);
   char *save = NULL;
   for (char *k = strtok_r(buf, ",", &save); k != NULL; k = strtok_r(NULL, ",", &save)) {
     uint32_t kind = shms_event_kind(k);
