@@ -395,6 +395,11 @@ START_TEST(the_log_tells_quarantines_and_repairs_made_by_others) {
   q = await_line(&s, "cell-repaired class=standard cell=0 pid=");
   assert_stamped(q);
   ck_assert_ptr_nonnull(strstr(q, " now=in-service"));
+  /* A drain, read from the event ring too. */
+  char *drain[] = {"shmsched", "drain", (char *)name, NULL};
+  ck_assert_int_eq(cli_quiet(drain), 0);
+  q = await_line(&s, "drained pid=");
+  assert_stamped(q);
   int status = stop(&s, SIGTERM);
   ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   fclose(s.log);
