@@ -347,6 +347,17 @@ static void worker_killed_case(unsigned flags) {
   ck_assert_uint_eq(s.quarantined, 1); /* the dead worker's cell: cleanup unproven */
   ck_assert_uint_eq(s.queue_depth, 0);
   ck_assert_uint_eq(ck_pr_load_32(&h->cls[SHMS_CLASS_SMALL].ctl->used), 0);
+  /* Its repair, back offline for a new worker, is recorded too (no ticket: a cell's event). */
+  ck_assert_int_eq(shms_repair_lost_workers(h), 1);
+  shms_event_record rec;
+  uint64_t end = 0;
+  size_t none;
+  ck_assert_shms_ok(shms_events_read(h, &end, 0, NULL, 0, &none, NULL));
+  uint64_t cursor = end - 1;
+  ck_assert_shms_ok(shms_events_read(h, &cursor, 0, &rec, 1, &none, NULL));
+  ck_assert_uint_eq(none, 1);
+  ck_assert_uint_eq(rec.event.kind, SHMS_EVENT_CELL_REPAIRED);
+  ck_assert_uint_eq(rec.value, 2); /* offline */
   sched_close(h, name);
 }
 
