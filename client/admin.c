@@ -57,9 +57,15 @@ static int repair_lost_workers(struct shms *h, struct shms__report *rep) {
     for (uint32_t i = 0; i < k->ncells; i++)
       if (repair_lost_worker(h, k, i)) {
         repaired++;
-        if (rep != NULL)
+        if (rep != NULL) /* the report records it in the event ring too */
           shms__report(rep, SHMS_EVENT_CELL_REPAIRED,
                        (struct shms__item){.k = k, .cell_ref = i + 1});
+        else
+          shms__note(h, &(struct shms__ev){.kind = SHMS_EVENT_CELL_REPAIRED,
+                                           .cls = k->id,
+                                           .cell = (int32_t)i,
+                                           .pid = h->pid,
+                                           .value = 2});
       }
     shms__op_leave(h, k);
   }

@@ -1,6 +1,7 @@
 /* Lease disposition: release and quarantine present the lease exactly; repair undoes quarantine. */
 #include <ck_pr.h>
 
+#include "../core/report.h"
 #include "../shm/atomic.h"
 #include "../shm/error.h"
 #include "../shm/identity.h"
@@ -67,6 +68,7 @@ static int quarantine_op(struct shms *h, const struct shms__cls *k, const shms_l
   if (!shms__quarantine_and_check(h, k, lease->cell, w, reason))
     return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
                       shms_class_name(k->id), lease->cell);
+  shms__note_cell(h, k, SHMS_EVENT_CELL_QUARANTINED, lease->cell, h->owner, reason);
   return SHMS_OK;
 }
 
@@ -88,6 +90,11 @@ static int repair_cell(struct shms *h, const struct shms__cls *k, uint32_t c) {
     return 0;
   if (!shms__cell_unquarantine(k, c, w, worker ? SHMS__CELL_OFFLINE : SHMS__CELL_AVAILABLE))
     return 0;
+  shms__note(h, &(struct shms__ev){.kind = SHMS_EVENT_CELL_REPAIRED,
+                                   .cls = k->id,
+                                   .cell = (int32_t)c,
+                                   .pid = h->pid,
+                                   .value = worker ? 2 : 1});
   if (worker)
     return 1;
   if (!k->fast_map)
@@ -134,6 +141,9 @@ int shms_drain(shms_t *h) {
     ;
   if (st == SHMS_SEG_DESTROYING)
     return shms__fail(SHMS_ESHUTDOWN, "the segment is being destroyed");
+  if (st == SHMS_SEG_ACTIVE) /* this call began the drain */
+    shms__note(
+        h, &(struct shms__ev){.kind = SHMS_EVENT_DRAINED, .cls = -1, .cell = -1, .pid = h->pid});
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     if (h->cls[c].id >= 0)
       SHMS__OP_VOID(h, &h->cls[c], shms__fail_all(h, &h->cls[c], SHMS_ESHUTDOWN));

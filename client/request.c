@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../core/held.h"
+#include "../core/report.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
@@ -132,6 +133,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   uint64_t seq;
   if ((rc = shms__slot_claim(k, &i, &seq)) != SHMS_OK) {
     shms__count_rejected(k, rc);
+    shms__note_refused(h, k, req->tenant, rc);
     return shms__fail(rc, "class %s: all %u request slots are in use", shms_class_name(k->id),
                       k->nslots);
   }

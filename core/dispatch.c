@@ -13,6 +13,7 @@
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/hbm.h"
+#include "report.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -91,13 +92,13 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
-    shms__index_attend(k, i); /* settled meanwhile: unlink it */
+    shms__index_attend(h, k, i); /* settled meanwhile: unlink it */
     return 1;
   }
   if (s->deadline_ns != 0 && now >= s->deadline_ns) {
     /* Never granted past its deadline; its waiter learns at once. */
     shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
-    shms__index_attend(k, i);
+    shms__index_attend(h, k, i);
     return 1;
   }
   int64_t taken = shms__cell_take(k, SHMS__TAKE_ANY, s->owner, SHMS__CELL_GRANTED);
@@ -114,7 +115,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     /* Settle the request first, so its waiter learns why, before the quarantine may fail
      * everyone else for lack of cells. */
     shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
-    shms__index_attend(k, i);
+    shms__index_attend(h, k, i);
     shms__exhaust_and_check(h, k, c);
     return 1;
   }
@@ -123,7 +124,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   shms__store_32(&s->generation, gen); /* settlers read it to return the cell */
   s->token = token;
   /* Read now: once the CAS below hands the slot over, it may be freed and reused at once. */
-  uint64_t waited = now > s->enqueue_ns ? now - s->enqueue_ns : 0;
+  uint64_t waited = now > s->enqueue_ns ? now - s->enqueue_ns : 0, seq = s->seq;
   SHMS__STEP();
   shms__index_unlink(k, i);
   SHMS__STEP();
@@ -148,6 +149,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__workcell_wake(k, c);
   SHMS__STEP();
   record_wait(k, ref, waited);
+  shms__note_granted(h, k, i, seq, c, waited);
   return 1;
 }
 
@@ -176,7 +178,7 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   int budget = PASS_BUDGET;
   for (int64_t i; budget > 0 && (i = shms__hbm_take(k->sattn, k->nslots)) >= 0; budget--) {
     SHMS__STEP();
-    shms__index_attend(k, (uint32_t)i);
+    shms__index_attend(h, k, (uint32_t)i);
   }
   int tenants = 0;
   for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0;
@@ -187,7 +189,7 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   for (int cells = 1; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
     if (!cells) {
       /* Work waits and no cell is free: a grant not accepted in time goes to it. */
-      if (!shms__revoke_wanted(k, now) || shms__revoke_due(k, now) == 0)
+      if (!shms__revoke_wanted(k, now) || shms__revoke_due(h, k, now) == 0)
         break;
     }
     uint32_t ref = k->ctl->ring_head;
@@ -257,7 +259,7 @@ void shms__unlink_settled(struct shms *h, const struct shms__cls *k, uint32_t i)
    * level of the bitmap, which grows with the queue. */
   if (baton_try(h, k)) {
     SHMS__STEP();
-    shms__index_attend(k, i);
+    shms__index_attend(h, k, i);
     run(h, k);
   } else {
     shms__hbm_set(k->sattn, k->nslots, i);
@@ -335,7 +337,7 @@ void shms__follow(struct shms *h, const struct shms__cls *k, enum shms__next nex
 
 int shms__settle_and_kick(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
                           unsigned from_mask, int reason) {
-  switch (shms__slot_settle(k, i, seq, from_mask, reason)) {
+  switch (shms__slot_settle(h, k, i, seq, from_mask, reason)) {
   case SHMS__SETTLED_UNLINK:
     shms__unlink_settled(h, k, i);
     return 1;

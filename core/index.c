@@ -58,8 +58,9 @@ static void act_unlink(const struct shms__cls *k, uint32_t i) {
  * was never INDEXED: nothing to unlink), and the kick is ours: we hold the baton, and the pass
  * we run in re-checks before it lets go.
  */
-static void refuse(const struct shms__cls *k, uint32_t i, uint32_t seq, int reason) {
-  (void)shms__slot_settle(k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
+static void refuse(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t seq,
+                   int reason) {
+  (void)shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
 }
 
 /*
@@ -104,10 +105,10 @@ static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
   return SHMS_OK;
 }
 
-static void insert(const struct shms__cls *k, uint32_t i, uint64_t w) {
+static void insert(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
   int rc = link_request(k, i, w);
   if (rc != SHMS_OK)
-    refuse(k, i, SHMS__SLOT_SEQ(w), rc);
+    refuse(h, k, i, SHMS__SLOT_SEQ(w), rc);
 }
 
 int shms__index_reinsert(const struct shms__cls *k, uint32_t i) {
@@ -135,12 +136,12 @@ void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
   shms__index_corrupt |= shms__tenant_put_if_idle(k, ref);
 }
 
-void shms__index_attend(const struct shms__cls *k, uint32_t i) {
+void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i) {
   SHMS__ASSERT(shms__index_owned(k));
   uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   uint32_t st = SHMS__SLOT_STATE(w);
   if (st == SHMS__SLOT_QUEUED && !(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)))
-    insert(k, i, w); /* a LATE request waits for its waiter to unpark it */
+    insert(h, k, i, w); /* a LATE request waits for its waiter to unpark it */
   else if (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_INDEXED)) {
     shms__index_unlink(k, i);
     shms__slot_unindexed(k, i);

@@ -98,7 +98,7 @@ void shms__recover_owner(struct shms *h, uint32_t owner, int contained) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
       for (uint32_t c = 0; c < k->ncells; c++)
         if (shms__load_32(&k->cells[c].worker) == owner)
-          shms__follow(h, k, shms__workcell_gone(k, c, owner, contained));
+          shms__follow(h, k, shms__workcell_gone(h, k, c, owner, contained));
     } else {
       dispose_leases(h, k, owner, contained);
     }

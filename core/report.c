@@ -26,10 +26,24 @@ static const char *const names[] = {
     [SHMS_EVENT_COUNT_FIXED] = "count-fixed",
     [SHMS_EVENT_CLASS_RECOMPUTED] = "class-recomputed",
     [SHMS_EVENT_CELL_REPAIRED] = "cell-repaired",
+    [SHMS_EVENT_GRANTED] = "granted",
+    [SHMS_EVENT_REJECTED] = "rejected",
+    [SHMS_EVENT_CANCELLED] = "cancelled",
+    [SHMS_EVENT_EXPIRED] = "expired",
+    [SHMS_EVENT_REVOKED] = "revoked",
+    [SHMS_EVENT_CELL_QUARANTINED] = "cell-quarantined",
+    [SHMS_EVENT_DRAINED] = "drained",
 };
 
 const char *shms_event_name(uint32_t kind) {
   return kind < sizeof names / sizeof names[0] && names[kind] != NULL ? names[kind] : "unknown";
+}
+
+uint32_t shms_event_kind(const char *name) {
+  for (uint32_t k = 1; name != NULL && k < sizeof names / sizeof names[0]; k++)
+    if (names[k] != NULL && strcmp(names[k], name) == 0)
+      return k;
+  return 0;
 }
 
 static uint32_t *total(shms_recovery *r, uint32_t kind) {
@@ -83,13 +97,26 @@ static void tenant_of(uint32_t kind, const struct shms__item *it, char *out) {
       out[i] = '?';
 }
 
+/* The ring's record of a report's event: what the report's function is told, timed now. */
+static void note_event(struct shms *h, const shms_event *ev) {
+  struct shms__ev e = {.kind = ev->kind,
+                       .cls = ev->cls,
+                       .cell = ev->cell,
+                       .pid = ev->pid,
+                       .reason = ev->reason,
+                       .slot_ref = ev->ticket.seq != 0 ? ev->ticket.slot + 1 : 0,
+                       .ticket_seq = ev->ticket.seq};
+  memcpy(e.tenant, ev->tenant, sizeof e.tenant);
+  shms__ev_put(&h->events, &e);
+}
+
 void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it) {
   uint32_t *n = total(&rep->totals, kind);
   if (n != NULL)
     (*n)++;
   if (it.k != NULL && kind != SHMS_EVENT_COUNT_FIXED && kind != SHMS_EVENT_SLOT_FREED)
     ck_pr_inc_64(&it.k->ctl->recovered); /* metrics' shmsched_recoveries_total */
-  if (rep->fn == NULL)
+  if (rep->fn == NULL && rep->h->events.count == 0)
     return;
   shms_event ev;
   memset(&ev, 0, sizeof ev);
@@ -110,6 +137,9 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
                                 .incarnation = rep->h->incarnation};
     }
   }
+  note_event(rep->h, &ev);
+  if (rep->fn == NULL)
+    return;
   if (rep->nkept == rep->cap) {
     size_t cap = rep->cap ? 2 * rep->cap : 16;
     shms_event *kept = shms__realloc(rep->kept, cap * sizeof *kept);
@@ -150,4 +180,117 @@ void shms__report_settled(const struct shms__cls *k, uint32_t i, uint64_t seq, u
     it.reason = 0;
     shms__report(rep, SHMS_EVENT_GRANT_RETURNED, it);
   }
+}
+
+/* The pid an owner id's entry names, 0 once the entry is another's. */
+static int32_t owner_pid(const struct shms *h, uint32_t owner) {
+  int32_t pid = 0;
+  shms__owner_entry(h, owner, &pid);
+  return pid;
+}
+
+void shms__note(struct shms *h, const struct shms__ev *e) {
+  if (e->kind != 0)
+    shms__ev_put(&h->events, e);
+}
+
+void shms__note_job(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c, int again,
+                    struct shms__ev *out) {
+  const struct shms__slot *s = shms__slot_at(k, i);
+  *out = (struct shms__ev){.kind = 0};
+  if (h->events.count == 0 || shms__settle_report != NULL)
+    return;
+  *out = (struct shms__ev){.kind = again ? SHMS_EVENT_JOB_REQUEUED : SHMS_EVENT_JOB_LOST,
+                           .cls = k->id,
+                           .cell = (int32_t)c,
+                           .pid = owner_pid(h, shms__load_32((uint32_t *)&k->cells[c].worker)),
+                           .reason = again ? 0 : SHMS_EWORKERLOST,
+                           .slot_ref = i + 1,
+                           .ticket_seq = shms__load_64((uint64_t *)&s->seq)};
+  memcpy(out->tenant, s->tenant_name, sizeof out->tenant);
+}
+
+void shms__note_request(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t i,
+                        uint64_t seq, int32_t cell, int reason, uint64_t value) {
+  if (h->events.count == 0)
+    return;
+  const struct shms__slot *s = shms__slot_at(k, i);
+  struct shms__ev e = {.kind = kind,
+                       .cls = k->id,
+                       .cell = cell,
+                       .pid = owner_pid(h, shms__load_32((uint32_t *)&s->owner)),
+                       .reason = reason,
+                       .slot_ref = i + 1,
+                       .ticket_seq = seq,
+                       .value = value};
+  /* The enqueuer wrote the name NUL-padded (strncpy) before it published the request. */
+  memcpy(e.tenant, s->tenant_name, sizeof e.tenant);
+  shms__ev_put(&h->events, &e);
+}
+
+void shms__note_cell(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t c,
+                     uint32_t holder, int reason) {
+  if (h->events.count == 0)
+    return;
+  struct shms__ev e = {.kind = kind,
+                       .cls = k->id,
+                       .cell = (int32_t)c,
+                       .pid = owner_pid(h, holder),
+                       .reason = reason,
+                       .slot_ref = 0};
+  char name[SHMS_TENANT_MAX + 1];
+  shms__cell_tenant(k, c, name);
+  strncpy((char *)e.tenant, name, sizeof e.tenant);
+  /* The lease's ticket, while the cell still carries it (core/held.c's record, valid at the
+   * lease's generation, which a quarantine moved on by one; a fast-path lease has none). */
+  const struct shms__cell *cell = &k->cells[c];
+  uint64_t w = shms__load_64((uint64_t *)&cell->word);
+  uint32_t ref = shms__load_32((uint32_t *)&cell->slot),
+           gen = SHMS__CELL_GEN(w) - (SHMS__CELL_STATE(w) == SHMS__CELL_QUARANTINED);
+  if (ref >= 1 && ref <= k->nslots && shms__load_32((uint32_t *)&cell->ticket_gen) == gen &&
+      shms__load_64((uint64_t *)&cell->ticket_seq) != 0) {
+    e.slot_ref = ref;
+    e.ticket_seq = shms__load_64((uint64_t *)&cell->ticket_seq);
+  }
+  shms__ev_put(&h->events, &e);
+}
+
+void shms__note_settled(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                        uint32_t was, uint32_t cell, int reason) {
+  if (h->events.count == 0 || reason == SHMS_EWOULDBLOCK)
+    return; /* try_acquire withdrawing its own probe is no event */
+  if (reason == SHMS_EOWNERLOST && shms__settle_report != NULL)
+    return; /* a recovery's report tells it (shms__report_settled) */
+  uint32_t kind = reason == SHMS_ECANCELLED   ? SHMS_EVENT_CANCELLED
+                  : reason == SHMS_EDEADLINE  ? SHMS_EVENT_EXPIRED
+                  : reason == SHMS_EOWNERLOST ? SHMS_EVENT_REQUEST_OWNER_LOST
+                                              : SHMS_EVENT_REJECTED;
+  shms__note_request(h, k, kind, i, seq, was == SHMS__SLOT_GRANTED ? (int32_t)cell : -1, reason, 0);
+}
+
+void shms__note_granted(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                        uint32_t c, uint64_t waited) {
+  if (h->events.count == 0)
+    return;
+  const struct shms__cell *cell = &k->cells[c];
+  struct shms__ev e = {.kind = SHMS_EVENT_GRANTED,
+                       .cls = k->id,
+                       .cell = (int32_t)c,
+                       .pid =
+                           owner_pid(h, SHMS__CELL_OWNER(shms__load_64((uint64_t *)&cell->word))),
+                       .slot_ref = i + 1,
+                       .ticket_seq = seq,
+                       .value = waited};
+  for (size_t w = 0; w < SHMS__NAME_WORDS; w++) /* the grant's, written by shms__cell_start */
+    e.tenant[w] = shms__load_64((uint64_t *)&cell->tenant_name[w]);
+  shms__ev_put(&h->events, &e);
+}
+
+void shms__note_refused(struct shms *h, const struct shms__cls *k, const char *tenant, int reason) {
+  if (h->events.count == 0)
+    return;
+  struct shms__ev e = {
+      .kind = SHMS_EVENT_REJECTED, .cls = k->id, .cell = -1, .pid = h->pid, .reason = reason};
+  strncpy((char *)e.tenant, tenant, sizeof e.tenant - 1);
+  shms__ev_put(&h->events, &e);
 }

@@ -61,6 +61,39 @@ void shms__report_settled(const struct shms__cls *k, uint32_t i, uint64_t seq, u
  * SHMS_ENOMEM.
  */
 int shms__recover_dead(struct shms *h, uint32_t index, struct shms__report *rep);
+/*
+ * ---- The event ring's records (shm/events.h; docs/protocol.md, "The event ring") ----
+ *
+ * What the scheduler tells the flight recorder, made here so every event names its objects the
+ * same way: a request by its ticket, tenant and owner's pid; a cell by the tenant and holder of
+ * the lease it carries. Each never waits; a no-op on a segment without a ring.
+ */
+/* Request seq in slot i of k: kind, with cell (-1: none), reason and value. */
+void shms__note_request(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t i,
+                        uint64_t seq, int32_t cell, int reason, uint64_t value);
+/* Cell c of k (the lease it carries: its tenant, its holder owner id): kind, with reason. */
+void shms__note_cell(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t c,
+                     uint32_t holder, int reason);
+/* A request settled with reason (shms__slot_settle): cancelled, expired, rejected or owner-lost. */
+void shms__note_settled(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                        uint32_t was, uint32_t cell, int reason);
+/* Request seq in slot i of k was granted cell c after waiting waited ns: named by what the cell
+ * records of its grant (its tenant and grantee), since the slot may be reused at once. */
+void shms__note_granted(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                        uint32_t c, uint64_t waited);
+/* A request of tenant by this process refused at enqueue, before it had a slot, with reason. */
+void shms__note_refused(struct shms *h, const struct shms__cls *k, const char *tenant, int reason);
+/*
+ * A dead worker's job on slot i of k (cell c) about to be queued again (again) or lost, found by
+ * a client or a worker rather than by a recovery: the record, taken now (once the job's state
+ * moves, its client may free the slot at once), for shms__note to write once it has. Its kind
+ * is 0 (nothing to write) while a recovery's report on this thread tells it instead.
+ */
+void shms__note_job(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c, int again,
+                    struct shms__ev *out);
+/* Anything else: e as given, timed now; nothing for kind 0. */
+void shms__note(struct shms *h, const struct shms__ev *e);
+
 /* Whether some thread-local settle report is on: one load, for the settle path. */
 extern SHMS__TLS struct shms__report *shms__settle_report;
 

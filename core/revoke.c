@@ -17,6 +17,7 @@
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/hbm.h"
+#include "report.h"
 #include "sched.h"
 
 void shms__revoke_note(const struct shms__cls *k, uint32_t c) {
@@ -40,8 +41,8 @@ int shms__revoke_wanted(const struct shms__cls *k, uint64_t now) {
  * or return it if no slot holds it. Returns 1 if the cell came free; else lowers *next to when
  * to look again.
  */
-static int revoke_cell(const struct shms__cls *k, uint32_t c, uint64_t cw, uint64_t now,
-                       uint64_t *next) {
+static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t cw,
+                       uint64_t now, uint64_t *next) {
   struct shms__cell *cell = &k->cells[c];
   uint32_t gen = SHMS__CELL_GEN(cw), ref = shms__load_32(&cell->slot);
   struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
@@ -66,6 +67,7 @@ static int revoke_cell(const struct shms__cls *k, uint32_t c, uint64_t cw, uint6
     }
     SHMS__STEP();
     ck_pr_inc_64(&k->ctl->revoked);
+    shms__note_request(h, k, SHMS_EVENT_REVOKED, ref - 1, shms__load_64(&s->seq), (int32_t)c, 0, 0);
     return shms__cell_return(k, c, gen);
   }
   if (bound && st == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {
@@ -79,7 +81,7 @@ static int revoke_cell(const struct shms__cls *k, uint32_t c, uint64_t cw, uint6
   return shms__cell_return(k, c, gen);
 }
 
-uint32_t shms__revoke_due(const struct shms__cls *k, uint64_t now) {
+uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t now) {
   SHMS__ASSERT(shms__index_owned(k));
   uint64_t next = UINT64_MAX;
   uint32_t freed = 0;
@@ -91,7 +93,7 @@ uint32_t shms__revoke_due(const struct shms__cls *k, uint64_t now) {
     if (now < due)
       next = due < next ? due : next;
     else
-      freed += (uint32_t)revoke_cell(k, c, cw, now, &next);
+      freed += (uint32_t)revoke_cell(h, k, c, cw, now, &next);
   }
   shms__store_64(&k->ctl->grant_due, next == UINT64_MAX ? 0 : next);
   return freed;

@@ -190,8 +190,8 @@ void shms__workcell_wake(const struct shms__cls *k, uint32_t c);
  * cell is quarantined. Returns what the caller must do next: KICK for a job
  * queued again, CHECK_QUARANTINED for the cell quarantined.
  */
-enum shms__next shms__workcell_gone(const struct shms__cls *k, uint32_t c, uint32_t worker,
-                                    int contained);
+enum shms__next shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c,
+                                    uint32_t worker, int contained);
 /* If the worker bound to c is dead: kill its command (shms__proc_kill_command), then
  * shms__workcell_gone. Call it outside any operation: it enters one itself. Returns what
  * shms__workcell_gone asked for (the caller follows it: shms__follow). */
@@ -250,8 +250,8 @@ void shms__count_rejected(const struct shms__cls *k, int reason);
  * (1 << SHMS__SLOT_QUEUED and/or 1 << SHMS__SLOT_GRANTED): QUEUED leaves the
  * queue count, GRANTED returns its cell.
  */
-enum shms__settled shms__slot_settle(const struct shms__cls *k, uint32_t i, uint64_t seq,
-                                     unsigned from_mask, int reason);
+enum shms__settled shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i,
+                                     uint64_t seq, unsigned from_mask, int reason);
 /* The waiter has taken the outcome of settled slot i; frees it unless indexed. */
 void shms__slot_collect(const struct shms__cls *k, uint32_t i);
 /* The index no longer references settled slot i; frees it if collected. */
@@ -371,7 +371,7 @@ int shms__revoke_wanted(const struct shms__cls *k, uint64_t now);
  * cell. Recomputes the class's due time. Returns the cells freed, which the pass that called it
  * grants (it holds the baton: no kick is needed).
  */
-uint32_t shms__revoke_due(const struct shms__cls *k, uint64_t now);
+uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t now);
 /*
  * A queued waiter about to sleep, while no cell is free: if a grant is due, return KICK (the
  * caller kicks: a pass revokes it); else set *wake_real to when (real clock) the next one falls
@@ -385,7 +385,7 @@ enum shms__next shms__revoke_unpark(const struct shms__cls *k, uint32_t i, uint6
 /* ---- The index (under the baton) ---- */
 
 /* Process slot i's attention bit: index an arrival, or unlink a settled request. */
-void shms__index_attend(const struct shms__cls *k, uint32_t i);
+void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i);
 /* Process tenant ref's attention bit: ring membership after a limit change, free if idle. */
 void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref);
 /* The request tenant ref should be granted next (slot index + 1), by aging or by order. */

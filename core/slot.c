@@ -89,8 +89,8 @@ static void count_settled(const struct shms__cls *k, int reason) {
     shms__count_rejected(k, reason);
 }
 
-enum shms__settled shms__slot_settle(const struct shms__cls *k, uint32_t i, uint64_t seq,
-                                     unsigned from_mask, int reason) {
+enum shms__settled shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i,
+                                     uint64_t seq, unsigned from_mask, int reason) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
@@ -111,6 +111,7 @@ enum shms__settled shms__slot_settle(const struct shms__cls *k, uint32_t i, uint
   }
   SHMS__STEP();
   count_settled(k, reason);
+  shms__note_settled(h, k, i, seq, SHMS__SLOT_STATE(w), cell, reason);
   if (__builtin_expect(shms__settle_report != NULL, 0)) /* a recovery of a dead owner */
     shms__report_settled(k, i, seq, SHMS__SLOT_STATE(w), cell, reason);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED) {

@@ -10,6 +10,7 @@
 #include "../shm/futex.h"
 #include "../shm/hbm.h"
 #include "../shm/proc.h"
+#include "report.h"
 #include "sched.h"
 
 int shms__workcell_bind(const struct shms__cls *k, uint32_t owner, uint32_t *out) {
@@ -40,7 +41,8 @@ void shms__workcell_wake(const struct shms__cls *k, uint32_t c) {
  * else end it. Only while it is still running on c: someone else may have found the dead worker
  * first, queued the job again, and another worker may be running it now.
  */
-static enum shms__next job_lost(const struct shms__cls *k, uint32_t i, uint32_t c, int contained) {
+static enum shms__next job_lost(struct shms *h, const struct shms__cls *k, uint32_t i, uint32_t c,
+                                int contained) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_RUNNING && shms__load_32(&s->cell) == c) {
@@ -50,10 +52,13 @@ static enum shms__next job_lost(const struct shms__cls *k, uint32_t i, uint32_t 
                 !(s->options & SHMS__OPT_RETRIED) && !(w & SHMS__SLOT_WRITING) &&
                 !(w & SHMS__SLOT_COLLECTED);
     uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING);
+    struct shms__ev ev;
+    shms__note_job(h, k, i, c, again, &ev);
     if (again) {
       s->options |= SHMS__OPT_RETRIED;
       shms__fast_queue(k, 1);
       if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
+        shms__note(h, &ev);
         shms__hbm_set(k->sattn, k->nslots, i);
         return SHMS__NEXT_KICK;
       }
@@ -62,6 +67,7 @@ static enum shms__next job_lost(const struct shms__cls *k, uint32_t i, uint32_t 
     }
     if (shms__slot_cas(k, i, &w,
                        SHMS__SLOT_WORD(s->seq, SHMS_EWORKERLOST, flags, SHMS__SLOT_SETTLED))) {
+      shms__note(h, &ev);
       if (w & SHMS__SLOT_COLLECTED) /* its client is gone too */
         shms__slot_free(k, i);
       return SHMS__NEXT_NONE;
@@ -86,8 +92,8 @@ static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
   return 0;
 }
 
-enum shms__next shms__workcell_gone(const struct shms__cls *k, uint32_t c, uint32_t worker,
-                                    int contained) {
+enum shms__next shms__workcell_gone(struct shms *h, const struct shms__cls *k, uint32_t c,
+                                    uint32_t worker, int contained) {
   struct shms__cell *cell = &k->cells[c];
   /* Bounded: what a dead process left half done here is recovery's, and recovery waits for us. */
   for (int tries = 0; tries < 10000; tries++) {
@@ -121,7 +127,7 @@ enum shms__next shms__workcell_gone(const struct shms__cls *k, uint32_t c, uint3
       uint32_t slot = shms__load_32(&cell->slot);
       enum shms__next next = SHMS__NEXT_NONE;
       if (slot >= 1 && slot <= k->nslots)
-        next = job_lost(k, slot - 1, c, contained);
+        next = job_lost(h, k, slot - 1, c, contained);
       /* The kick for a job queued again comes after the quarantine now, not before: this cell
        * was LEASED, never grantable, so a pass grants the same either way. */
       if (shms__cell_quarantine(k, c, w, SHMS_EWORKERLOST))
@@ -143,7 +149,7 @@ enum shms__next shms__workcell_check(struct shms *h, const struct shms__cls *k, 
    * operation, since that may take a moment. */
   int contained = shms__proc_kill_command(h, h->fd, worker) == SHMS_OK;
   shms__op_enter(h, k);
-  enum shms__next next = shms__workcell_gone(k, c, worker, contained);
+  enum shms__next next = shms__workcell_gone(h, k, c, worker, contained);
   shms__op_leave(h, k);
   return next;
 }

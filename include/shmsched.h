@@ -178,6 +178,10 @@ typedef struct {
   /* Members of this group (with the segment file's owner and root) may drain, resume, repair,
    * recover, destroy and cancel others' requests (docs/security.md); -1: none. */
   int64_t admin_group;
+  /* Records in the segment's event ring (the flight recorder, shms_events_read): 0 turns it
+   * off, else a power of two SHMS_EVENTS_MIN..SHMS_EVENTS_MAX. */
+  uint32_t events;
+  uint32_t reserved; /* 0 */
 } shms_config;
 
 #define SHMS_DEFAULT_STARVATION_NS    (5ull * 1000 * 1000 * 1000)
@@ -186,6 +190,9 @@ typedef struct {
 #define SHMS_DEFAULT_FILE_MODE        0600u
 #define SHMS_DEFAULT_PAYLOAD          4096u
 #define SHMS_DEFAULT_GRANT_TIMEOUT_NS (2ull * 1000 * 1000 * 1000)
+#define SHMS_DEFAULT_EVENTS           1024u
+#define SHMS_EVENTS_MIN               16u
+#define SHMS_EVENTS_MAX               1048576u
 
 /*
  * The calls of this section take no handle and touch nothing shared: they
@@ -397,8 +404,8 @@ typedef struct {
    * none (a lease taken on the fast path has no request, and no ticket). */
   shms_ticket ticket;
   uint64_t quarantined_unix_ns; /* quarantined: when (CLOCK_REALTIME), 0 if not known */
-  uint32_t uid;      /* granted, leased (quarantined: the last lease's): the effective uid of the
-                        process that enqueued or acquired it */
+  uint32_t uid; /* granted, leased (quarantined: the last lease's): the effective uid of the
+                   process that enqueued or acquired it */
 } shms_cell_info;
 
 /*
@@ -858,7 +865,16 @@ typedef enum {
   SHMS_EVENT_BATON_RECOVERED,    /* a class's dispatcher baton taken back from a dead holder */
   SHMS_EVENT_COUNT_FIXED,        /* a count of the class found off and recomputed */
   SHMS_EVENT_CLASS_RECOMPUTED,   /* the class was held still and its indexes recomputed */
-  SHMS_EVENT_CELL_REPAIRED,      /* a dead worker's quarantined cell back offline, for a new one */
+  SHMS_EVENT_CELL_REPAIRED,      /* a dead worker's quarantined cell back offline, for a new one
+                                  * (in the ring also: any cell shms_repair returned to service) */
+  /* Recorded in the event ring only (shms_events_read), never by a recovery's report: */
+  SHMS_EVENT_GRANTED,          /* a queued request granted a cell (value: its wait, ns) */
+  SHMS_EVENT_REJECTED,         /* a request refused at enqueue (reason) */
+  SHMS_EVENT_CANCELLED,        /* a queued or granted request cancelled */
+  SHMS_EVENT_EXPIRED,          /* a request's deadline passed before acceptance */
+  SHMS_EVENT_REVOKED,          /* a grant not accepted within grant-timeout, given to the next */
+  SHMS_EVENT_CELL_QUARANTINED, /* a holder quarantined its lease's cell (reason: its code) */
+  SHMS_EVENT_DRAINED,          /* the segment started draining (pid: who drained it) */
 } shms_event_kind_t;
 
 typedef struct {
@@ -874,6 +890,51 @@ typedef struct {
 
 /* The event kind's name ("lease-quarantined"), or "unknown". */
 SHMS_EXTERN const char *shms_event_name(uint32_t kind);
+/* The kind named name, or 0. */
+SHMS_EXTERN uint32_t shms_event_kind(const char *name);
+
+/*
+ * ---- The flight recorder: the segment's event ring (docs/operations.md, "Events") ----
+ *
+ * A bounded ring of the segment's recent events (config.events records): grants from the queue,
+ * rejections, cancellations, expirations, revocations, quarantines, repairs, drains, and every
+ * item a recovery of a dead process settled. Fast-path acquisitions and releases are not
+ * recorded (docs/protocol.md, "The event ring"). Writers never wait: a record whose writer died
+ * or was overtaken is skipped by readers, never shown torn.
+ */
+typedef struct {
+  uint64_t position; /* its place in the ring's history: increasing, with gaps where lost */
+  uint64_t mono_ns;  /* CLOCK_MONOTONIC when recorded, to the kernel's tick (1-4 ms) */
+  uint64_t wall_ns;  /* CLOCK_REALTIME when recorded, as precise */
+  uint64_t value;    /* per kind: a grant's wait (ns); a repair's 1 in service, 2 offline */
+  int32_t writer;    /* the pid of the process that recorded it (event.pid: whom it concerns) */
+  uint32_t reserved; /* 0 */
+  shms_event event;  /* kind, class, cell, pid, reason, ticket, tenant */
+} shms_event_record;
+
+enum {
+  /* Skip a record still being written rather than stop before it (a writer that died
+   * mid-record never finishes it). Without it, reading stops there and *cursor names it. */
+  SHMS_EVENTS_SKIP_PENDING = 1u << 0,
+};
+
+/*
+ * Read the ring's records from position *cursor on (0: the oldest still held) into out, at
+ * most cap, oldest first; *count gets how many. With cap 0, *cursor is set to the ring's end:
+ * reading on from there sees only what is recorded from now on. *cursor advances past what was
+ * read, so the next call continues from there. *lost (may be NULL) gets how many positions in that
+ * range held no readable record (overwritten before they were read, or their writer died). Works
+ * with an observer handle (reads only). A segment created with events = 0 has no ring: every
+ * read returns 0 records.
+ */
+SHMS_EXTERN int shms_events_read(shms_t *h, uint64_t *cursor, unsigned flags,
+                                 shms_event_record *out, size_t cap, size_t *count, uint64_t *lost);
+/*
+ * The newest record the ring holds of ticket's request (how it ended, once shms_explain no
+ * longer knows it): SHMS_OK with *out, or SHMS_ENOTFOUND if the ring holds none (never
+ * recorded, or overwritten since). Works with an observer handle.
+ */
+SHMS_EXTERN int shms_events_find(shms_t *h, const shms_ticket *ticket, shms_event_record *out);
 
 /* Called once per item, on the calling thread, before the recovery returns. It must not call
  * shmsched functions on the same handle. */

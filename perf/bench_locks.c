@@ -34,17 +34,24 @@ struct bl_shared {
 
 /* ---- shmsched ----------------------------------------------------------- */
 
-static void shmsched_create(bl_shared *sh, unsigned cells) {
+/* events: the segment's event ring (the default), or 0 for none (shmsched-noevents: the
+ * recorder's cost, side by side). */
+static void shmsched_make(bl_shared *sh, unsigned cells, uint32_t events) {
   static unsigned serial;
   snprintf(sh->segment, sizeof sh->segment, "shms-bench-%d-%u", (int)getpid(), serial++);
   shms_config cfg;
   shms_config_init(&cfg);
   cfg.classes[SHMS_CLASS_STANDARD] =
       (shms_class_config){.configured = 1, .cells = cells, .queue = 1024};
+  cfg.events = events;
   int rc = shms_create(sh->segment, &cfg);
   if (rc != SHMS_OK)
     bu_die_shms("shms_create", rc);
 }
+static void shmsched_create(bl_shared *sh, unsigned cells) {
+  shmsched_make(sh, cells, SHMS_DEFAULT_EVENTS);
+}
+static void shmsched_create_noevents(bl_shared *sh, unsigned cells) { shmsched_make(sh, cells, 0); }
 
 /* A class that binds tenants to users (tenant=user, docs/security.md): what the identity check
  * costs each acquire. */
@@ -273,6 +280,8 @@ static const struct bl_system systems[] = {
      shmsched_close, shmsched_destroy},
     {"shmsched-user", shmsched_user_create, shmsched_user_open, shmsched_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
+    {"shmsched-noevents", shmsched_create_noevents, shmsched_open, shmsched_acquire,
+     shmsched_release, shmsched_close, shmsched_destroy},
     {"posix-sem", psem_create, nothing, psem_acquire, psem_release, nothing, psem_destroy},
     {"sysv-sem-undo", sysv_create, nothing, sysv_acquire, sysv_release, nothing, sysv_destroy},
     {"jobserver-pipe", pipe_create, nothing, pipe_acquire, pipe_release, nothing, pipe_destroy},
@@ -291,7 +300,8 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-try shmsched-user posix-sem sysv-sem-undo jobserver-pipe futex "
+  return "shmsched shmsched-try shmsched-user shmsched-noevents posix-sem sysv-sem-undo "
+         "jobserver-pipe futex "
          "posix-mq "
          "robust-mutex harness";
 }

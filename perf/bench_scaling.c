@@ -18,8 +18,10 @@
  * cancelhot_ns plus about one such load.
  *
  * Output: CSV rows `scaling,shmsched,grant_ns_qQ_tT,VALUE,ns` (and cancel_ns,
- * cancelhot_ns; and `scaling,memory,load_ns_qQ_tT`).
- * Usage: bench_scaling [--ops N] [Q:T ...]
+ * cancelhot_ns; and `scaling,memory,load_ns_qQ_tT`). With --events 0 the segment has no event
+ * ring, and the system is `shmsched-noevents`: the recorder's cost on a grant and a cancel,
+ * side by side (each records one event).
+ * Usage: bench_scaling [--ops N] [--events N] [Q:T ...]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +127,9 @@ static double chase_ns(size_t size, int loads) {
   return ns;
 }
 
+static uint32_t events = SHMS_DEFAULT_EVENTS;
+static const char *sys = "shmsched";
+
 static void run(unsigned q, unsigned nt, int ops) {
   char name[64];
   snprintf(name, sizeof name, "shms-bench-scaling-%d", (int)getpid());
@@ -133,6 +138,7 @@ static void run(unsigned q, unsigned nt, int ops) {
   cfg.classes[SHMS_CLASS_STANDARD] =
       (shms_class_config){.configured = 1, .cells = 1, .queue = q + 2};
   cfg.max_tenants = nt + 2;
+  cfg.events = events;
   int rc = shms_create(name, &cfg);
   shms_t *h;
   if (rc != SHMS_OK || (rc = shms_attach(name, 0, &h)) != SHMS_OK)
@@ -169,12 +175,12 @@ static void run(unsigned q, unsigned nt, int ops) {
     push(h, t); /* back to Q queued; t rotated to the ring's tail and keeps its place */
   }
   cancel_phase(h, ts, nt, ops, 0, cancel);
-  printf("scaling,shmsched,grant_ns_q%u_t%u,%llu,ns\n", q, nt,
+  printf("scaling,%s,grant_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
          (unsigned long long)median(grant, ops));
-  printf("scaling,shmsched,cancel_ns_q%u_t%u,%llu,ns\n", q, nt,
+  printf("scaling,%s,cancel_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
          (unsigned long long)median(cancel, ops));
   cancel_phase(h, ts, nt, ops, 1, cancel);
-  printf("scaling,shmsched,cancelhot_ns_q%u_t%u,%llu,ns\n", q, nt,
+  printf("scaling,%s,cancelhot_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
          (unsigned long long)median(cancel, ops));
   char path[96];
   struct stat st;
@@ -194,9 +200,16 @@ static void run(unsigned q, unsigned nt, int ops) {
 
 int main(int argc, char **argv) {
   int ops = 20000, i = 1;
-  if (argc > 2 && strcmp(argv[1], "--ops") == 0) {
-    ops = atoi(argv[2]);
-    i = 3;
+  for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+    if (strcmp(argv[i], "--ops") == 0) {
+      ops = atoi(argv[i + 1]);
+    } else if (strcmp(argv[i], "--events") == 0) {
+      events = (uint32_t)strtoul(argv[i + 1], NULL, 10);
+      sys = events == 0 ? "shmsched-noevents" : "shmsched";
+    } else {
+      fprintf(stderr, "bench_scaling: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
   }
   static const char *defaults[] = {"10:1",       "1000:1",      "100000:1",    "1000:100",
                                    "100000:100", "10000:10000", "100000:10000"};

@@ -41,7 +41,7 @@ build=build-perf
 out=perf/results
 bin=$build/bin
 benches=(bench_acquire bench_handoff bench_contended bench_worker bench_scaling bench_fairness
-  bench_memory bench_client bench_idle)
+  bench_memory bench_client bench_idle bench_events)
 
 echo "perf: building Release into $build/ ..." >&2
 # -g only adds debug information (for perf/record.sh); the code is the Release code.
@@ -99,14 +99,15 @@ run() {
 
 for ((rep = 1; rep <= repeats; rep++)); do
   echo "perf: repeat $rep of $repeats ..." >&2
-  for s in "${lock_systems[@]}" shmsched-try shmsched-user harness; do
+  for s in "${lock_systems[@]}" shmsched-try shmsched-user shmsched-noevents harness; do
     run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
   done
-  for s in "${lock_systems[@]}"; do
+  run "$rep" bench_events --iters "$acq_iters"
+  for s in "${lock_systems[@]}" shmsched-noevents; do
     run "$rep" bench_handoff --system "$s" --rounds "$handoff_rounds" \
       --samples "$out/samples/handoff-$s.txt"
   done
-  for s in "${lock_systems[@]}"; do
+  for s in "${lock_systems[@]}" shmsched-noevents; do
     for p in 1 2 4 8; do
       run "$rep" bench_contended --system "$s" --procs "$p" --cells 2 --ms "$cont_ms"
     done
@@ -116,6 +117,8 @@ for ((rep = 1; rep <= repeats; rep++)); do
       --samples "$out/samples/worker-roundtrip-$s.txt"
   done
   run "$rep" bench_scaling --ops "$scaling_ops"
+  # The event recorder's cost on a grant and a cancel (each records one event), side by side.
+  run "$rep" bench_scaling --ops "$scaling_ops" --events 0 10:1 1000:100
   for s in shmsched posix-sem; do
     run "$rep" bench_fairness --system "$s" --ms "$fair_ms" --warmup-ms "$fair_warmup"
   done

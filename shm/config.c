@@ -34,6 +34,7 @@ void shms_config_init(shms_config *cfg) {
   cfg->file_mode = SHMS_DEFAULT_FILE_MODE;
   cfg->group = -1;
   cfg->admin_group = -1;
+  cfg->events = SHMS_DEFAULT_EVENTS;
 }
 
 int shms__tenant_pack(const char *name, uint64_t words[SHMS__NAME_WORDS]) {
@@ -182,6 +183,13 @@ int shms_config_validate(const shms_config *cfg) {
     return shms__fail(SHMS_EINVAL, "group: not a valid gid");
   if (cfg->admin_group < -1 || cfg->admin_group > (int64_t)UINT32_MAX - 1)
     return shms__fail(SHMS_EINVAL, "admin-group: not a valid gid");
+  if (cfg->events != 0 && (cfg->events < SHMS_EVENTS_MIN || cfg->events > SHMS_EVENTS_MAX ||
+                           (cfg->events & (cfg->events - 1)) != 0))
+    return shms__fail(SHMS_EINVAL,
+                      "events: must be 0 (no event ring) or a power of two %u..%u, got %u",
+                      SHMS_EVENTS_MIN, SHMS_EVENTS_MAX, cfg->events);
+  if (cfg->reserved != 0)
+    return shms__fail(SHMS_EINVAL, "reserved: must be 0");
   uint64_t size = shms__layout_size(cfg);
   if (size == 0 || size > SHMS_SEGMENT_MAX)
     return shms__fail(SHMS_EINVAL,

@@ -19,6 +19,11 @@ void shms__crash_step(void) {
     kill(getpid(), SIGKILL); /* dies here, at this instruction, like a real crash */
 }
 
+void shms__crash_step_plain(void) {
+  if (++reached == shms__crash_at)
+    kill(getpid(), SIGKILL);
+}
+
 void shms__test_crash_at(uint32_t n) {
   reached = 0;
   shms__crash_at = n;

@@ -28,6 +28,17 @@ void shms__crash_step(void);
     if (__builtin_expect(shms__crash_at != 0, 0))                                                  \
       shms__crash_step();                                                                          \
   } while (0)
+/*
+ * A crash point in a write that belongs to no class's state (the event ring's records, which
+ * any thread writes, inside an operation or not): counted and killed at like SHMS__STEP, but
+ * not shown to the step check (which asks whether class state changes are marked).
+ */
+void shms__crash_step_plain(void);
+#define SHMS__STEP_PLAIN()                                                                         \
+  do {                                                                                             \
+    if (__builtin_expect(shms__crash_at != 0, 0))                                                  \
+      shms__crash_step_plain();                                                                    \
+  } while (0)
 /* Test only: SIGKILL this process at its n-th crash point from now (0: never). */
 void shms__test_crash_at(uint32_t n);
 /* Test only: call check at every crash point this process reaches (NULL: stop). */

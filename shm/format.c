@@ -8,6 +8,7 @@
 
 #include "atomic.h"
 #include "error.h"
+#include "events.h"
 #include "hbm.h"
 
 static void format_class(char *base, const shms_class_config *k, const struct shms__class_desc *d) {
@@ -45,6 +46,10 @@ void shms__format(char *base, const shms_config *cfg, const struct shms__layout 
   h->class_mask = l->class_mask;
   h->procs_off = l->procs_off;
   h->procs_count = l->procs_count;
+  h->events_off = l->events_off;
+  h->events_count = l->events_count;
+  if (l->events_count != 0)
+    SHMS__AT(base, l->events_off, struct shms__ev_head)->count = l->events_count;
   memcpy(h->classes, l->classes, sizeof h->classes);
   h->config = *cfg;
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
@@ -122,6 +127,8 @@ int shms__validate(const char *base, uint64_t file_size) {
   CHECK_FIELD("", "class_mask", h.class_mask, l.class_mask);
   CHECK_FIELD("", "procs_off", h.procs_off, l.procs_off);
   CHECK_FIELD("", "procs_count", h.procs_count, l.procs_count);
+  CHECK_FIELD("", "events_off", h.events_off, l.events_off);
+  CHECK_FIELD("", "events_count", h.events_count, l.events_count);
   return check_classes(&h, &l);
 }
 

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include "class.h"
+#include "events.h"
 #include "layout.h"
 
 struct shms__file; /* this process's one registration per segment file (segment.c) */
@@ -43,6 +44,7 @@ struct shms {
   shms_config config; /* the validated configuration: limits never come from shared memory */
   struct shms__layout layout; /* where everything lies, computed from config, never re-read */
   struct shms__cls cls[SHMS_CLASS_COUNT]; /* id -1 for classes not configured */
+  struct shms__evlog events;              /* the event ring; count 0 for none */
   /* When this process's waiters next check on the class's dispatcher (real clock, ns): kept
    * per handle, not per call, so waits in short slices still get their checks. */
   uint64_t poll_due[SHMS_CLASS_COUNT];

@@ -66,6 +66,11 @@ uint64_t shms__layout_compute(const shms_config *cfg, struct shms__layout *out) 
   out->procs_off = off;
   out->procs_count = cfg->max_processes;
   off += (uint64_t)cfg->max_processes * sizeof(struct shms__proc);
+  if (cfg->events != 0) { /* a head line, then the records */
+    out->events_off = off;
+    out->events_count = cfg->events;
+    off += SHMS__LINE + (uint64_t)cfg->events * 2 * SHMS__LINE;
+  }
   out->total_size = off;
   return off;
 }

@@ -59,6 +59,9 @@ struct shms__header {
   uint64_t procs_off;       /* procs_count x struct shms__proc */
   uint32_t procs_count;
   uint32_t reserved0;
+  uint64_t events_off;   /* the event ring (shm/events.h): its head, then its records */
+  uint32_t events_count; /* records; 0: no ring */
+  uint32_t reserved1;
   struct shms__class_desc classes[SHMS_CLASS_COUNT];
   shms_config config; /* the validated configuration, copied verbatim */
 };
@@ -139,7 +142,7 @@ struct shms__cell {
   /* While QUARANTINED: when it was quarantined (CLOCK_REALTIME), written beside `reason` right
    * after the state word's CAS; for operators (shms_cells). */
   uint64_t quarantined_unix_ns;
-    /* Who the lease (or grant) is for: the effective uid its acquirer or enqueuer registered with
+  /* Who the lease (or grant) is for: the effective uid its acquirer or enqueuer registered with
    * (the request's, when the dispatcher grants). Written and valid as tenant_name is; kept
    * after the lease ends, like the name, for a quarantined cell's report. */
   uint32_t uid;
@@ -326,6 +329,8 @@ struct shms__layout {
   uint64_t procs_off;
   uint32_t procs_count;
   uint32_t class_mask;
+  uint64_t events_off; /* the event ring, after the process table */
+  uint32_t events_count;
   struct shms__class_desc classes[SHMS_CLASS_COUNT];
 };
 

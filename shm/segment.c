@@ -247,6 +247,7 @@ static int map_and_validate(const char *name, int fd, int writable, struct shms 
     if (h->config.classes[c].configured)
       shms__cls_init(&h->cls[c], h->base, c, &h->config, &h->layout.classes[c]);
   }
+  shms__evlog_init(&h->events, h->base, &h->layout);
   return SHMS_OK;
 }
 

@@ -69,6 +69,7 @@ int cmd_create(int argc, char **argv);
 int cmd_destroy(int argc, char **argv);
 int cmd_drain(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
+int cmd_events(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
 int cmd_jobserver(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);

@@ -84,11 +84,12 @@ enum seg_key {
   SEG_MODE,
   SEG_GROUP,
   SEG_ADMIN_GROUP,
+  SEG_EVENTS,
   SEG_COUNT
 };
 
 static const char *const seg_names[SEG_COUNT] = {
-    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group",
+    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group", "events",
 };
 
 /* Parse into the field; returns 0, or SHMS_EINVAL with the parser's reason in err. */
@@ -104,6 +105,8 @@ static int seg_parse(shms_config *cfg, int key, const char *value, char *err, si
     return cli_parse_mode(value, &cfg->file_mode, err, n);
   case SEG_ADMIN_GROUP:
     return cli_parse_group(value, &cfg->admin_group, err, n);
+  case SEG_EVENTS:
+    return cli_parse_u32(value, &cfg->events, err, n);
   default:
     return cli_parse_group(value, &cfg->group, err, n);
   }
@@ -118,7 +121,7 @@ int cli_set_segment_option(shms_config *cfg, const char *key, const char *value,
   if (k == SEG_COUNT) {
     snprintf(err, n,
              "%s: unknown key (expected starvation-after, max-tenants, max-processes, mode, "
-             "group or admin-group)",
+             "group, admin-group or events)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

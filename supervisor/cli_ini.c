@@ -161,7 +161,7 @@ static char *read_line(char *str, int num, void *stream) {
 }
 
 static const char *const seg_keys[] = {
-    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group"};
+    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group", "events"};
 enum { SEG_KEYS = sizeof seg_keys / sizeof seg_keys[0] };
 
 static int segment_pair(struct ini_ctx *x, const char *name, const char *value) {

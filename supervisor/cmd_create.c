@@ -45,6 +45,8 @@ static const char help[] =
     "  --admin-group GROUP     its members may drain, resume, repair, check --repair,\n"
     "                          supervise, destroy and cancel others' requests, as the\n"
     "                          segment's owner and root may (default: none)\n"
+    "  --events N              records in the event ring ('shmsched events'): 0 (none) or\n"
+    "                          a power of two 16..1048576 (default 1024)\n"
     "  -h, --help              show this help\n"
     "\n"
     "Exit status: 0 created, 1 the creation failed (already-exists, permission-denied,\n"
@@ -62,7 +64,7 @@ enum { OPT_CLASS = 256, OPT_CONFIG, OPT_SEGMENT };
 
 /* Indexed by val - OPT_SEGMENT; the names are cli_set_segment_option()'s keys. */
 static const char *const segment_keys[] = {
-    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group"};
+    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group", "events"};
 enum { SEGMENT_KEYS = sizeof segment_keys / sizeof segment_keys[0] };
 
 static const struct option opts[] = {
@@ -74,6 +76,7 @@ static const struct option opts[] = {
     {"mode", required_argument, NULL, OPT_SEGMENT + 3},
     {"group", required_argument, NULL, OPT_SEGMENT + 4},
     {"admin-group", required_argument, NULL, OPT_SEGMENT + 5},
+    {"events", required_argument, NULL, OPT_SEGMENT + 6},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

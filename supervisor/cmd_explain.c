@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "cli_config.h"
 #include "cli_sched.h"
+#include "event_fmt.h"
 #include "json_out.h"
 
 static const char help[] =
@@ -26,7 +27,10 @@ static const char help[] =
     "A job of a worker class that a worker runs shows state running; a request\n"
     "that has ended shows its outcome instead (accepted, or for a job completed,\n"
     "or the reason it ended). The ticket of an accepted lease shows state held\n"
-    "while its lease is: the cell, the holder's pid, and since when.\n"
+    "while its lease is: the cell, the holder's pid, and since when. Once a\n"
+    "request's slot is given back, the segment's event ring (see 'events') still\n"
+    "tells how it ended, while it holds a record of it: the event, its time, cell\n"
+    "and pid.\n"
     "\n"
     "Options:\n"
     "  -j, --json   print one JSON object instead of 'key: value' lines\n"
@@ -34,7 +38,8 @@ static const char help[] =
     "  -h, --help   show this help\n"
     "\n"
     "Exit status: 0 explained; 1 not (not-found: unknown, stale or retired\n"
-    "ticket, or no such segment); 2 usage error, e.g. a malformed TICKET.\n"
+    "ticket the event ring holds no record of, or no such segment); 2 usage error, e.g. a "
+    "malformed TICKET.\n"
     "\n"
     "Examples:\n"
     "  shmsched explain jobs standard.17.1234.9f3a61c07e2d4b18\n"
@@ -72,16 +77,6 @@ static void human_ns(char *buf, size_t n, uint64_t ns) {
     snprintf(buf, n, "%.1fms", (double)ns / 1e6);
   else
     snprintf(buf, n, "%.2fs", (double)ns / 1e9);
-}
-
-/* An RFC 3339 UTC time with milliseconds: "2026-11-30T15:40:01.123Z". */
-static void rfc3339(char *buf, size_t n, uint64_t unix_ns) {
-  time_t secs = (time_t)(unix_ns / 1000000000u);
-  struct tm tm;
-  char date[32] = "?";
-  if (gmtime_r(&secs, &tm) != NULL)
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf, n, "%s.%03uZ", date, (unsigned)(unix_ns / 1000000u % 1000u));
 }
 
 /* Append to buf (n bytes, *o used so far), never past its end. */
@@ -158,7 +153,7 @@ static void emit_held(const shms_explanation *x, const struct sink *s) {
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   uint64_t real = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-  rfc3339(buf, sizeof buf, real > x->held_ns ? real - x->held_ns : 0);
+  event_time(buf, sizeof buf, real > x->held_ns ? real - x->held_ns : 0);
   s->str(s->ctx, "held_since", buf);
   s->str(s->ctx, "why",
          x->holder_alive ? "accepted: its lease is held, and a held lease cannot be cancelled; "
@@ -193,6 +188,39 @@ static void emit(const char *ticket, const shms_ticket *t, const shms_explanatio
   human_ns(buf, sizeof buf, x->waited_ns);
   s->str(s->ctx, "waited", buf);
   emit_queued(x, s);
+}
+
+/* How a record of the event ring says the request ended: the newest record of it is its end,
+ * or for a grant, its acceptance (a grant later revoked or settled has a newer record). */
+static const char *recorded_outcome(const shms_event_record *r, int worker) {
+  if (r->event.kind == SHMS_EVENT_GRANTED)
+    return worker ? "completed" : "accepted";
+  if (r->event.kind == SHMS_EVENT_JOB_REQUEUED || r->event.kind == SHMS_EVENT_REVOKED)
+    return "unknown"; /* queued again, then gone without a record: overwritten since */
+  return r->event.reason < 0 ? shms_err_name(r->event.reason) : shms_event_name(r->event.kind);
+}
+
+/* A request its slot no longer knows, told from the newest record the event ring holds of it. */
+static void emit_recorded(const char *ticket, const shms_ticket *t, const shms_event_record *r,
+                          int worker, const struct sink *s) {
+  char buf[64];
+  s->str(s->ctx, "ticket", ticket);
+  s->str(s->ctx, "class", shms_class_name((shms_class_t)t->cls));
+  s->str(s->ctx, "state", "ended");
+  s->str(s->ctx, "outcome", recorded_outcome(r, worker));
+  s->str(s->ctx, "tenant", r->event.tenant);
+  s->str(s->ctx, "event", shms_event_name(r->event.kind));
+  s->str(s->ctx, "event_time", event_time(buf, sizeof buf, r->wall_ns));
+  if (r->event.cell >= 0)
+    s->u64(s->ctx, "cell", (uint64_t)r->event.cell);
+  if (r->event.pid != 0)
+    s->i64(s->ctx, "pid", r->event.pid);
+  if (r->event.kind == SHMS_EVENT_GRANTED) {
+    s->u64(s->ctx, "waited_ns", r->value);
+    human_ns(buf, sizeof buf, r->value);
+    s->str(s->ctx, "waited", buf);
+  }
+  s->str(s->ctx, "why", "ended: its slot was given back; the segment's event ring recorded how");
 }
 
 /* ---- text ----------------------------------------------------------------- */
@@ -261,23 +289,29 @@ int cmd_explain(int argc, char **argv) {
   if ((rc = cli_attach(name, 0, &h)) != 0)
     return rc;
   shms_explanation x;
+  shms_event_record rec;
   shms_config cfg;
   rc = shms_explain(h, &t, &x);
+  /* Gone from its slot: the event ring may still hold how it ended. */
+  int recorded = rc == SHMS_ENOTFOUND && shms_events_find(h, &t, &rec) == SHMS_OK;
+  if (recorded)
+    rc = SHMS_OK;
   int worker = rc == SHMS_OK && shms_get_config(h, &cfg) == SHMS_OK && t.cls < SHMS_CLASS_COUNT &&
                cfg.classes[t.cls].mode == SHMS_MODE_WORKER;
   int code = rc == SHMS_OK ? CLI_EXIT_OK : cli_sched_fail(rc);
   shms_detach(h);
   if (code != CLI_EXIT_OK)
     return code == CLI_EXIT_SCHED ? CLI_EXIT_FAIL : code;
-  if (json) {
-    struct json_out j;
-    const struct sink s = {js_u64, js_i64, js_str, js_flag, js_none, js_list, &j};
+  struct json_out j;
+  const struct sink js = {js_u64, js_i64, js_str, js_flag, js_none, js_list, &j};
+  const struct sink ts = {text_u64, text_i64, text_str, text_flag, text_none, text_list, stdout};
+  if (json)
     json_open(&j, stdout);
-    emit(text, &t, &x, worker, &s);
+  if (recorded)
+    emit_recorded(text, &t, &rec, worker, json ? &js : &ts);
+  else
+    emit(text, &t, &x, worker, json ? &js : &ts);
+  if (json)
     json_close(&j);
-  } else {
-    const struct sink s = {text_u64, text_i64, text_str, text_flag, text_none, text_list, stdout};
-    emit(text, &t, &x, worker, &s);
-  }
   return CLI_EXIT_OK;
 }

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "cli_config.h"
 #include "cli_sched.h"
+#include "event_fmt.h"
 #include "sup_cells.h"
 
 #define MAX_WATCHED 4096
@@ -79,21 +80,25 @@ struct sup_args {
   char **create_argv;
 };
 
-/* One log line: an RFC 3339 UTC time with milliseconds, then the message. */
+/* One log line: an RFC 3339 UTC time with milliseconds (wall_ns, 0: now), then the line. */
+static void say_line(uint64_t wall_ns, const char *line) {
+  char stamp[40];
+  if (wall_ns == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    wall_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  }
+  fprintf(stderr, "%s shmsched supervise: %s\n", event_time(stamp, sizeof stamp, wall_ns), line);
+}
+
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...) {
-  char line[512], stamp[32];
-  struct timespec ts;
-  struct tm tm;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  gmtime_r(&ts.tv_sec, &tm);
-  size_t n = strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(stamp + n, sizeof stamp - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  char line[512];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "%s shmsched supervise: %s\n", stamp, line);
+  say_line(0, line);
 }
 
 /* Returns -1 to go on, else an exit code. Stops at --create: the rest is create's. */
@@ -188,8 +193,6 @@ struct supervisor {
   struct sup_cells cells; /* the last look at the cells, for what changed outside recoveries */
 };
 
-static void say_line(const char *line) { say("%s", line); }
-
 /* Look over the process table: watch new live processes; 1 if some entry is dead. */
 static int scan(struct supervisor *v) {
   static shms_process_info procs[MAX_WATCHED];
@@ -225,27 +228,8 @@ static void log_event(const shms_event *ev, void *ctx) {
   /* A recompute is how a recovery works, not what it found: the items it settled are told. */
   if (ev->kind == SHMS_EVENT_CLASS_RECOMPUTED && !v->a->verbose)
     return;
-  char line[400], ticket[SHMS_TICKET_STRLEN];
-  size_t n = (size_t)snprintf(line, sizeof line, "%s", shms_event_name(ev->kind));
-#define ADD(...)                                                                                   \
-  if (n < sizeof line)                                                                             \
-  n += (size_t)snprintf(line + n, sizeof line - n, __VA_ARGS__)
-  if (ev->cls >= 0)
-    ADD(" class=%s", shms_class_name((shms_class_t)ev->cls));
-  if (ev->cell >= 0)
-    ADD(" cell=%d", ev->cell);
-  if (ev->tenant[0] != '\0')
-    ADD(" tenant=%s", ev->tenant);
-  if (ev->ticket.seq != 0) {
-    shms_ticket_format(&ev->ticket, ticket);
-    ADD(" ticket=%s", ticket);
-  }
-  if (ev->pid != 0)
-    ADD(" pid=%d", ev->pid);
-  if (ev->reason != 0)
-    ADD(" reason=%s", shms_err_name(ev->reason));
-#undef ADD
-  say("%s", line);
+  char line[512];
+  say_line(0, event_line(line, sizeof line, ev, 0));
   if (ev->kind == SHMS_EVENT_PROCESS_DIED && v->ndied < MAX_WATCHED)
     v->died[v->ndied++] = ev->pid;
 }
@@ -323,6 +307,7 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
     return cli_fail(SHMS_ESYSTEM, "supervise: signalfd: %s", strerror(errno));
   static struct supervisor v;
   v = (struct supervisor){.h = h, .a = a, .self = getpid()};
+  v.cells.verbose = a->verbose;
   say("supervising segment '%s' (pid %d)", name, (int)v.self);
   sup_cells_look(h, &v.cells);
   recover(&v, 1); /* whatever died before we started */

@@ -28,6 +28,7 @@ static const char top_help[] =
     "                         whose tokens are leases: builds share the cells fairly\n"
     "  cancel NAME TICKET     cancel a queued request\n"
     "  explain NAME TICKET    say why a request waits\n"
+    "  events NAME            the segment's recent events (--follow: as they happen)\n"
     "  drain NAME             stop taking work; leases held run to their end\n"
     "  resume NAME            lift a drain (the same as drain --undo)\n"
     "  repair NAME ...        return quarantined cells to service\n"
@@ -65,7 +66,7 @@ static const struct command commands[] = {
     {"drain", cmd_drain},   {"repair", cmd_repair},       {"version", cmd_version},
     {"submit", cmd_submit}, {"worker", cmd_worker},       {"supervise", cmd_supervise},
     {"check", cmd_check},   {"jobserver", cmd_jobserver}, {"metrics", cmd_metrics},
-    {"top", cmd_top},       {"resume", cmd_resume},
+    {"top", cmd_top},       {"resume", cmd_resume},       {"events", cmd_events},
 };
 
 static const struct command *find_command(const char *name) {

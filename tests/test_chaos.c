@@ -4,6 +4,9 @@
  * as the supervisor would. After every recovery the audit must be clean, while
  * the survivors keep running; at the end, with everyone gone, nothing is lost.
  *
+ * The event ring records all along (a small one, so that it wraps): every record read back is
+ * whole and well formed, whoever was killed in the middle of writing one.
+ *
  * A fixed seed and a bounded time (SHMS_CHAOS_SECONDS, default 3): the ctest
  * label "chaos" runs a long version, the default suite a short one.
  */
@@ -137,6 +140,34 @@ static void audit(shms_t *h, const char *when) {
                 violations, *unmarked, report);
 }
 
+/* The ring read as a follower would, from *cursor on: every record well formed. Counts the
+ * process-died records; skip: also pass records still being written (all writers are dead). */
+static uint32_t read_ring(shms_t *h, uint64_t *cursor, int skip, uint64_t *seen) {
+  static shms_event_record recs[256];
+  uint32_t died = 0;
+  size_t n;
+  do {
+    ck_assert_shms_ok(
+        shms_events_read(h, cursor, skip ? SHMS_EVENTS_SKIP_PENDING : 0, recs, 256, &n, NULL));
+    for (size_t i = 0; i < n; i++) {
+      const shms_event_record *r = &recs[i];
+      const char *kind = shms_event_name(r->event.kind);
+      ck_assert_msg(strcmp(kind, "unknown") != 0, "record %llu: kind %u",
+                    (unsigned long long)r->position, r->event.kind);
+      ck_assert(r->event.cls == -1 || r->event.cls == SHMS_CLASS_STANDARD ||
+                r->event.cls == SHMS_CLASS_SMALL);
+      ck_assert(r->event.cell >= -1 && r->event.cell < 2);
+      ck_assert(r->event.tenant[0] == '\0' ||
+                (strchr("abc", r->event.tenant[0]) != NULL && r->event.tenant[1] == '\0'));
+      ck_assert_int_gt(r->writer, 0);
+      ck_assert_uint_ne(r->wall_ns, 0);
+      died += r->event.kind == SHMS_EVENT_PROCESS_DIED;
+    }
+    *seen += n;
+  } while (n == 256);
+  return died;
+}
+
 START_TEST(random_kills_lose_nothing) {
   const char *env = getenv("SHMS_CHAOS_SECONDS");
   double seconds = env ? atof(env) : 3.0;
@@ -146,6 +177,7 @@ START_TEST(random_kills_lose_nothing) {
       .configured = 1, .cells = 2, .queue = 64, .on_holder_death = SHMS_ON_DEATH_RELEASE};
   cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
       .configured = 1, .cells = 2, .queue = 64, .mode = SHMS_MODE_WORKER, .payload = 64};
+  cfg.events = 256;
   const char *name;
   shms_t *h = sched_open(&name, 0, 0, &cfg);
   unmarked =
@@ -158,7 +190,8 @@ START_TEST(random_kills_lose_nothing) {
   unsigned seed = 20261129u;
   for (int i = 0; i < PROCS; i++)
     pids[i] = spawn(name, roles[i], seed + (unsigned)i, beat[1]);
-  uint32_t kills = 0;
+  uint32_t kills = 0, died_recorded = 0;
+  uint64_t cursor = 0, records = 0;
   for (double end = now_s() + seconds; now_s() < end;) {
     /* Let the survivors make progress, then kill one of them wherever it happens to be. */
     struct pollfd p = {.fd = beat[0], .events = POLLIN};
@@ -186,6 +219,7 @@ START_TEST(random_kills_lose_nothing) {
              rec.jobs_requeued, rec.jobs_lost, rec.workers_unbound, rec.requests_owner_lost,
              rec.grants_returned, rec.counts_fixed);
     audit(h, when);
+    died_recorded += read_ring(h, &cursor, 0, &records);
     shms_repair(h, SHMS_CLASS_SMALL, -1); /* the dead worker's cell, for its successor */
     pids[victim] = spawn(name, roles[victim], seed + kills * 131u, beat[1]);
   }
@@ -195,6 +229,8 @@ START_TEST(random_kills_lose_nothing) {
   }
   ck_assert_shms_ok(shms_recover(h, NULL));
   audit(h, "at the end");
+  died_recorded += read_ring(h, &cursor, 1, &records);
+  ck_assert_uint_gt(died_recorded, 0); /* the recoveries' items are in the ring */
   ck_assert_msg(*unmarked == 0, "%u crash points were reached outside a marked operation",
                 *unmarked);
   shms_repair(h, SHMS_CLASS_SMALL, -1);
@@ -212,8 +248,11 @@ START_TEST(random_kills_lose_nothing) {
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     if (h->cls[c].id >= 0)
       ck_assert_uint_eq(ck_pr_load_32(&h->cls[c].ctl->used), 0);
-  fprintf(stderr, "chaos: %u kills in %.0f s, audit clean after each; %llu leases, %llu jobs\n",
-          kills, seconds, (unsigned long long)lease_grants, (unsigned long long)s.granted);
+  fprintf(stderr,
+          "chaos: %u kills in %.0f s, audit clean after each; %llu leases, %llu jobs; %llu "
+          "events read whole (%u deaths recorded)\n",
+          kills, seconds, (unsigned long long)lease_grants, (unsigned long long)s.granted,
+          (unsigned long long)records, died_recorded);
   sched_close(h, name);
 }
 END_TEST

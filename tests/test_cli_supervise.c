@@ -387,10 +387,19 @@ START_TEST(the_log_tells_quarantines_and_repairs_made_by_others) {
   char *crash[] = {"shmsched", "run", (char *)name, "-c", "standard",      "-t",
                    "bob",      "--",  "sh",         "-c", "kill -SEGV $$", NULL};
   ck_assert_int_eq(cli_quiet(crash), 128 + SIGSEGV);
-  assert_stamped(await_line(&s, "cell-quarantined class=standard cell=0 tenant=bob code=139"));
+  const char *q = await_line(&s, "cell-quarantined class=standard cell=0 tenant=bob pid=");
+  assert_stamped(q);
+  ck_assert_ptr_nonnull(strstr(q, " code=139"));
   char *repair[] = {"shmsched", "repair", (char *)name, "--class", "standard", NULL};
   ck_assert_int_eq(cli_quiet(repair), 0);
-  assert_stamped(await_line(&s, "cell-repaired class=standard cell=0 now=in-service"));
+  q = await_line(&s, "cell-repaired class=standard cell=0 pid=");
+  assert_stamped(q);
+  ck_assert_ptr_nonnull(strstr(q, " now=in-service"));
+  /* A drain, read from the event ring too. */
+  char *drain[] = {"shmsched", "drain", (char *)name, NULL};
+  ck_assert_int_eq(cli_quiet(drain), 0);
+  q = await_line(&s, "drained pid=");
+  assert_stamped(q);
   int status = stop(&s, SIGTERM);
   ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   fclose(s.log);

@@ -42,7 +42,8 @@ static uint64_t documented_size(const shms_config *cfg) {
             line(4 * pow2(k->queue ? k->queue : 1)) + 2 * line(8 * hbm_words(k->queue)) +
             line(8 * hbm_words(t));
   }
-  return size + 192ull * cfg->max_processes;
+  size += 192ull * cfg->max_processes;
+  return cfg->events ? size + 64 + 128ull * cfg->events : size; /* the event ring */
 }
 
 static void set_class(shms_config *cfg, shms_class_t c, unsigned cells, unsigned queue,
@@ -119,6 +120,7 @@ START_TEST(every_class_and_mode) {
   cfg.max_tenants = 17;
   cfg.max_processes = 5;
   cfg.starvation_after_ns = 250ull * 1000 * 1000;
+  cfg.events = 16;
   round_trip(&cfg);
 }
 END_TEST
@@ -127,6 +129,7 @@ START_TEST(large_queue_and_many_tenants) {
   shms_config cfg;
   harness_config(&cfg, 16, 100000);
   cfg.max_tenants = 10000;
+  cfg.events = 0; /* no ring: no region at all */
   round_trip(&cfg);
 }
 END_TEST

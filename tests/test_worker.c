@@ -302,6 +302,19 @@ static pid_t spawn_worker(const char *name, int jobs, int report_fd, int hold) {
   _exit(0);
 }
 
+/* Whether the event ring holds a record of kind for ticket t, with reason. */
+static int recorded(shms_t *h, uint32_t kind, const shms_ticket *t, int reason) {
+  static shms_event_record recs[1024];
+  uint64_t cursor = 0;
+  size_t n;
+  ck_assert_shms_ok(shms_events_read(h, &cursor, SHMS_EVENTS_SKIP_PENDING, recs, 1024, &n, NULL));
+  for (size_t i = 0; i < n; i++)
+    if (recs[i].event.kind == kind && recs[i].event.ticket.seq == t->seq &&
+        recs[i].event.reason == reason)
+      return 1;
+  return 0;
+}
+
 static void worker_killed_case(unsigned flags) {
   const char *name;
   shms_t *h = open_worker_class(&name, 2, 4);
@@ -327,10 +340,24 @@ static void worker_killed_case(unsigned flags) {
   } else {
     ck_assert_int_eq(rc, SHMS_EWORKERLOST);
   }
+  /* The client that found the dead worker recorded what became of the job. */
+  ck_assert(flags ? recorded(h, SHMS_EVENT_JOB_REQUEUED, &t, 0)
+                  : recorded(h, SHMS_EVENT_JOB_LOST, &t, SHMS_EWORKERLOST));
   shms_class_stats s = stats(h);
   ck_assert_uint_eq(s.quarantined, 1); /* the dead worker's cell: cleanup unproven */
   ck_assert_uint_eq(s.queue_depth, 0);
   ck_assert_uint_eq(ck_pr_load_32(&h->cls[SHMS_CLASS_SMALL].ctl->used), 0);
+  /* Its repair, back offline for a new worker, is recorded too (no ticket: a cell's event). */
+  ck_assert_int_eq(shms_repair_lost_workers(h), 1);
+  shms_event_record rec;
+  uint64_t end = 0;
+  size_t none;
+  ck_assert_shms_ok(shms_events_read(h, &end, 0, NULL, 0, &none, NULL));
+  uint64_t cursor = end - 1;
+  ck_assert_shms_ok(shms_events_read(h, &cursor, 0, &rec, 1, &none, NULL));
+  ck_assert_uint_eq(none, 1);
+  ck_assert_uint_eq(rec.event.kind, SHMS_EVENT_CELL_REPAIRED);
+  ck_assert_uint_eq(rec.value, 2); /* offline */
   sched_close(h, name);
 }
 

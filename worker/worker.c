@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../client/client.h"
+#include "../core/report.h"
 #include "../shm/alloc.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
@@ -267,7 +268,8 @@ static int finish(struct shms_worker *w, uint32_t i, int status, const void *res
   struct shms__cell *cell = cell_of(w);
   uint64_t cw = shms__load_64(&cell->word);
   if (quarantine) {
-    shms__quarantine_and_check(h, k, w->cell, cw, status);
+    if (shms__quarantine_and_check(h, k, w->cell, cw, status))
+      shms__note_cell(h, k, SHMS_EVENT_CELL_QUARANTINED, w->cell, h->owner, status);
     return SHMS_OK;
   }
   if (shms__cell_job_done(k, w->cell, cw, h->owner))
@@ -309,8 +311,9 @@ int shms_worker_close(shms_worker_t *w) {
     return shms__fail(SHMS_EINVAL, "worker is NULL");
   int rc = shms__handle_check_member(w->h);
   if (rc == SHMS_OK)
-    SHMS__OP_VOID(w->h, w->k,
-                  shms__follow(w->h, w->k, shms__workcell_gone(w->k, w->cell, w->h->owner, 1)));
+    SHMS__OP_VOID(
+        w->h, w->k,
+        shms__follow(w->h, w->k, shms__workcell_gone(w->h, w->k, w->cell, w->h->owner, 1)));
   free(w);
   return rc;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/report.h"
 #include "fuzz.h"
 #include "shm/layout.h"
 
@@ -129,6 +130,46 @@ static void observe_class(shms_t *h, const shms_config *cfg, int c) {
   observe_rows(h, cfg, c);
 }
 
+/*
+ * The event ring read as `shmsched events` and `explain` read it: every record it returns lies in
+ * the ring's window, in order, names a configured class or none, and a cell of that class or
+ * none; a lookup by ticket returns or refuses. The reads are bounded by the validated ring size,
+ * whatever the head and the records say.
+ */
+static void observe_ring(shms_t *h, const shms_config *cfg) {
+  static shms_event_record recs[64];
+  uint64_t cursor = 0, last = 0, lost = 0;
+  size_t n, total = 0;
+  int first = 1;
+  do {
+    int rc = shms_events_read(h, &cursor, SHMS_EVENTS_SKIP_PENDING, recs, 64, &n, &lost);
+    if (rc != SHMS_OK)
+      fuzz_fail("events_read failed: %s (%s)", shms_err_name(rc), shms_last_error_detail());
+    for (size_t i = 0; i < n; i++) {
+      const shms_event_record *r = &recs[i];
+      if (!first && r->position <= last)
+        fuzz_fail("event positions out of order: %llu after %llu", (unsigned long long)r->position,
+                  (unsigned long long)last);
+      first = 0;
+      last = r->position;
+      int c = r->event.cls;
+      if (c != -1 && (c < 0 || c >= SHMS_CLASS_COUNT || !cfg->classes[c].configured))
+        fuzz_fail("an event names class %d, not a class of the segment", c);
+      if (r->event.cell < -1)
+        fuzz_fail("an event names cell %d", r->event.cell);
+      if (strnlen(r->event.tenant, sizeof r->event.tenant) == sizeof r->event.tenant)
+        fuzz_fail("an event's tenant is not NUL-terminated");
+      shms_event_record found;
+      if (r->event.ticket.seq != 0 && shms_events_find(h, &r->event.ticket, &found) == SHMS_OK &&
+          found.position < r->position)
+        fuzz_fail("events_find returned an older record than one the ring holds");
+    }
+    total += n;
+    if (total > (size_t)cfg->events + 64)
+      fuzz_fail("the ring returned %zu records, more than its %u", total, cfg->events);
+  } while (n == 64);
+}
+
 /* Overwrite the segment NAME with size bytes: a writer changing it under an attached handle. */
 static void overwrite(const char *name, const uint8_t *bytes, size_t size) {
   char path[96];
@@ -168,6 +209,7 @@ int fuzz_segment_observe(const char *name, const uint8_t *live, size_t size) {
     fuzz_fail("segment state %u", info.state);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     observe_class(h, &cfg, c);
+  observe_ring(h, &cfg);
   shms_class_stats st;
   if (shms_observe(h, SHMS_CLASS_COUNT, &st) != SHMS_EINVAL)
     fuzz_fail("observe of an out-of-range class did not fail");
@@ -176,11 +218,39 @@ int fuzz_segment_observe(const char *name, const uint8_t *live, size_t size) {
   return SHMS_OK;
 }
 
+/* A few records of every kind in the ring of the segment NAME (more than a small ring holds, so
+ * that it has wrapped), as the scheduler writes them. */
+static int fill_ring(const char *name, const shms_config *cfg) {
+  shms_t *h;
+  if (shms_attach(name, 0, &h) != SHMS_OK)
+    return -1;
+  int c = 0;
+  while (!cfg->classes[c].configured)
+    c++;
+  for (uint32_t i = 0; i < 2 * cfg->events + 3; i++) {
+    struct shms__ev e = {.kind = 1 + i % SHMS_EVENT_DRAINED,
+                         .cls = i % 5 == 0 ? -1 : c,
+                         .cell = i % 3 == 0 ? -1 : 0,
+                         .pid = (int32_t)i,
+                         .reason = -(int32_t)(i % 24),
+                         .slot_ref = i % 2,
+                         .ticket_seq = i % 2 ? i : 0,
+                         .value = i};
+    memcpy(e.tenant, "t", 2);
+    shms__note(h, &e);
+  }
+  return shms_detach(h) == SHMS_OK ? 0 : -1;
+}
+
 uint8_t *fuzz_segment_image(const shms_config *cfg, size_t *size) {
   char name[64], path[96];
   unique_name(name, "img");
   if (shms_create(name, cfg) != SHMS_OK)
     return NULL;
+  if (cfg->events != 0 && fill_ring(name, cfg) != 0) {
+    shms_destroy(name, SHMS_DESTROY_FORCE);
+    return NULL;
+  }
   snprintf(path, sizeof path, "/dev/shm/%s", name);
   uint8_t *bytes = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -214,6 +284,7 @@ void fuzz_config_example(int which, shms_config *cfg) {
   shms_config_init(cfg);
   cfg->max_tenants = 1;
   cfg->max_processes = 1;
+  cfg->events = 16; /* the smallest ring: the images stay small, and it has wrapped */
   switch (which) {
   case 0: /* the smallest: one lease class of one cell */
     class_set(cfg, SHMS_CLASS_STANDARD, 1, 1);

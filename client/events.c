@@ -1,0 +1,107 @@
+/* Reading the flight recorder (shms_events_read): the ring's records as the API gives them. */
+#include <stdint.h>
+#include <string.h>
+
+#include "../shm/error.h"
+#include "../shm/events.h"
+#include "client.h"
+
+/* A valid record as the caller sees it; its words were checked, but their values are another
+ * process's: nothing read here indexes anything. */
+static void convert(const struct shms *h, uint64_t pos, const struct shms__ev_rec *r,
+                    shms_event_record *out) {
+  memset(out, 0, sizeof *out);
+  out->position = pos;
+  out->mono_ns = r->mono_ns;
+  out->wall_ns = r->wall_ns;
+  out->value = r->value;
+  out->writer = (int32_t)(uint32_t)r->writer;
+  shms_event *ev = &out->event;
+  ev->kind = (uint32_t)(r->what & 0xffu);
+  ev->cls = (int32_t)((r->what >> 8) & 0xffu) - 1;
+  if (ev->cls >= SHMS_CLASS_COUNT || h->cls[ev->cls < 0 ? 0 : ev->cls].id < 0)
+    ev->cls = -1; /* not a class of this segment: name none */
+  ev->reason = (int32_t)(uint32_t)(r->what >> 32);
+  uint32_t cell_ref = (uint32_t)r->where; /* cell + 1; past INT32_MAX only in a corrupt record */
+  ev->cell = cell_ref == 0 || cell_ref - 1 > (uint32_t)INT32_MAX ? -1 : (int32_t)(cell_ref - 1);
+  ev->pid = (int32_t)(uint32_t)(r->where >> 32);
+  uint32_t slot_ref = (uint32_t)r->slot;
+  if (r->ticket_seq != 0 && slot_ref != 0 && ev->cls >= 0)
+    ev->ticket = (shms_ticket){.cls = (uint32_t)ev->cls,
+                               .slot = slot_ref - 1,
+                               .seq = r->ticket_seq,
+                               .incarnation = h->incarnation};
+  memcpy(ev->tenant, r->tenant, SHMS_TENANT_MAX);
+  ev->tenant[SHMS_TENANT_MAX] = '\0';
+  for (int i = 0; ev->tenant[i] != '\0'; i++) /* only what a tenant name may hold */
+    if (ev->tenant[i] <= ' ' || ev->tenant[i] > '~')
+      ev->tenant[i] = '?';
+}
+
+int shms_events_read(shms_t *h, uint64_t *cursor, unsigned flags, shms_event_record *out,
+                     size_t cap, size_t *count, uint64_t *lost) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (cursor == NULL || count == NULL || (out == NULL && cap != 0))
+    return shms__fail(SHMS_EINVAL, "cursor, count and (with cap > 0) out must not be NULL");
+  if (flags & ~(unsigned)SHMS_EVENTS_SKIP_PENDING)
+    return shms__fail(SHMS_EINVAL, "unknown flags 0x%x", flags);
+  const struct shms__evlog *log = &h->events;
+  uint64_t end = shms__ev_end(log), pos = *cursor, missed = 0;
+  *count = 0;
+  if (cap == 0) {
+    *cursor = end;
+    if (lost != NULL)
+      *lost = 0;
+    return SHMS_OK;
+  }
+  /* Older than the ring holds: overwritten, lost to this reader. */
+  if (log->count != 0 && end > log->count && pos < end - log->count) {
+    missed += end - log->count - pos;
+    pos = end - log->count;
+  }
+  if (pos > end) /* a cursor from the future (another segment, or made up): start at the end */
+    pos = end;
+  while (pos < end && *count < cap) {
+    struct shms__ev_rec r;
+    enum shms__ev_got got = shms__ev_get(log, pos, &r);
+    if (got == SHMS__EV_PENDING && !(flags & SHMS_EVENTS_SKIP_PENDING))
+      break;
+    if (got == SHMS__EV_VALID)
+      convert(h, pos, &r, &out[(*count)++]);
+    else
+      missed++;
+    pos++;
+  }
+  *cursor = pos;
+  if (lost != NULL)
+    *lost = missed;
+  return SHMS_OK;
+}
+
+int shms_events_find(shms_t *h, const shms_ticket *ticket, shms_event_record *out) {
+  shms__clear_detail();
+  int rc = shms__handle_check(h);
+  if (rc != SHMS_OK)
+    return rc;
+  if (ticket == NULL || out == NULL)
+    return shms__fail(SHMS_EINVAL, "ticket and out must not be NULL");
+  const struct shms__evlog *log = &h->events;
+  if (log->count == 0)
+    return shms__fail(SHMS_ENOTFOUND, "the segment has no event ring (created with events 0)");
+  if (ticket->incarnation != h->incarnation || ticket->seq == 0)
+    return shms__fail(SHMS_ENOTFOUND, "the ticket is of another segment");
+  uint64_t end = shms__ev_end(log), first = end > log->count ? end - log->count : 0;
+  for (uint64_t pos = end; pos-- > first;) { /* newest first */
+    struct shms__ev_rec r;
+    if (shms__ev_get(log, pos, &r) != SHMS__EV_VALID || r.ticket_seq != ticket->seq ||
+        (uint32_t)r.slot != ticket->slot + 1 || ((r.what >> 8) & 0xffu) != ticket->cls + 1)
+      continue;
+    convert(h, pos, &r, out);
+    return SHMS_OK;
+  }
+  return shms__fail(SHMS_ENOTFOUND, "the event ring holds no record of this request (never "
+                                    "recorded, or overwritten since)");
+}

@@ -1,0 +1,112 @@
+/* The one formatter of events (event_fmt.h). */
+#include "event_fmt.h"
+
+#include <inttypes.h>
+#include <string.h>
+#include <time.h>
+
+char *event_time(char *buf, size_t n, uint64_t unix_ns) {
+  time_t secs = (time_t)(unix_ns / 1000000000u);
+  struct tm tm;
+  char date[32] = "?";
+  if (gmtime_r(&secs, &tm) != NULL)
+    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(buf, n, "%s.%03uZ", date, (unsigned)(unix_ns / 1000000u % 1000u));
+  return buf;
+}
+
+/* A duration for people: ns, us, ms or s with up to three significant decimals. */
+static void duration(char *buf, size_t n, uint64_t ns) {
+  if (ns < 1000)
+    snprintf(buf, n, "%" PRIu64 "ns", ns);
+  else if (ns < 1000000)
+    snprintf(buf, n, "%.3gus", (double)ns / 1e3);
+  else if (ns < 1000000000)
+    snprintf(buf, n, "%.3gms", (double)ns / 1e6);
+  else
+    snprintf(buf, n, "%.3fs", (double)ns / 1e9);
+}
+
+char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
+  char ticket[SHMS_TICKET_STRLEN], d[32];
+  size_t k = (size_t)snprintf(buf, n, "%s", shms_event_name(ev->kind));
+#define ADD(...)                                                                                   \
+  do {                                                                                             \
+    if (k < n)                                                                                     \
+      k += (size_t)snprintf(buf + k, n - k, __VA_ARGS__);                                          \
+  } while (0)
+  if (ev->cls >= 0)
+    ADD(" class=%s", shms_class_name((shms_class_t)ev->cls));
+  if (ev->cell >= 0)
+    ADD(" cell=%d", ev->cell);
+  if (ev->tenant[0] != '\0')
+    ADD(" tenant=%s", ev->tenant);
+  if (ev->ticket.seq != 0) {
+    shms_ticket_format(&ev->ticket, ticket);
+    ADD(" ticket=%s", ticket);
+  }
+  if (ev->pid != 0)
+    ADD(" pid=%d", ev->pid);
+  if (ev->reason < 0)
+    ADD(" reason=%s", shms_err_name(ev->reason));
+  else if (ev->reason > 0) /* the holder's own code (run: 128 + the signal) */
+    ADD(" code=%d", ev->reason);
+  if (ev->kind == SHMS_EVENT_GRANTED) {
+    duration(d, sizeof d, value);
+    ADD(" waited=%s", d);
+  }
+  if (ev->kind == SHMS_EVENT_CELL_REPAIRED && value != 0) /* an operator's repair */
+    ADD(" now=%s", value == 2 ? "offline" : "in-service");
+#undef ADD
+  return buf;
+}
+
+void event_json(FILE *f, const shms_event_record *r) {
+  const shms_event *ev = &r->event;
+  char t[40], ticket[SHMS_TICKET_STRLEN];
+  fprintf(f,
+          "{\"position\":%" PRIu64 ",\"time\":\"%s\",\"wall_ns\":%" PRIu64 ",\"mono_ns\":%" PRIu64
+          ",\"kind\":\"%s\"",
+          r->position, event_time(t, sizeof t, r->wall_ns), r->wall_ns, r->mono_ns,
+          shms_event_name(ev->kind));
+  if (ev->cls >= 0)
+    fprintf(f, ",\"class\":\"%s\"", shms_class_name((shms_class_t)ev->cls));
+  else
+    fputs(",\"class\":null", f);
+  if (ev->cell >= 0)
+    fprintf(f, ",\"cell\":%d", ev->cell);
+  else
+    fputs(",\"cell\":null", f);
+  /* A tenant name is graphic ASCII (readers replace anything else): only '"' and '\' need
+   * escaping. */
+  fputs(",\"tenant\":", f);
+  if (ev->tenant[0] == '\0')
+    fputs("null", f);
+  else {
+    fputc('"', f);
+    for (const char *p = ev->tenant; *p != '\0'; p++) {
+      if (*p == '"' || *p == '\\')
+        fputc('\\', f);
+      fputc(*p, f);
+    }
+    fputc('"', f);
+  }
+  if (ev->ticket.seq != 0) {
+    shms_ticket_format(&ev->ticket, ticket);
+    fprintf(f, ",\"ticket\":\"%s\"", ticket);
+  } else
+    fputs(",\"ticket\":null", f);
+  fprintf(f, ",\"pid\":%d", ev->pid);
+  if (ev->reason < 0)
+    fprintf(f, ",\"reason\":\"%s\",\"code\":null", shms_err_name(ev->reason));
+  else if (ev->reason > 0)
+    fprintf(f, ",\"reason\":null,\"code\":%d", ev->reason);
+  else
+    fputs(",\"reason\":null,\"code\":null", f);
+  if (ev->kind == SHMS_EVENT_GRANTED)
+    fprintf(f, ",\"waited_ns\":%" PRIu64, r->value);
+  if (ev->kind == SHMS_EVENT_CELL_REPAIRED && r->value != 0)
+    fprintf(f, ",\"now\":\"%s\"", r->value == 2 ? "offline" : "in-service");
+  fprintf(f, ",\"writer\":%d", r->writer);
+  fputs("}\n", f);
+}
