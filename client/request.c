@@ -63,7 +63,7 @@ void shms__poll_checks(struct shms *h, const struct shms__cls *k, uint32_t i, ui
 }
 
 void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
-  if (shms__slot_cas(k, i, &w, w & ~(uint64_t)SHMS__SLOT_HELP))
+  if (shms__slot_help_taken(k, i, &w))
     shms__kick(h, k);
 }
 

@@ -134,12 +134,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
       grant_lost(h, k, i, c, gen);
       return 1;
     }
-    uint32_t flags =
-        (uint32_t)w & 0xff0u & ~(SHMS__SLOT_INDEXED | SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
     /* The cell, generation and token above are visible before the state says GRANTED. */
-    if (shms__slot_cas(k, i, &w,
-                       SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_GRANTED) |
-                           (w & SHMS__SLOT_EPOCH)))
+    if (shms__slot_grant(k, i, s->seq, &w))
       break;
   }
   SHMS__STEP();
@@ -163,9 +159,8 @@ static void hand_off(const struct shms__cls *k, uint64_t now) {
   if (i < 0)
     return;
   uint64_t w = shms__load_64(&shms__slot_at(k, (uint32_t)i)->word);
-  while (
-      SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_HELP) &&
-      !shms__slot_cas(k, (uint32_t)i, &w, (w | SHMS__SLOT_HELP) & ~(uint64_t)SHMS__SLOT_SLEEPING))
+  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_HELP) &&
+         !shms__slot_ask_help(k, (uint32_t)i, &w))
     ;
 }
 

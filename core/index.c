@@ -80,8 +80,7 @@ static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
   /* Mark it indexed first: a cancel racing us then knows to ask for an unlink. */
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_INDEXED) &&
          SHMS__SLOT_SEQ(w) == seq) {
-    uint64_t n = (w | SHMS__SLOT_INDEXED) & ~(uint64_t)SHMS__SLOT_SLEEPING;
-    if (shms__slot_cas(k, i, &w, n))
+    if (shms__slot_mark_indexed(k, i, &w))
       break;
   }
   if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED || SHMS__SLOT_SEQ(w) != seq) {

@@ -55,11 +55,7 @@ static int revoke_cell(struct shms *h, const struct shms__cls *k, uint32_t c, ui
      * crash in between leaves the count one over, which recovery recounts. */
     shms__fast_queue(k, 1);
     SHMS__STEP();
-    uint32_t flags =
-        ((uint32_t)sw & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP)) | SHMS__SLOT_LATE;
-    uint64_t epoch = (sw + (1ull << 12)) & SHMS__SLOT_EPOCH; /* this grant's word never recurs */
-    if (!shms__slot_cas(k, ref - 1, &sw,
-                        SHMS__SLOT_WORD(SHMS__SLOT_SEQ(sw), 0, flags, SHMS__SLOT_QUEUED) | epoch)) {
+    if (!shms__slot_revoke(k, ref - 1, &sw)) {
       /* Accepted or settled just now: the cell is theirs to take or return. */
       shms__fast_queue(k, -1);
       *next = *next < now + k->grant_timeout_ns ? *next : now + k->grant_timeout_ns;
@@ -115,7 +111,7 @@ enum shms__next shms__revoke_poll(const struct shms__cls *k, uint64_t *wake_real
 }
 
 enum shms__next shms__revoke_unpark(const struct shms__cls *k, uint32_t i, uint64_t w) {
-  if (!shms__slot_cas(k, i, &w, w & ~(uint64_t)(SHMS__SLOT_LATE | SHMS__SLOT_SLEEPING)))
+  if (!shms__slot_unpark(k, i, &w))
     return SHMS__NEXT_NONE; /* it changed (cancelled, drained): the caller looks again */
   SHMS__STEP();
   shms__hbm_set(k->sattn, k->nslots, i);

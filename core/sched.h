@@ -265,6 +265,29 @@ void shms__slot_unindexed(const struct shms__cls *k, uint32_t i);
  * harmless: the dispatcher ignores a bit on an indexed request.
  */
 void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq);
+/*
+ * The transitions other core/ steps drive, each one CAS from the word *w the caller read and
+ * checked (its loop re-checks on failure): 1 if done, else 0 with *w the word now. A change
+ * that clears SLEEPING wakes the waiter (shms__slot_cas).
+ */
+/* QUEUED -> QUEUED+INDEXED (the index links it; SLEEPING cleared). */
+int shms__slot_mark_indexed(const struct shms__cls *k, uint32_t i, uint64_t *w);
+/* QUEUED(+INDEXED) -> GRANTED to request seq (INDEXED, SLEEPING, HELP cleared; the epoch kept):
+ * the cell, generation and token written before are visible first. */
+int shms__slot_grant(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w);
+/* QUEUED -> QUEUED+HELP: ask its waiter to carry on dispatching (hand-off). */
+int shms__slot_ask_help(const struct shms__cls *k, uint32_t i, uint64_t *w);
+/* HELP off: the waiter answers the hand-off (it kicks next). */
+int shms__slot_help_taken(const struct shms__cls *k, uint32_t i, uint64_t *w);
+/* GRANTED -> QUEUED+LATE: revoke a grant not accepted in time (the epoch moves on, so the
+ * grant's word never recurs). */
+int shms__slot_revoke(const struct shms__cls *k, uint32_t i, uint64_t *w);
+/* QUEUED+LATE -> QUEUED: the waiter is back (unparked; it raises the attention bit next). */
+int shms__slot_unpark(const struct shms__cls *k, uint32_t i, uint64_t *w);
+/* GRANTED or RUNNING -> QUEUED: a gone worker's job queued again (request seq). */
+int shms__slot_requeue(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w);
+/* RUNNING -> SETTLED(worker-lost): a gone worker's job ended (request seq). */
+int shms__slot_job_lost(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w);
 
 /* ---- What a process owns (core/owned.c) ---- */
 

@@ -219,3 +219,43 @@ uint64_t shms__slot_set_collected(const struct shms__cls *k, uint32_t i) {
     ;
   return w;
 }
+
+/* One CAS of the word from *w to desired (the ones below): 1 if done, else *w is the word now. */
+int shms__slot_mark_indexed(const struct shms__cls *k, uint32_t i, uint64_t *w) {
+  return shms__slot_cas(k, i, w, (*w | SHMS__SLOT_INDEXED) & ~(uint64_t)SHMS__SLOT_SLEEPING);
+}
+
+int shms__slot_grant(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w) {
+  uint32_t flags = SLOT_FLAGS(*w) & ~(SHMS__SLOT_INDEXED | SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP);
+  return shms__slot_cas(
+      k, i, w, SHMS__SLOT_WORD(seq, 0, flags, SHMS__SLOT_GRANTED) | (*w & SHMS__SLOT_EPOCH));
+}
+
+int shms__slot_ask_help(const struct shms__cls *k, uint32_t i, uint64_t *w) {
+  return shms__slot_cas(k, i, w, (*w | SHMS__SLOT_HELP) & ~(uint64_t)SHMS__SLOT_SLEEPING);
+}
+
+int shms__slot_help_taken(const struct shms__cls *k, uint32_t i, uint64_t *w) {
+  return shms__slot_cas(k, i, w, *w & ~(uint64_t)SHMS__SLOT_HELP);
+}
+
+int shms__slot_revoke(const struct shms__cls *k, uint32_t i, uint64_t *w) {
+  uint32_t flags = (SLOT_FLAGS(*w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_HELP)) | SHMS__SLOT_LATE;
+  uint64_t epoch = (*w + (1ull << 12)) & SHMS__SLOT_EPOCH; /* this grant's word never recurs */
+  return shms__slot_cas(k, i, w,
+                        SHMS__SLOT_WORD(SHMS__SLOT_SEQ(*w), 0, flags, SHMS__SLOT_QUEUED) | epoch);
+}
+
+int shms__slot_unpark(const struct shms__cls *k, uint32_t i, uint64_t *w) {
+  return shms__slot_cas(k, i, w, *w & ~(uint64_t)(SHMS__SLOT_LATE | SHMS__SLOT_SLEEPING));
+}
+
+int shms__slot_requeue(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w) {
+  uint32_t flags = SLOT_FLAGS(*w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING);
+  return shms__slot_cas(k, i, w, SHMS__SLOT_WORD(seq, 0, flags, SHMS__SLOT_QUEUED));
+}
+
+int shms__slot_job_lost(const struct shms__cls *k, uint32_t i, uint64_t seq, uint64_t *w) {
+  uint32_t flags = SLOT_FLAGS(*w) & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING);
+  return shms__slot_cas(k, i, w, SHMS__SLOT_WORD(seq, SHMS_EWORKERLOST, flags, SHMS__SLOT_SETTLED));
+}

@@ -51,13 +51,12 @@ static enum shms__next job_lost(struct shms *h, const struct shms__cls *k, uint3
     int again = contained && (s->options & SHMS__OPT_RETRY_ONCE) &&
                 !(s->options & SHMS__OPT_RETRIED) && !(w & SHMS__SLOT_WRITING) &&
                 !(w & SHMS__SLOT_COLLECTED);
-    uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING | SHMS__SLOT_WRITING);
     struct shms__ev ev;
     shms__note_job(h, k, i, c, again, &ev);
     if (again) {
       s->options |= SHMS__OPT_RETRIED;
       shms__fast_queue(k, 1);
-      if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
+      if (shms__slot_requeue(k, i, s->seq, &w)) {
         shms__note(h, &ev);
         shms__hbm_set(k->sattn, k->nslots, i);
         return SHMS__NEXT_KICK;
@@ -65,8 +64,7 @@ static enum shms__next job_lost(struct shms *h, const struct shms__cls *k, uint3
       shms__fast_queue(k, -1);
       continue;
     }
-    if (shms__slot_cas(k, i, &w,
-                       SHMS__SLOT_WORD(s->seq, SHMS_EWORKERLOST, flags, SHMS__SLOT_SETTLED))) {
+    if (shms__slot_job_lost(k, i, s->seq, &w)) {
       shms__note(h, &ev);
       if (w & SHMS__SLOT_COLLECTED) /* its client is gone too */
         shms__slot_free(k, i);
@@ -82,8 +80,7 @@ static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
   uint64_t w = shms__load_64(&s->word);
   shms__fast_queue(k, 1);
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_GRANTED && s->cell == c) {
-    uint32_t flags = (uint32_t)w & 0xff0u & ~(SHMS__SLOT_SLEEPING);
-    if (shms__slot_cas(k, i, &w, SHMS__SLOT_WORD(s->seq, 0, flags, SHMS__SLOT_QUEUED))) {
+    if (shms__slot_requeue(k, i, s->seq, &w)) {
       shms__hbm_set(k->sattn, k->nslots, i);
       return 1;
     }
