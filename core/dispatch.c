@@ -252,10 +252,10 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
 #define RUN_LIMIT 256
 
 static void run(struct shms *h, const struct shms__cls *k) {
-  for (int passes = 1, idle = 0, runs = 1;; passes += passes < MAX_PASSES, runs++) {
+  for (int passes = 1, idle = 0, total = 1;; passes += passes < MAX_PASSES, total++) {
     int exhausted, did = pass(h, k, &exhausted);
     idle = did ? 0 : idle + 1;
-    int stop = idle >= IDLE_LIMIT || runs >= RUN_LIMIT;
+    int stop = idle >= IDLE_LIMIT || total >= RUN_LIMIT;
     if ((exhausted && passes >= MAX_PASSES) || stop)
       hand_off(k, shms__now_ns());
     /* An atomic exchange: everything the pass wrote is visible before the baton reads free,
