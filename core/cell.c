@@ -62,22 +62,34 @@ enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take
   }
 }
 
-/* After a count-mode reservation: claim some AVAILABLE cell for owner in state. */
-static uint32_t cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state) {
+/* Laps of the cells a count-mode claim makes before it gives its reservation up. */
+#define CLAIM_LAPS 1000
+
+/*
+ * After a count-mode reservation: claim some AVAILABLE cell for owner in state, or
+ * SHMS__TAKE_NONE if the count was over the cells (corrupt).
+ */
+static int64_t cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t state) {
   uint32_t start = shms__load_32(&k->ctl->cell_hint);
   if (start >= k->ncells)
     start = 0;
-  /* The reservation guarantees an AVAILABLE cell without a claimant: the scan ends. */
-  for (uint32_t n = 0, c = start;; n++, c = c + 1 < k->ncells ? c + 1 : 0) {
+  /* The reservation guarantees an AVAILABLE cell without a claimant: on a healthy segment the
+   * scan ends within a lap or a few, each lap more being another claimant's win. A count the
+   * cells do not back (corrupt) would keep it scanning for ever inside an operation, which
+   * recovery waits for: after CLAIM_LAPS laps the reservation is dropped, as take_mapped drops a
+   * bit over a cell that is not free, and recovery recounts. */
+  for (uint64_t n = 0, c = start; n < (uint64_t)CLAIM_LAPS * k->ncells;
+       n++, c = c + 1 < k->ncells ? c + 1 : 0) {
     struct shms__cell *cell = &k->cells[c];
     uint64_t w = shms__load_64(&cell->word);
     if (SHMS__CELL_STATE(w) != SHMS__CELL_AVAILABLE)
       continue;
     if (ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w), owner, state)))
-      return c;
+      return (int64_t)c;
     if (n >= k->ncells)
       ck_pr_stall();
   }
+  return SHMS__TAKE_NONE;
 }
 
 /* Map mode: one CAS takes the lowest free cell's bit, and with it the cell. */

@@ -92,7 +92,19 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
   if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED) {
+    /* The index holds only INDEXED slots, QUEUED or settled since: anything else is a torn
+     * index (attending it would change nothing, and it would be picked again for ever). */
+    if (SHMS__SLOT_STATE(w) != SHMS__SLOT_SETTLED || !(w & SHMS__SLOT_INDEXED))
+      shms__index_corrupt = 1;
     shms__index_attend(h, k, i); /* settled meanwhile: unlink it */
+    return 1;
+  }
+  if ((uint32_t)shms__load_64(&s->seq) != SHMS__SLOT_SEQ(w)) {
+    /* No step leaves a queued request's two sequences apart (its claimer stores the full one
+     * before publishing it): the slot is corrupt. A settle by the full sequence never matches
+     * the word, and the request would be picked again for ever; the word is authoritative. */
+    shms__settle_and_kick(h, k, i, SHMS__SLOT_SEQ(w), 1u << SHMS__SLOT_QUEUED, SHMS_EVIOLATION);
+    shms__index_attend(h, k, i);
     return 1;
   }
   if (s->deadline_ns != 0 && now >= s->deadline_ns) {
@@ -181,10 +193,14 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
     shms__index_attend_tenant(k, (uint32_t)t + 1);
   if (k->ctl->ring_head == 0 && shms__load_32(&k->ctl->ring_len) != 0)
     shms__index_corrupt = 1; /* a ring that counts tenants but has no head */
-  for (int cells = 1; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt; budget--) {
+  for (int cells = 1, swept = 0; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt;
+       budget--) {
     if (!cells) {
-      /* Work waits and no cell is free: a grant not accepted in time goes to it. */
-      if (!shms__revoke_wanted(k, now) || shms__revoke_due(h, k, now) == 0)
+      /* Work waits and no cell is free: a grant not accepted in time goes to it. One sweep a
+       * pass: it revokes every grant due by now, so on a healthy segment a second one could only
+       * find grants this pass just made; on a corrupt one, a sweep that kept reporting a cell
+       * freed that no grant can take would give the round back for ever. */
+      if (swept++ || !shms__revoke_wanted(k, now) || shms__revoke_due(h, k, now) == 0)
         break;
     }
     uint32_t ref = k->ctl->ring_head;
@@ -222,18 +238,26 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
  * waits for, so it asks a waiter to carry on and lets go.
  */
 #define IDLE_LIMIT 64
+/*
+ * RUN_LIMIT passes in all end the loop the same way, whatever they did: a pass that keeps
+ * finding work it cannot finish (a corrupt segment whose state no pass, settle or rebuild
+ * changes) must not keep its holder for ever either. A healthy holder gets there only while
+ * work keeps arriving through every one of them, and the waiter it hands off to carries on.
+ */
+#define RUN_LIMIT 256
 
 static void run(struct shms *h, const struct shms__cls *k) {
-  for (int passes = 1, idle = 0;; passes += passes < MAX_PASSES) {
+  for (int passes = 1, idle = 0, total = 1;; passes += passes < MAX_PASSES, total++) {
     int exhausted, did = pass(h, k, &exhausted);
     idle = did ? 0 : idle + 1;
-    if ((exhausted && passes >= MAX_PASSES) || idle >= IDLE_LIMIT)
+    int stop = idle >= IDLE_LIMIT || total >= RUN_LIMIT;
+    if ((exhausted && passes >= MAX_PASSES) || stop)
       hand_off(k, shms__now_ns());
     /* An atomic exchange: everything the pass wrote is visible before the baton reads free,
      * and (a full barrier) the re-check below is not ordered before it. A process that failed to
      * take the baton published its work first, so one of us sees the other. */
     ck_pr_fas_64(&k->ctl->baton, 0);
-    if (idle >= IDLE_LIMIT || !work_pending(k) || !baton_try(h, k))
+    if (stop || !work_pending(k) || !baton_try(h, k))
       return;
   }
 }

@@ -533,8 +533,8 @@ inline baton_try() {
 }
 
 /* run: pass, let go, re-check for work published meanwhile, after every pass (core/dispatch.c;
- * its stop after IDLE_LIMIT idle passes in a row, a guard against a torn index, is beyond these
- * bounds and not modelled; nor is hand_off). Variants, each a former version of the code: -DSTOP_AFTER_MAX_PASSES stopped after
+ * its stops after IDLE_LIMIT idle passes in a row or RUN_LIMIT passes in all, guards against a
+ * torn or corrupt segment, are beyond these bounds and not modelled; nor is hand_off). Variants, each a former version of the code: -DSTOP_AFTER_MAX_PASSES stopped after
  * MAX_PASSES passes of any kind without the re-check; -DSTOP_ON_IDLE_PASS stopped, without the
  * re-check, on a pass past MAX_PASSES that did nothing. */
 inline run_baton() {
