@@ -68,7 +68,8 @@ static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t 
       out->tenant[i] = '?';
 }
 
-int shms_cells(shms_t *h, shms_class_t c, shms_cell_info *out, uint32_t max, uint32_t *count) {
+int shms__view_rows(const shms_t *h, shms_class_t c, const void *out, uint32_t max,
+                    const uint32_t *count, const struct shms__cls **k) {
   shms__clear_detail();
   int rc = shms__handle_check(h);
   if (rc != SHMS_OK)
@@ -77,7 +78,15 @@ int shms_cells(shms_t *h, shms_class_t c, shms_cell_info *out, uint32_t max, uin
     return shms__fail(SHMS_EINVAL, "%s is NULL", count == NULL ? "count" : "out");
   if ((int)c < 0 || c >= SHMS_CLASS_COUNT || h->cls[c].id < 0)
     return shms__fail(SHMS_EINVAL, "class %d is not configured in this segment", (int)c);
-  const struct shms__cls *k = &h->cls[c];
+  *k = &h->cls[c];
+  return SHMS_OK;
+}
+
+int shms_cells(shms_t *h, shms_class_t c, shms_cell_info *out, uint32_t max, uint32_t *count) {
+  const struct shms__cls *k;
+  int rc = shms__view_rows(h, c, out, max, count, &k);
+  if (rc != SHMS_OK)
+    return rc;
   *count = k->ncells;
   for (uint32_t i = 0; i < k->ncells && i < max; i++)
     read_cell(h, k, i, &out[i]);

@@ -405,6 +405,14 @@ enum shms__next shms__revoke_poll(const struct shms__cls *k, uint64_t *wake_real
  * it did (the caller kicks); NONE if the word changed (the caller looks again). */
 enum shms__next shms__revoke_unpark(const struct shms__cls *k, uint32_t i, uint64_t w);
 
+/* ---- Observers' views (core/cellview.c, core/tenantview.c) ---- */
+
+/* The prologue of a call that reads rows of class c for observers (shms_cells,
+ * shms_tenants_snapshot): the handle (an observer's will do), count and out (NULL only with max
+ * 0), a configured class into *k. SHMS_EINVAL with a detail otherwise. */
+int shms__view_rows(const shms_t *h, shms_class_t c, const void *out, uint32_t max,
+                    const uint32_t *count, const struct shms__cls **k);
+
 /* ---- The index (under the baton) ---- */
 
 /* Process slot i's attention bit: index an arrival, or unlink a settled request. */

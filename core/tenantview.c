@@ -81,15 +81,10 @@ static int read_record(const struct shms__cls *k, const struct shms__tenant *t, 
 
 int shms_tenants_snapshot(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max,
                           uint32_t *count) {
-  shms__clear_detail();
-  int rc = shms__handle_check(h);
+  const struct shms__cls *k;
+  int rc = shms__view_rows(h, c, out, max, count, &k);
   if (rc != SHMS_OK)
     return rc;
-  if (count == NULL || (out == NULL && max > 0))
-    return shms__fail(SHMS_EINVAL, "%s is NULL", count == NULL ? "count" : "out");
-  if ((int)c < 0 || c >= SHMS_CLASS_COUNT || h->cls[c].id < 0)
-    return shms__fail(SHMS_EINVAL, "class %d is not configured in this segment", (int)c);
-  const struct shms__cls *k = &h->cls[c];
   uint32_t n = 0;
   int torn = 0;
   shms_tenant_stats row;

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "cli_config.h"
+#include "event_fmt.h"
 #include "holder_state.h"
 #include "json_out.h"
 #include "status.h"
@@ -57,15 +58,6 @@ static const char *state_name(uint32_t s) {
   }
 }
 
-static void iso_time(char *buf, size_t n, uint64_t unix_ns) {
-  time_t secs = (time_t)(unix_ns / 1000000000u);
-  struct tm tm;
-  char date[32] = "?";
-  if (gmtime_r(&secs, &tm) != NULL)
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
-  snprintf(buf, n, "%s.%03uZ", date, (unsigned)(unix_ns / 1000000u % 1000u));
-}
-
 /* The name of group gid, or its number when it has none. */
 static const char *group_name(char *buf, size_t n, uint32_t gid) {
   struct group g, *found = NULL;
@@ -83,7 +75,7 @@ static void emit_segment(const struct status_view *v, const struct sink *s) {
   s->str(s->ctx, "name", v->name);
   snprintf(buf, sizeof buf, "%016" PRIx64, v->info.incarnation);
   s->str(s->ctx, "incarnation", buf);
-  iso_time(buf, sizeof buf, v->info.created_unix_ns);
+  event_time(buf, sizeof buf, v->info.created_unix_ns);
   s->str(s->ctx, "created", buf);
   s->u64(s->ctx, "created_unix_ns", v->info.created_unix_ns);
   s->u64(s->ctx, "size_bytes", v->info.size);
@@ -168,7 +160,7 @@ static void emit_cells(const struct status_view *v, int c, const struct sink *s)
     if (ci->state == SHMS_CELL_QUARANTINED) {
       r.reason = ci->reason < 0 ? shms_err_name(ci->reason) : "";
       if (ci->quarantined_unix_ns != 0)
-        iso_time(r.quarantined_at, sizeof r.quarantined_at, ci->quarantined_unix_ns);
+        event_time(r.quarantined_at, sizeof r.quarantined_at, ci->quarantined_unix_ns);
     }
     s->cell(s->ctx, &r);
   }
