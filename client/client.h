@@ -33,8 +33,10 @@ int shms__spin_then_sleep(struct shms *h, const struct shms__cls *k, uint32_t i,
  * SHMS_EINVAL with a detail if it is not 0..1000) and the online CPUs; attach calls it.
  */
 int shms__spin_setup(void);
-/* The window for every handle of the process, in ns (tests set a long one). */
+/* The window for every handle of the process, in ns, and the online CPUs it counts with (tests
+ * set a long window, and CPUs to spin on a machine of one). */
 void shms__spin_set_window_ns(uint64_t ns);
+void shms__spin_set_cpus(uint32_t cpus);
 uint64_t shms__spin_window_ns(void);
 enum shms__spun {
   SHMS__SPUN_NOT,        /* did not spin, or the window ran out: go on and sleep */

@@ -57,6 +57,8 @@ int shms__spin_setup(void) {
 
 void shms__spin_set_window_ns(uint64_t ns) { shms__store_64(&window_ns, ns); }
 
+void shms__spin_set_cpus(uint32_t cpus) { shms__store_32(&online_cpus, cpus); }
+
 uint64_t shms__spin_window_ns(void) { return shms__load_64(&window_ns); }
 
 /* Whether this wait may spin: not backing off, and room for one more spinner. */
