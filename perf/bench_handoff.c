@@ -18,14 +18,14 @@
  * With --hold-us H (H > 0) the figure is the other case: A holds the cell for
  * H microseconds after B starts to wait and then releases, without waiting
  * for B to sleep first, so a waiter that spins briefly before sleeping may
- * take the cell without being woken at all (the bench is then handoff-hold).
+ * take the cell without being woken at all (the bench is then handoff-hold-Hus).
  *
  * Both report the CPU time B spends in acquire per hand-off
  * (CLOCK_THREAD_CPUTIME_ID around the call, the mean over the rounds): what a
  * spinning waiter pays for its spin, or a sleeping one for its wake-up.
  *
- * Output: `handoff,SYSTEM,p50_ns,V,ns`, p99_ns and waiter_cpu_ns (`handoff-hold`
- * with --hold-us); with --samples FILE every sample, one per line (the plots'
+ * Output: `handoff,SYSTEM,p50_ns,V,ns`, p99_ns and waiter_cpu_ns (`handoff-hold-Hus`
+ * with --hold-us H); with --samples FILE every sample, one per line (the plots'
  * latency distributions).
  * Usage: bench_handoff --system NAME [--rounds N] [--gap-us US] [--hold-us US] [--samples FILE]
  */
@@ -131,7 +131,9 @@ int main(int argc, char **argv) {
             name, s->awake_rounds, rounds);
   if (samples)
     bu_write_samples(samples, s->samples, (size_t)rounds);
-  const char *bench = hold_us > 0 ? "handoff-hold" : "handoff";
+  char bench[64] = "handoff";
+  if (hold_us > 0)
+    snprintf(bench, sizeof bench, "handoff-hold-%ldus", hold_us);
   bu_row(bench, name, "p50_ns", (double)bu_quantile(s->samples, (size_t)rounds, 0.50), "ns");
   bu_row(bench, name, "p99_ns", (double)bu_quantile(s->samples, (size_t)rounds, 0.99), "ns");
   uint64_t cpu = 0;
