@@ -184,8 +184,13 @@ static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) 
 static void idle(struct shms_worker *w, uint64_t cw, uint64_t until_real) {
   struct shms__cell *cell = cell_of(w);
   uint32_t v = shms__load_32(&cell->worker_futex);
-  /* Only before announcing: a worker that said it sleeps (back from a poll) sleeps again. */
-  if (!(v & 1u) && shms__spin(w->h, &w->spin, &cell->word, cw, until_real, 1) != SHMS__SPUN_NOT)
+  /* Only before announcing: a worker that said it sleeps (back from a poll) sleeps again. The
+   * class's idle workers (its free cells, ours among them) are the ones that may spin with us. */
+  uint64_t fast = shms__load_64(&w->k->ctl->fast);
+  uint32_t idle_workers =
+      w->k->fast_map ? (uint32_t)__builtin_popcount(SHMS__FAST_LOW(fast)) : SHMS__FAST_LOW(fast);
+  if (!(v & 1u) &&
+      shms__spin(w->h, &w->spin, &cell->word, cw, until_real, idle_workers) != SHMS__SPUN_NOT)
     return; /* changed (a grant?), or interrupted: the caller looks again */
   /* Say we sleep, then look once more: a grant between the two has cleared the bit. */
   if (!(v & 1u) && !ck_pr_cas_32_value(&cell->worker_futex, v, v | 1u, &v))
