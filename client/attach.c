@@ -3,5 +3,8 @@
 #include "client.h"
 
 int shms_attach(const char *name, unsigned flags, shms_t **out) {
+  int rc = shms__spin_setup();
+  if (rc != SHMS_OK)
+    return rc;
   return shms__segment_attach(name, flags, shms__recover_class, out);
 }

@@ -25,6 +25,32 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
  */
 int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
                    uint64_t until_real);
+/* The same, spinning first (shms__spin, with the record of kind: 0 indexing, 1 the outcome). */
+int shms__spin_then_sleep(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                          uint64_t until_real, int kind);
+/*
+ * Spinning before sleeping (client/spin.c). shms__spin_setup reads SHMSCHED_SPIN_US (the window;
+ * SHMS_EINVAL with a detail if it is not 0..1000) and the online CPUs; attach calls it.
+ */
+int shms__spin_setup(void);
+/* The window for every handle of the process, in ns, and the online CPUs it counts with (tests
+ * set a long window, and CPUs to spin on a machine of one). */
+void shms__spin_set_window_ns(uint64_t ns);
+void shms__spin_set_cpus(uint32_t cpus);
+uint64_t shms__spin_window_ns(void);
+enum shms__spun {
+  SHMS__SPUN_NOT,        /* did not spin, or the window ran out: go on and sleep */
+  SHMS__SPUN_CHANGED,    /* the word changed: look again */
+  SHMS__SPUN_INTERRUPTED /* shms_interrupt: the caller's loop returns */
+};
+/*
+ * Watch *word while it reads w, for up to the window (and not past the real clock's until_real,
+ * 0: no limit), if st's record and the machine's load say a spin may win; waiters: how many
+ * threads may be spinning for the same thing, us included (a lease class's queued count). Only
+ * reads *word.
+ */
+enum shms__spun shms__spin(struct shms *h, struct shms__spin *st, const uint64_t *word, uint64_t w,
+                           uint64_t until_real, uint32_t waiters);
 /* The dispatcher asked the waiter of slot i (word w) to carry on its work. */
 void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w);
 /* A waiter slept a whole poll interval on request i (sequence seq): make sure nothing dead holds

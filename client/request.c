@@ -57,6 +57,20 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
   return 1;
 }
 
+int shms__spin_then_sleep(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                          uint64_t until_real, int kind) {
+  /* Only before announcing: a waiter that already said it sleeps (woken by its poll) sleeps.
+   * A lease class's queued requests are its waiters, each of whom may spin; a worker class's
+   * are jobs, whose clients wait however many each has in flight. */
+  uint32_t waiters =
+      k->cfg->mode == SHMS_MODE_LEASE ? SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) : 1;
+  struct shms__slot *s = shms__slot_at(k, i);
+  if (!(w & SHMS__SLOT_SLEEPING) &&
+      shms__spin(h, &h->spin[k->id][kind], &s->word, w, until_real, waiters) != SHMS__SPUN_NOT)
+    return 0; /* changed, or interrupted: the caller's loop looks again */
+  return shms__sleep_on(h, k, i, w, until_real);
+}
+
 void shms__poll_checks(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq) {
   SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, seq));
   shms__baton_check_holder(h, k);
@@ -178,7 +192,7 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
       return refused(h, k, i, SHMS__SLOT_REASON(w));
     if (answer_flags(h, k, i, w)) /* LATE: granted and revoked before we looked */
       continue;
-    if (shms__sleep_on(h, k, i, w, 0))
+    if (shms__spin_then_sleep(h, k, i, w, 0, 0))
       shms__poll_checks(h, k, i, seq);
     else
       shms__kick(h, k);
@@ -262,7 +276,7 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   uint64_t limit = shms__sleep_limit(s, until_real);
   if (due != 0 && (limit == 0 || due < limit))
     limit = due;
-  if (shms__sleep_on(h, k, i, w, limit)) {
+  if (shms__spin_then_sleep(h, k, i, w, limit, 1)) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
     shms__poll_checks(h, k, i, s->seq);
     SHMS__OP_VOID(h, k, shms__reap_unaccepted(h, k));

@@ -66,7 +66,7 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
                       st == SHMS__SLOT_RUNNING ? "running" : "queued",
                       shms__interrupted(h) ? " (the wait was interrupted)" : "");
   uint64_t limit = st == SHMS__SLOT_QUEUED ? shms__sleep_limit(s, until_real) : until_real;
-  if (shms__sleep_on(h, k, i, w, limit)) {
+  if (shms__spin_then_sleep(h, k, i, w, limit, 1)) {
     /* A poll interval passed: nobody dead may hold the job up, dispatcher or worker. */
     shms__poll_checks(h, k, i, s->seq);
     uint32_t c = shms__load_32(&s->cell);

@@ -2,6 +2,7 @@
 # Draw perf/run.sh's plots (gnuplot, PNG) from DIR/latest.csv and DIR/samples/:
 #   acquire-release.png   uncontended acquire+release, ns per pair, per system
 #   handoff.png           distribution (CDF) of release-to-waiter-running latency
+#   handoff-hold-5us.png  the same when the holder releases 5 µs after the waiter starts waiting
 #   worker-roundtrip.png  distribution (CDF) of submit-to-result latency
 #   contended.png         throughput against the number of processes
 #   scaling.png           grant and cancel cost (random and same-tenant) against queued requests,
@@ -28,6 +29,7 @@ plot_cdf() {
     [ -s "$f" ] || continue
     sys=$(basename "$f" .txt)
     sys=${sys#"$name"-}
+    [[ $sys == hold-* ]] && continue # handoff-hold-*: a plot of its own
     cdf "$f" >"$work/$name-$sys.cdf"
     plots+=("'$work/$name-$sys.cdf' using 1:2 with lines lw 2 title '$sys'")
   done
@@ -46,6 +48,7 @@ EOF
 }
 
 plot_cdf handoff "handoff: release in process A until the sleeping waiter in B returns from acquire"
+plot_cdf handoff-hold-5us "handoff-hold-5us: A releases 5 µs after B starts waiting (B not asleep first)"
 plot_cdf worker-roundtrip "worker-roundtrip: submit to result (client and worker on different CPUs)"
 
 # acquire-release: one bar per system (shmsched's try_acquire as "shmsched-try").

@@ -106,6 +106,13 @@ for ((rep = 1; rep <= repeats; rep++)); do
   for s in "${lock_systems[@]}" shmsched-noevents; do
     run "$rep" bench_handoff --system "$s" --rounds "$handoff_rounds" \
       --samples "$out/samples/handoff-$s.txt"
+    # The holder releases after a short fixed hold, the waiter not asleep first (a spin may
+    # take it); and a hold longer than any spin window (spinning must back off, not burn CPU).
+    run "$rep" bench_handoff --system "$s" --rounds "$handoff_rounds" --hold-us 5 \
+      --samples "$out/samples/handoff-hold-5us-$s.txt"
+  done
+  for s in shmsched futex; do
+    run "$rep" bench_handoff --system "$s" --rounds "$handoff_rounds" --hold-us 200
   done
   for s in "${lock_systems[@]}" shmsched-noevents; do
     for p in 1 2 4 8; do

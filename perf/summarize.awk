@@ -69,8 +69,8 @@ END {
 
   printf "%-17s %-27s %-15s %14s %-9s %9s %4s\n", "bench", "metric", "system", "median", "unit",
          "shms/this", "n"
-  nb = split("acquire-release handoff contended worker-roundtrip scaling fairness memory " \
-             "client-cost idle-waiters", bo, " ")
+  nb = split("acquire-release handoff handoff-hold-5us handoff-hold-200us contended " \
+             "worker-roundtrip scaling fairness memory client-cost idle-waiters", bo, " ")
   for (m = 1; m <= nmetrics; m++) {
     split(metrics[m], bm, SUBSEP)
     rank[m] = nb + 1
@@ -167,4 +167,36 @@ END {
   if (w != "")
     target("idle-waiters: at most 1 wake-up per waiter per second", w <= 1.05,
            sprintf("%.2f/s, 100 waiters use %.4f CPU s/s", w, wc))
+
+  print ""
+  print "Targets of issue 15, waking (for information):"
+  h = fig("handoff-hold-5us", "shmsched", "p50_ns")
+  f = fig("handoff-hold-5us", "futex", "p50_ns")
+  if (h != "" && f != "")
+    target("handoff-hold-5us: p50 at most 0.5x futex", h <= 0.5 * f, sprintf("%.2fx", h / f))
+  h = fig("handoff", "shmsched", "p50_ns")
+  f = fig("handoff", "futex", "p50_ns")
+  if (h != "" && f != "")
+    target("handoff (waiter asleep): p50 at most 1.1x futex", h <= 1.1 * f, sprintf("%.2fx", h / f))
+  # A hold longer than the spin window: spinning must back off, not burn the window each time.
+  h = fig("handoff-hold-200us", "shmsched", "waiter_cpu_ns")
+  f = fig("handoff-hold-200us", "futex", "waiter_cpu_ns")
+  if (h != "" && f != "")
+    target("handoff-hold-200us: waiter CPU at most futex's + 5 us", h <= f + 5000,
+           sprintf("%s ns vs %s ns per hand-off", num(h), num(f)))
+  n = split("ops_per_s_1 1 ops_per_s 2", wm, " ")
+  for (i = 1; i < n; i += 2) {
+    a = fig("worker-roundtrip", "shmsched", wm[i])
+    o = fig("worker-roundtrip", "posix-mq", wm[i])
+    if (a != "" && o != "" && o > 0)
+      target("worker-roundtrip: " wm[i] " at least " wm[i + 1] "x posix-mq", a >= wm[i + 1] * o,
+             sprintf("%.2fx", a / o))
+  }
+  a = fig("worker-roundtrip", "shmsched", "p50_ns")
+  o = fig("worker-roundtrip", "posix-mq", "p50_ns")
+  if (a != "" && o != "")
+    target("worker-roundtrip: p50 at most posix-mq's", a <= o, sprintf("%.2fx", a / o))
+  if (wc != "")
+    target("idle-waiters: 100 idle waiters under 1% of a CPU", wc < 0.01,
+           sprintf("%.4f CPU s/s", wc))
 }

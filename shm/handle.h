@@ -30,6 +30,15 @@ struct shms__sleeper {
   struct shms__sleeper *next;
 };
 
+/*
+ * The adaptive spin of one kind of wait (client/spin.c): process-local, racy by design (the
+ * threads of a process share it, so every access is atomic), never in shared memory.
+ */
+struct shms__spin {
+  uint32_t fails; /* spins in a row that ended without the word changing (capped) */
+  uint32_t skip;  /* waits left that sleep at once, backing off after fails */
+};
+
 struct shms {
   struct shms__file *file;
   char *base; /* the mapping; every offset in the header is < size */
@@ -54,7 +63,12 @@ struct shms {
   uint32_t interrupted;
   pthread_mutex_t sleepers_lock;
   struct shms__sleeper *sleepers;
-  shms__finish_fn *finish; /* NULL only for admin handles, which never enter an operation */
+  /* Spinning before sleeping (client/spin.c), per class: [0] a request waiting to be indexed,
+   * [1] waiting for its grant or its job's result. Plus this handle's threads spinning now. */
+  struct shms__spin spin[SHMS_CLASS_COUNT][2];
+  uint32_t spinning;
+  uint64_t spin_won, spin_lost; /* spins that saw the word change, spins that ran out */
+  shms__finish_fn *finish;      /* NULL only for admin handles, which never enter an operation */
 };
 
 /* Internal attach flag: writable mapping without registering (destroy, repair tools). */

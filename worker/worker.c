@@ -19,6 +19,10 @@ struct shms_worker {
   struct shms *h;
   const struct shms__cls *k;
   uint32_t cell;
+  struct shms__spin spin; /* spinning for the next grant (client/spin.c) */
+  /* The last client proven alive and when (monotonic ns): see client_gone. */
+  uint32_t alive_owner;
+  uint64_t alive_at;
 };
 
 /* Bind a free cell to this worker: counted free, so a queued job may be granted to it now. */
@@ -111,6 +115,26 @@ static void not_yet_granted(struct shms_worker *w, uint64_t cw) {
 }
 
 /*
+ * Whether the client `owner` of a job about to start is gone, proving it alive at most once per
+ * ALIVE_FOR_NS: proving it is a system call (F_OFD_GETLK). Death is one-way, so "alive at T" read
+ * a little later only says what a check at T followed by the client's death would say, a race
+ * start already takes: the job runs for nobody and finish, which always checks afresh, drops its
+ * result (docs/protocol.md, "Workers"). Only "alive" is kept; finish never uses it.
+ */
+#define ALIVE_FOR_NS (1000ull * 1000u)
+static int client_gone(struct shms_worker *w, uint32_t owner) {
+  uint64_t now = shms__now_ns();
+  if (owner != 0 && owner == w->alive_owner && now - w->alive_at < ALIVE_FOR_NS)
+    return 0;
+  int gone = shms__owner_dead(w->h, owner);
+  if (!gone) {
+    w->alive_owner = owner;
+    w->alive_at = now;
+  }
+  return gone;
+}
+
+/*
  * The cell is GRANTED with job slot i: re-check the job (its client alive, its
  * deadline, the segment's state), then start it with one CAS that decides
  * against any canceller. 1 if started; 0 if it went away (look again).
@@ -124,7 +148,7 @@ static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) 
     not_yet_granted(w, cw);
     return 0;
   }
-  int reason = shms__owner_dead(h, s->owner)                        ? SHMS_EOWNERLOST
+  int reason = client_gone(w, s->owner)                             ? SHMS_EOWNERLOST
                : s->deadline_ns && shms__now_ns() >= s->deadline_ns ? SHMS_EDEADLINE
                : shms__segment_state(h) != SHMS_SEG_ACTIVE          ? SHMS_ESHUTDOWN
                                                                     : 0;
@@ -156,10 +180,19 @@ static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) 
   return 1;
 }
 
-/* Sleep on the cell's worker futex until a grant, until_real, or the next poll. */
-static void idle(struct shms_worker *w, uint64_t until_real) {
+/* Sleep on the cell's worker futex until a grant, until_real, or the next poll; first spin on
+ * the cell's word (cw) a while, as a client does (client/spin.c). */
+static void idle(struct shms_worker *w, uint64_t cw, uint64_t until_real) {
   struct shms__cell *cell = cell_of(w);
   uint32_t v = shms__load_32(&cell->worker_futex);
+  /* Only before announcing: a worker that said it sleeps (back from a poll) sleeps again. The
+   * class's idle workers (its free cells, ours among them) are the ones that may spin with us. */
+  uint64_t fast = shms__load_64(&w->k->ctl->fast);
+  uint32_t idle_workers =
+      w->k->fast_map ? (uint32_t)__builtin_popcount(SHMS__FAST_LOW(fast)) : SHMS__FAST_LOW(fast);
+  if (!(v & 1u) &&
+      shms__spin(w->h, &w->spin, &cell->word, cw, until_real, idle_workers) != SHMS__SPUN_NOT)
+    return; /* changed (a grant?), or interrupted: the caller looks again */
   /* Say we sleep, then look once more: a grant between the two has cleared the bit. */
   if (!(v & 1u) && !ck_pr_cas_32_value(&cell->worker_futex, v, v | 1u, &v))
     return;
@@ -204,7 +237,7 @@ int shms_worker_take(shms_worker_t *w, uint64_t timeout_ns, shms_job *job) {
       return shms__fail(SHMS_ETIMEDOUT, "no job was granted");
     if (shms__interrupted(w->h))
       return shms__fail(SHMS_ETIMEDOUT, "no job was granted (the wait was interrupted)");
-    idle(w, until_real);
+    idle(w, cw, until_real);
     shms__baton_check_holder(w->h, w->k); /* an idle worker also keeps the class moving */
   }
 }
