@@ -25,6 +25,8 @@ static void convert(const struct shms *h, uint64_t pos, const struct shms__ev_re
   uint32_t cell_ref = (uint32_t)r->where; /* cell + 1; past INT32_MAX only in a corrupt record */
   ev->cell = cell_ref == 0 || cell_ref - 1 > (uint32_t)INT32_MAX ? -1 : (int32_t)(cell_ref - 1);
   ev->pid = (int32_t)(uint32_t)(r->where >> 32);
+  uint32_t uid_ref = (uint32_t)r->uid;
+  ev->uid = uid_ref == 0 ? SHMS_UID_NONE : uid_ref - 1;
   uint32_t slot_ref = (uint32_t)r->slot;
   if (r->ticket_seq != 0 && slot_ref != 0 && ev->cls >= 0)
     ev->ticket = (shms_ticket){.cls = (uint32_t)ev->cls,

@@ -40,6 +40,7 @@ struct held {
   uint32_t slot_ref;                /* a worker's job, slot index + 1 */
   uint32_t job_options;             /* that job's options then */
   char tenant[SHMS_TENANT_MAX + 1]; /* the tenant its lease served then */
+  uint32_t uid_ref;                 /* and whose it was (uid + 1), 0 with no lease */
 };
 
 static int holds(const struct shms__cls *k, uint32_t c, uint32_t owner) {
@@ -50,11 +51,14 @@ static int holds(const struct shms__cls *k, uint32_t c, uint32_t owner) {
 }
 
 static struct held note(const struct shms__cls *k, uint32_t c) {
-  struct held e = {k, c, shms__load_64(&k->cells[c].word), shms__load_32(&k->cells[c].slot), 0, ""};
+  struct held e = {k,  c, shms__load_64(&k->cells[c].word), shms__load_32(&k->cells[c].slot), 0,
+                   "", 0};
   if (e.slot_ref >= 1 && e.slot_ref <= k->nslots)
     e.job_options = shms__load_32(&shms__slot_at(k, e.slot_ref - 1)->options);
-  if (SHMS__CELL_STATE(e.word) == SHMS__CELL_LEASED && k->cfg->mode == SHMS_MODE_LEASE)
+  if (SHMS__CELL_STATE(e.word) == SHMS__CELL_LEASED && k->cfg->mode == SHMS_MODE_LEASE) {
     shms__cell_tenant(k, c, e.tenant);
+    e.uid_ref = shms__load_32(&k->cells[c].uid) + 1;
+  }
   return e;
 }
 
@@ -95,6 +99,7 @@ static void tell_held(struct shms__report *rep, const struct held *e, uint32_t o
   struct shms__item it = {.k = k, .cell_ref = e->cell + 1, .owner = owner};
   if (k->cfg->mode == SHMS_MODE_LEASE) {
     it.tenant = e->tenant;
+    it.uid_ref = e->uid_ref;
     int quarantined = !contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE;
     it.reason = quarantined ? SHMS_EOWNERLOST : 0;
     shms__report(rep, quarantined ? SHMS_EVENT_LEASE_QUARANTINED : SHMS_EVENT_LEASE_RELEASED, it);

@@ -97,6 +97,21 @@ static void tenant_of(uint32_t kind, const struct shms__item *it, char *out) {
       out[i] = '?';
 }
 
+/* The uid + 1 of the owner of the request or lease an item names (0: none), read where
+ * tenant_of reads its tenant. */
+static uint32_t uid_of(uint32_t kind, const struct shms__item *it) {
+  const struct shms__cls *k = it->k;
+  if (it->tenant != NULL)
+    return it->uid_ref;
+  if (it->slot_ref >= 1 && it->slot_ref <= k->nslots)
+    return shms__load_32(&shms__slot_at(k, it->slot_ref - 1)->uid) + 1;
+  if (it->cell_ref >= 1 && it->cell_ref <= k->ncells &&
+      (kind == SHMS_EVENT_LEASE_RELEASED || kind == SHMS_EVENT_LEASE_QUARANTINED ||
+       kind == SHMS_EVENT_GRANT_RETURNED))
+    return shms__load_32(&k->cells[it->cell_ref - 1].uid) + 1;
+  return 0;
+}
+
 /* The ring's record of a report's event: what the report's function is told, timed now. */
 static void note_event(struct shms *h, const shms_event *ev) {
   struct shms__ev e = {.kind = ev->kind,
@@ -105,6 +120,7 @@ static void note_event(struct shms *h, const shms_event *ev) {
                        .pid = ev->pid,
                        .reason = ev->reason,
                        .slot_ref = ev->ticket.seq != 0 ? ev->ticket.slot + 1 : 0,
+                       .uid_ref = ev->uid + 1, /* SHMS_UID_NONE wraps to 0: none */
                        .ticket_seq = ev->ticket.seq};
   memcpy(e.tenant, ev->tenant, sizeof e.tenant);
   shms__ev_put(&h->events, &e);
@@ -127,8 +143,10 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
                 : -1;
   shms__owner_entry(rep->h, it.owner, &ev.pid); /* 0 (memset) once the entry is another's */
   ev.reason = it.reason;
+  ev.uid = SHMS_UID_NONE;
   if (it.k != NULL) {
     tenant_of(kind, &it, ev.tenant);
+    ev.uid = uid_of(kind, &it) - 1; /* 0: none, which wraps to SHMS_UID_NONE */
     if (it.slot_ref >= 1 && it.slot_ref <= it.k->nslots) {
       uint64_t seq = it.seq ? it.seq : shms__load_64(&shms__slot_at(it.k, it.slot_ref - 1)->seq);
       ev.ticket = (shms_ticket){.cls = (uint32_t)it.k->id,
@@ -206,6 +224,7 @@ void shms__note_job(struct shms *h, const struct shms__cls *k, uint32_t i, uint3
                            .pid = owner_pid(h, shms__load_32((uint32_t *)&k->cells[c].worker)),
                            .reason = again ? 0 : SHMS_EWORKERLOST,
                            .slot_ref = i + 1,
+                           .uid_ref = shms__load_32((uint32_t *)&s->uid) + 1,
                            .ticket_seq = shms__load_64((uint64_t *)&s->seq)};
   memcpy(out->tenant, s->tenant_name, sizeof out->tenant);
 }
@@ -221,6 +240,7 @@ void shms__note_request(struct shms *h, const struct shms__cls *k, uint32_t kind
                        .pid = owner_pid(h, shms__load_32((uint32_t *)&s->owner)),
                        .reason = reason,
                        .slot_ref = i + 1,
+                       .uid_ref = shms__load_32((uint32_t *)&s->uid) + 1,
                        .ticket_seq = seq,
                        .value = value};
   /* The enqueuer wrote the name NUL-padded (strncpy) before it published the request. */
@@ -237,7 +257,9 @@ void shms__note_cell(struct shms *h, const struct shms__cls *k, uint32_t kind, u
                        .cell = (int32_t)c,
                        .pid = owner_pid(h, holder),
                        .reason = reason,
-                       .slot_ref = 0};
+                       .slot_ref = 0,
+                       /* written with the lease's start, kept by the quarantine (layout.h) */
+                       .uid_ref = shms__load_32((uint32_t *)&k->cells[c].uid) + 1};
   char name[SHMS_TENANT_MAX + 1];
   shms__cell_tenant(k, c, name);
   strncpy((char *)e.tenant, name, sizeof e.tenant);
@@ -279,6 +301,7 @@ void shms__note_granted(struct shms *h, const struct shms__cls *k, uint32_t i, u
                        .pid =
                            owner_pid(h, SHMS__CELL_OWNER(shms__load_64((uint64_t *)&cell->word))),
                        .slot_ref = i + 1,
+                       .uid_ref = shms__load_32((uint32_t *)&cell->uid) + 1, /* the grant's */
                        .ticket_seq = seq,
                        .value = waited};
   for (size_t w = 0; w < SHMS__NAME_WORDS; w++) /* the grant's, written by shms__cell_start */
@@ -290,7 +313,13 @@ void shms__note_refused(struct shms *h, const struct shms__cls *k, const char *t
   if (h->events.count == 0)
     return;
   struct shms__ev e = {
-      .kind = SHMS_EVENT_REJECTED, .cls = k->id, .cell = -1, .pid = h->pid, .reason = reason};
+      .kind = SHMS_EVENT_REJECTED,
+      .cls = k->id,
+      .cell = -1,
+      .pid = h->pid,
+      .reason = reason,
+      /* the caller's, who asked (an observer enqueues nothing, but never read its NULL entry) */
+      .uid_ref = h->proc != NULL ? shms__load_32(&h->proc->uid) + 1 : 0};
   strncpy((char *)e.tenant, tenant, sizeof e.tenant - 1);
   shms__ev_put(&h->events, &e);
 }

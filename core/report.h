@@ -37,6 +37,7 @@ struct shms__item {
   /* The tenant it concerns, noted before the item was settled (a cell given back may already
    * serve another tenant by the time it is told); NULL: read it from the slot or cell. */
   const char *tenant;
+  uint32_t uid_ref; /* its owner's uid + 1, noted with tenant; 0: read it as tenant is read */
 };
 
 /* Count one item of kind (shms_event_kind_t) and keep its event for the report's function. */

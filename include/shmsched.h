@@ -877,14 +877,20 @@ typedef enum {
   SHMS_EVENT_DRAINED,          /* the segment started draining (pid: who drained it) */
 } shms_event_kind_t;
 
+/* shms_event.uid when none applies: (uid_t)-1, which is nobody's uid (POSIX keeps it for
+ * "no change" in chown). */
+#define SHMS_UID_NONE UINT32_MAX
+
 typedef struct {
-  uint32_t kind;      /* shms_event_kind_t */
-  int32_t cls;        /* shms_class_t, -1 when none applies */
-  int32_t cell;       /* -1 when none applies */
-  int32_t pid;        /* the (dead) process the item belonged to, 0 when unknown */
-  int reason;         /* the outcome given (SHMS_EOWNERLOST, SHMS_EWORKERLOST), else 0 */
-  uint32_t reserved;  /* 0 */
-  shms_ticket ticket; /* the request concerned; seq 0 when none */
+  uint32_t kind; /* shms_event_kind_t */
+  int32_t cls;   /* shms_class_t, -1 when none applies */
+  int32_t cell;  /* -1 when none applies */
+  int32_t pid;   /* the (dead) process the item belonged to, 0 when unknown */
+  int reason;    /* the outcome given (SHMS_EOWNERLOST, SHMS_EWORKERLOST), else 0 */
+  /* The effective uid of the request's or lease's owner (its enqueuer's or acquirer's, as its
+   * slot or cell recorded it); SHMS_UID_NONE when the event concerns no request or lease. */
+  uint32_t uid;
+  shms_ticket ticket;               /* the request concerned; seq 0 when none */
   char tenant[SHMS_TENANT_MAX + 1]; /* its tenant, "" when unknown */
 } shms_event;
 

@@ -94,6 +94,7 @@ void shms__ev_put(const struct shms__evlog *log, const struct shms__ev *e) {
       .value = e->value,
       .writer = (uint32_t)log->pid,
       .position = p,
+      .uid = e->uid_ref,
   };
   for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
     v.tenant[i] = e->tenant[i];

@@ -46,7 +46,7 @@ struct shms__ev_rec {
    * their claim, may each write all the fields, and the one that lost the slot last; the
    * record is then whole but another position's (found by tests/model/events.pml). */
   uint64_t position;
-  uint64_t reserved;
+  uint64_t uid;   /* the request's or lease's owner's uid + 1 (32), 0: none | reserved (32) */
   uint64_t check; /* shms__ev_check over the words above, from mono_ns on */
 };
 
@@ -63,6 +63,7 @@ struct shms__ev {
   int32_t pid;   /* 0: unknown */
   int32_t reason;
   uint32_t slot_ref; /* slot index + 1, 0: no request */
+  uint32_t uid_ref;  /* the request's or lease's owner's effective uid + 1, 0: none */
   uint64_t ticket_seq;
   uint64_t value;
   uint64_t tenant[SHMS__NAME_WORDS]; /* NUL-padded name, all 0 for none */

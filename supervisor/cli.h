@@ -56,7 +56,8 @@ int cli_dashes(int argc, char *const argv[]);
 int cli_take_name_before_cmd(const char *cmd, int dashes, char *const argv[], const char **name);
 int cli_take_cmd(const char *cmd, int argc, char **argv, int dashes, char ***cmdv);
 
-/* The login name of uid into buf (n bytes), or its number when it has none; returns buf. */
+/* The login name of uid into buf (n bytes), or its number when it has none (or one that is not
+ * graphic ASCII without '"' and '\'); returns buf. Cached for a minute; thread-safe. */
 const char *cli_user_name(uint32_t uid, char *buf, size_t n);
 
 /* Print a help text on stdout and return CLI_EXIT_OK. */

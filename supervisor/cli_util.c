@@ -1,9 +1,11 @@
 /* The CLI's error line and option helpers (cli.h). */
 #include <getopt.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "cli_config.h"
@@ -100,11 +102,62 @@ int cli_help(const char *text) {
   return CLI_EXIT_OK;
 }
 
+/*
+ * Names looked up lately: top and metrics name the same few uids on every refresh or scrape, and
+ * a lookup may ask NSS over the network. An answer (a name, or none) is kept for NAME_TTL_NS,
+ * so a renamed or new user shows within that. Locked: metrics may be served from a thread.
+ */
+#define NAME_CACHE  32
+#define NAME_TTL_NS (60ull * 1000 * 1000 * 1000)
+static struct {
+  uint32_t uid;
+  uint64_t at_ns; /* 0: empty */
+  char name[64];  /* "" when the uid has none (or none that fits) */
+} names[NAME_CACHE];
+static unsigned names_next;
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1; /* never 0 */
+}
+
+/* A login name as shown: graphic ASCII only (a name from NSS is another system's data). */
+static int printable(const char *s) {
+  for (; *s != '\0'; s++)
+    if (*s <= ' ' || *s > '~' || *s == '"' || *s == '\\')
+      return 0;
+  return 1;
+}
+
 const char *cli_user_name(uint32_t uid, char *buf, size_t n) {
-  struct passwd p, *found = NULL;
-  char rec[4096];
-  if (getpwuid_r((uid_t)uid, &p, rec, sizeof rec, &found) == 0 && found != NULL)
-    snprintf(buf, n, "%s", found->pw_name);
+  uint64_t now = mono_ns();
+  char name[sizeof names[0].name] = "";
+  int hit = 0;
+  pthread_mutex_lock(&names_lock);
+  for (unsigned i = 0; i < NAME_CACHE && !hit; i++)
+    if (names[i].at_ns != 0 && names[i].uid == uid && now - names[i].at_ns < NAME_TTL_NS) {
+      memcpy(name, names[i].name, sizeof name);
+      hit = 1;
+    }
+  pthread_mutex_unlock(&names_lock);
+  if (!hit) {
+    struct passwd p, *found = NULL;
+    char rec[4096];
+    if (getpwuid_r((uid_t)uid, &p, rec, sizeof rec, &found) == 0 && found != NULL &&
+        strlen(found->pw_name) < sizeof name && found->pw_name[0] != '\0' &&
+        printable(found->pw_name))
+      strcpy(name, found->pw_name);
+    pthread_mutex_lock(&names_lock);
+    unsigned i = names_next++ % NAME_CACHE;
+    names[i].uid = uid;
+    names[i].at_ns = now;
+    memcpy(names[i].name, name, sizeof name);
+    pthread_mutex_unlock(&names_lock);
+  }
+  if (name[0] != '\0')
+    snprintf(buf, n, "%s", name);
   else
     snprintf(buf, n, "%u", uid);
   return buf;

@@ -22,7 +22,7 @@
 #define DEFAULT_DELAY_NS (1000ull * 1000 * 1000)
 
 static const char help[] =
-    "Usage: shmsched top NAME [-d DUR] [-n N] [-b | --json] [-c CLASS] [-s SORT]\n"
+    "Usage: shmsched top NAME [-d DUR] [-n N] [-b | --json] [-c CLASS] [-s SORT] [-l]\n"
     "\n"
     "A live view of the segment, read as an observer (read-only, unregistered):\n"
     "a header (state, uptime, live processes, supervisor), one row per class (a bar\n"
@@ -31,8 +31,12 @@ static const char help[] =
     "the last interval, the mean and longest wait of the grants from the queue in\n"
     "it, the oldest lease), and the tenants of one class (queued, active, grants\n"
     "per second, their share of the class's grants against the fair share, mean\n"
-    "wait in the interval and longest wait).\n"
-    "Keys: c or Tab next class, C previous class, s next sort order, q quit.\n"
+    "wait in the interval and longest wait), or instead its leases: one row per\n"
+    "granted, leased or quarantined cell, with its state, age, holder process and\n"
+    "its state, the user (the uid that acquired or enqueued the lease, by name)\n"
+    "and the tenant.\n"
+    "Keys: c or Tab next class, C previous class, s next sort order, l tenants or\n"
+    "leases, q quit.\n"
     "\n"
     "Options:\n"
     "  -d, --delay DUR   time between frames (default: 1s)\n"
@@ -43,6 +47,8 @@ static const char help[] =
     "  -c, --class C     the class whose tenants are shown (default: the first)\n"
     "  -s, --sort KEY    tenants by grants (grants/s), queued, wait or name\n"
     "                    (default: grants)\n"
+    "  -l, --leases      show the class's leases rather than its tenants (--json\n"
+    "                    always gives both)\n"
     "  -h, --help        show this help\n"
     "\n"
     "In batch and JSON modes the first frame comes after one interval, so that its\n"
@@ -61,6 +67,7 @@ struct top_args {
   long frames; /* 0: no limit */
   int batch, json, sel;
   enum top_sort sort;
+  enum top_panel panel;
 };
 
 static volatile sig_atomic_t stopping;
@@ -107,7 +114,7 @@ static int run_batch(shms_t *h, struct top_args *a) {
       if (a->json)
         top_json(stdout, &f);
       else {
-        top_render(&f, a->sel, a->sort, 0, 0, plain_line, stdout);
+        top_render(&f, a->sel, a->sort, a->panel, 0, 0, plain_line, stdout);
         fputc('\n', stdout);
       }
       fflush(stdout);
@@ -138,7 +145,7 @@ static void screen_line(void *ctx, const char *text, int kind) {
 static void draw(const struct top_frame *f, const struct top_args *a) {
   struct screen s = {0};
   erase();
-  top_render(f, a->sel, a->sort, COLS, LINES, screen_line, &s);
+  top_render(f, a->sel, a->sort, a->panel, COLS, LINES, screen_line, &s);
   refresh();
 }
 
@@ -158,6 +165,8 @@ static int keys(const struct top_sample *now, struct top_args *a, uint64_t due, 
       a->sel = next_class(now, a->sel, -1);
     else if (ch == 's')
       a->sort = (enum top_sort)((a->sort + 1) % TOP_SORTS);
+    else if (ch == 'l')
+      a->panel = a->panel == TOP_PANEL_LEASES ? TOP_PANEL_TENANTS : TOP_PANEL_LEASES;
     else if (ch != KEY_RESIZE)
       continue;
     *redraw = 1; /* a key that changes the view, or a resize: draw again now */
@@ -208,15 +217,19 @@ static int run_screen(shms_t *h, struct top_args *a) {
 /* ---- options --------------------------------------------------------------- */
 
 static int parse(int argc, char **argv, struct top_args *a) {
-  static const struct option opts[] = {
-      {"delay", required_argument, NULL, 'd'}, {"frames", required_argument, NULL, 'n'},
-      {"batch", no_argument, NULL, 'b'},       {"json", no_argument, NULL, 'j'},
-      {"class", required_argument, NULL, 'c'}, {"sort", required_argument, NULL, 's'},
-      {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {{"delay", required_argument, NULL, 'd'},
+                                       {"frames", required_argument, NULL, 'n'},
+                                       {"batch", no_argument, NULL, 'b'},
+                                       {"json", no_argument, NULL, 'j'},
+                                       {"class", required_argument, NULL, 'c'},
+                                       {"sort", required_argument, NULL, 's'},
+                                       {"leases", no_argument, NULL, 'l'},
+                                       {"help", no_argument, NULL, 'h'},
+                                       {NULL, 0, NULL, 0}};
   char why[160], q[96];
   uint32_t frames;
   int c;
-  while ((c = getopt_long(argc, argv, ":d:n:bjc:s:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":d:n:bjc:s:lh", opts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(help), -1;
     if (c == 'd' && cli_parse_duration(optarg, &a->delay_ns, why, sizeof why) != 0)
@@ -229,6 +242,8 @@ static int parse(int argc, char **argv, struct top_args *a) {
       a->batch = 1;
     else if (c == 'j')
       a->json = 1;
+    else if (c == 'l')
+      a->panel = TOP_PANEL_LEASES;
     else if (c == 'c') {
       if ((a->sel = shms_class_from_name(optarg)) < 0)
         return cli_usage("top: --class: no class named '%s'", cli_quote(q, sizeof q, optarg));

@@ -1,6 +1,8 @@
 /* The one formatter of events (event_fmt.h). */
 #include "event_fmt.h"
 
+#include "cli.h"
+
 #include <inttypes.h>
 #include <string.h>
 #include <time.h>
@@ -28,7 +30,7 @@ static void duration(char *buf, size_t n, uint64_t ns) {
 }
 
 char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
-  char ticket[SHMS_TICKET_STRLEN], d[32];
+  char ticket[SHMS_TICKET_STRLEN], d[32], user[64];
   size_t k = (size_t)snprintf(buf, n, "%s", shms_event_name(ev->kind));
 #define ADD(...)                                                                                   \
   do {                                                                                             \
@@ -47,6 +49,8 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
   }
   if (ev->pid != 0)
     ADD(" pid=%d", ev->pid);
+  if (ev->uid != SHMS_UID_NONE)
+    ADD(" uid=%u user=%s", ev->uid, cli_user_name(ev->uid, user, sizeof user));
   if (ev->reason < 0)
     ADD(" reason=%s", shms_err_name(ev->reason));
   else if (ev->reason > 0) /* the holder's own code (run: 128 + the signal) */
@@ -63,7 +67,7 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
 
 void event_json(FILE *f, const shms_event_record *r) {
   const shms_event *ev = &r->event;
-  char t[40], ticket[SHMS_TICKET_STRLEN];
+  char t[40], ticket[SHMS_TICKET_STRLEN], user[64];
   fprintf(f,
           "{\"position\":%" PRIu64 ",\"time\":\"%s\",\"wall_ns\":%" PRIu64 ",\"mono_ns\":%" PRIu64
           ",\"kind\":\"%s\"",
@@ -97,6 +101,11 @@ void event_json(FILE *f, const shms_event_record *r) {
   } else
     fputs(",\"ticket\":null", f);
   fprintf(f, ",\"pid\":%d", ev->pid);
+  /* cli_user_name gives graphic ASCII without '"' or '\': no escaping needed */
+  if (ev->uid != SHMS_UID_NONE)
+    fprintf(f, ",\"uid\":%u,\"user\":\"%s\"", ev->uid, cli_user_name(ev->uid, user, sizeof user));
+  else
+    fputs(",\"uid\":null,\"user\":null", f);
   if (ev->reason < 0)
     fprintf(f, ",\"reason\":\"%s\",\"code\":null", shms_err_name(ev->reason));
   else if (ev->reason > 0)

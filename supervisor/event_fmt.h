@@ -14,9 +14,9 @@
 #include "shmsched.h"
 
 /*
- * "KIND class=C cell=N tenant=T ticket=K pid=P reason=R" into buf (n bytes, NUL-terminated),
- * each field only where it applies; a caller's own code (positive reason) is "code=N"; value
- * is the record's figure (a grant's wait: "waited=DUR"), 0 for none. Returns buf.
+ * "KIND class=C cell=N tenant=T ticket=K pid=P uid=U user=NAME reason=R" into buf (n bytes,
+ * NUL-terminated), each field only where it applies; a caller's own code (positive reason) is
+ * "code=N"; value is the record's figure (a grant's wait: "waited=DUR"), 0 for none. Returns buf.
  */
 char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value);
 /* One record as a JSON object on one line (JSON Lines), newline included. */

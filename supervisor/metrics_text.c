@@ -2,7 +2,8 @@
  * The Prometheus text exposition (format 0.0.4) of segments' figures. Naming follows
  * Prometheus's rules: a shmsched_ prefix, counters end in _total, base units (seconds, bytes) in
  * the name, HELP and TYPE once per family and every sample of a family together. Labels:
- * segment, class, and what the family names (state, reason, tenant, le). Everything is gathered
+ * segment, class, and what the family names (state, reason, tenant, le; a lease's cell, tenant,
+ * uid and user: one series per held cell, so bounded by the cells). Everything is gathered
  * first (one observer attach per segment), then written family by family.
  */
 #include <inttypes.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
 #include "holder_state.h"
 #include "metrics.h"
 #include "shmsched.h"
@@ -25,7 +27,9 @@ struct seg {
   shms_config cfg;
   shms_class_stats st[SHMS_CLASS_COUNT];
   uint32_t holders[SHMS_CLASS_COUNT][HOLDER_STATES]; /* granted or leased cells' holders */
-  shms_tenant_stats *tenants[SHMS_CLASS_COUNT];      /* --tenants: malloc'd, sorted */
+  shms_cell_info *held[SHMS_CLASS_COUNT];            /* those cells: malloc'd */
+  uint32_t nheld[SHMS_CLASS_COUNT];
+  shms_tenant_stats *tenants[SHMS_CLASS_COUNT]; /* --tenants: malloc'd, sorted */
   uint32_t ntenants[SHMS_CLASS_COUNT];
   int named_other[SHMS_CLASS_COUNT]; /* a tenant is named "_other": it is last, summed in */
 };
@@ -48,8 +52,9 @@ static int gather_holders(shms_t *h, int c, struct seg *s) {
             : strcmp(st, "running") == 0 ? HOLDER_RUNNING
                                          : HOLDER_DEAD;
     s->holders[c][k]++;
+    cells[s->nheld[c]++] = cells[i]; /* kept in place: the rows before i are read already */
   }
-  free(cells);
+  s->held[c] = cells;
   return rc;
 }
 
@@ -275,6 +280,33 @@ static void write_cells(const struct out *o) {
       }
 }
 
+/*
+ * Who each lease is for: one series per granted or leased cell, so the series are bounded by the
+ * cells however many tenants and users come and go (an info-style gauge: join on it, or count
+ * it by user).
+ */
+static void write_leases(const struct out *o) {
+  family(o, "shmsched_lease_info", "gauge",
+         "A granted or leased cell: its state and who the lease is for (tenant, the effective "
+         "uid of the process that acquired or enqueued it, and that uid's login name); always "
+         "1.");
+  char uid[16], user[64], cell[16];
+  for (int i = 0; i < o->n; i++)
+    for (int c = 0; o->segs[i].up && c < SHMS_CLASS_COUNT; c++)
+      for (uint32_t k = 0; k < o->segs[i].nheld[c]; k++) {
+        const shms_cell_info *ci = &o->segs[i].held[c][k];
+        snprintf(cell, sizeof cell, "%u", ci->cell);
+        snprintf(uid, sizeof uid, "%u", ci->uid);
+        open_sample(o->f, "shmsched_lease_info", &o->segs[i], c);
+        label(o->f, "cell", cell, 0);
+        label(o->f, "state", ci->state == SHMS_CELL_GRANTED ? "granted" : "leased", 0);
+        label(o->f, "tenant", ci->tenant, 0);
+        label(o->f, "uid", uid, 0);
+        label(o->f, "user", cli_user_name(ci->uid, user, sizeof user), 0);
+        close_u64(o->f, 1);
+      }
+}
+
 static void write_rejections(const struct out *o) {
   static const int codes[SHMS_REJECT_REASONS] = SHMS_REJECT_REASON_CODES;
   family(o, "shmsched_rejections_total", "counter",
@@ -319,6 +351,7 @@ static void write_wait_histogram(const struct out *o) {
 static void write_classes(const struct out *o) {
   write_class_info(o);
   write_cells(o);
+  write_leases(o);
   family(o, "shmsched_queue_depth", "gauge", "Requests queued.");
   per_class(o, "shmsched_queue_depth", 0, v_depth);
   family(o, "shmsched_queue_capacity", "gauge", "Request slots of the class (its queue bound).");
@@ -451,8 +484,10 @@ int metrics_render(const struct metrics_opts *o, char **out, size_t *len) {
     }
   }
   for (int i = 0; i < o->count; i++)
-    for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
       free(segs[i].tenants[c]);
+      free(segs[i].held[c]);
+    }
   free(segs);
   return *out == NULL ? -1 : down;
 }

@@ -24,9 +24,10 @@ struct lease_row {
   const char *holder_state;        /* holder_state(): "running", "stopped", "dead", "" (none) */
   char holder_code;                /* /proc's letter, '-' for none */
   char ticket[SHMS_TICKET_STRLEN]; /* "" for none */
-  uint64_t age_ns;                 /* granted, leased: since the grant; else 0 */
-  const char *reason;              /* quarantined: the reason word, else "" */
-  char quarantined_at[40];         /* quarantined: ISO time, "" when unknown */
+  char user[64];           /* granted, leased, quarantined: the lease's uid's login name, else "" */
+  uint64_t age_ns;         /* granted, leased: since the grant; else 0 */
+  const char *reason;      /* quarantined: the reason word, else "" */
+  char quarantined_at[40]; /* quarantined: ISO time, "" when unknown */
 };
 
 struct sink {
@@ -154,6 +155,10 @@ static void emit_cells(const struct status_view *v, int c, const struct sink *s)
     r.holder_state = holder_state(ci->pid, ci->alive, &r.holder_code);
     if (ci->ticket.seq != 0)
       shms_ticket_format(&ci->ticket, r.ticket);
+    /* Granted, leased, or quarantined (the last lease's, which the cell keeps). */
+    if (ci->state == SHMS_CELL_GRANTED || ci->state == SHMS_CELL_LEASED ||
+        ci->state == SHMS_CELL_QUARANTINED)
+      cli_user_name(ci->uid, r.user, sizeof r.user);
     if ((ci->state == SHMS_CELL_GRANTED || ci->state == SHMS_CELL_LEASED) && ci->since_ns != 0 &&
         v->now_ns > ci->since_ns)
       r.age_ns = v->now_ns - ci->since_ns;
@@ -246,6 +251,8 @@ static void text_cell(void *f, const struct lease_row *r) {
     fprintf(f, " pid=%d holder=%s proc_state=%c", (int)c->pid, r->holder_state, r->holder_code);
   if (c->tenant[0] != '\0')
     fprintf(f, " tenant=%s", cli_quote(q, sizeof q, c->tenant));
+  if (r->user[0] != '\0')
+    fprintf(f, " uid=%u user=%s", c->uid, r->user);
   if (r->ticket[0] != '\0')
     fprintf(f, " ticket=%s", r->ticket);
   if (c->state == SHMS_CELL_GRANTED || c->state == SHMS_CELL_LEASED)
@@ -369,6 +376,13 @@ static void json_cell(void *ctx, const struct lease_row *r) {
     json_str(j, "tenant", c->tenant);
   else
     json_null(j, "tenant");
+  if (r->user[0] != '\0') {
+    json_u64(j, "uid", c->uid);
+    json_str(j, "user", r->user);
+  } else {
+    json_null(j, "uid");
+    json_null(j, "user");
+  }
   if (r->ticket[0] != '\0')
     json_str(j, "ticket", r->ticket);
   else

@@ -42,7 +42,7 @@ void sup_cells_look(shms_t *h, struct sup_cells *s) {
 }
 
 static void tell(const shms_cell_info *was, const shms_cell_info *now, int c, sup_say_fn *say) {
-  shms_event ev = {.cls = c, .cell = (int32_t)now->cell};
+  shms_event ev = {.cls = c, .cell = (int32_t)now->cell, .uid = SHMS_UID_NONE};
   uint64_t value = 0;
   if (now->state == SHMS_CELL_QUARANTINED &&
       (was->state != SHMS_CELL_QUARANTINED || was->generation != now->generation)) {
@@ -51,6 +51,7 @@ static void tell(const shms_cell_info *was, const shms_cell_info *now, int c, su
     memcpy(ev.tenant, now->tenant, sizeof ev.tenant);
     ev.pid = now->pid;
     ev.reason = now->reason;
+    ev.uid = now->uid;
   } else if (was->state == SHMS_CELL_QUARANTINED && now->state != SHMS_CELL_QUARANTINED) {
     ev.kind = SHMS_EVENT_CELL_REPAIRED;
     value = now->state == SHMS_CELL_OFFLINE ? 2 : 1;

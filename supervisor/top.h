@@ -22,6 +22,20 @@ struct top_sample {
   shms_class_stats st[SHMS_CLASS_COUNT];
   shms_tenant_stats *tenants[SHMS_CLASS_COUNT]; /* malloc'd (top_sample_free) */
   uint32_t ntenants[SHMS_CLASS_COUNT];
+  shms_cell_info *cells[SHMS_CLASS_COUNT]; /* every cell, malloc'd (top_sample_free) */
+  uint32_t ncells[SHMS_CLASS_COUNT];
+};
+
+/* A cell that carries a lease (granted, leased) or a quarantined one's last lease: whose. */
+struct top_lease {
+  uint32_t cell;
+  const char *state;        /* "granted", "leased", "quarantined" */
+  int32_t pid;              /* the holder, 0 if unknown */
+  const char *holder_state; /* holder_state(): "running", "stopped", "dead", "" (no holder) */
+  uint32_t uid;             /* the lease's: its acquirer's or enqueuer's effective uid */
+  char user[64];            /* uid's login name, or its number */
+  char tenant[SHMS_TENANT_MAX + 1];
+  uint64_t age_ns; /* since the grant; TOP_NONE when unknown */
 };
 
 struct top_tenant {
@@ -47,6 +61,8 @@ struct top_class {
   double fair_share;          /* 1 / tenants that wanted cells in the interval; 0 if none */
   struct top_tenant *tenants; /* sorted (top_sort) */
   uint32_t ntenants;
+  struct top_lease *leases; /* by cell */
+  uint32_t nleases;
 };
 
 enum top_sort { TOP_SORT_GRANTS, TOP_SORT_QUEUED, TOP_SORT_WAIT, TOP_SORT_NAME, TOP_SORTS };
@@ -70,10 +86,14 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
 void top_frame_free(struct top_frame *f);
 const char *top_sort_name(enum top_sort s);
 
-/* Lines of at most width columns; the tenant panel shows class sel (its index in f->classes).
- * Calls line(ctx, text, kind) per line; kind 1 for a heading line, 0 otherwise. */
-void top_render(const struct top_frame *f, int sel, enum top_sort sort, int width, int height,
-                void (*line)(void *ctx, const char *text, int kind), void *ctx);
+/* What the panel below the classes lists for the selected class. */
+enum top_panel { TOP_PANEL_TENANTS, TOP_PANEL_LEASES };
+
+/* Lines of at most width columns; the panel shows class sel's (its index in f->classes) tenants
+ * or leases. Calls line(ctx, text, kind) per line; kind 1 for a heading line, 0 otherwise. */
+void top_render(const struct top_frame *f, int sel, enum top_sort sort, enum top_panel panel,
+                int width, int height, void (*line)(void *ctx, const char *text, int kind),
+                void *ctx);
 /* One JSON object for the frame, on one line. */
 void top_json(FILE *out, const struct top_frame *f);
 

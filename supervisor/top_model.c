@@ -3,6 +3,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli.h"
+#include "holder_state.h"
 #include "top.h"
 
 static uint64_t clock_ns(clockid_t id) {
@@ -28,13 +30,22 @@ int top_sample_read(shms_t *h, struct top_sample *s) {
     if (rc == SHMS_OK)
       rc = shms_tenants_snapshot(h, (shms_class_t)c, s->tenants[c], max, &n);
     s->ntenants[c] = n < max ? n : max;
+    uint32_t cells = s->cfg.classes[c].cells ? s->cfg.classes[c].cells : 1;
+    n = 0;
+    if (rc == SHMS_OK && (s->cells[c] = calloc(cells, sizeof *s->cells[c])) == NULL)
+      rc = SHMS_ENOMEM;
+    if (rc == SHMS_OK)
+      rc = shms_cells(h, (shms_class_t)c, s->cells[c], cells, &n);
+    s->ncells[c] = n < cells ? n : cells;
   }
   return rc;
 }
 
 void top_sample_free(struct top_sample *s) {
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     free(s->tenants[c]);
+    free(s->cells[c]);
+  }
   memset(s, 0, sizeof *s);
 }
 
@@ -127,6 +138,38 @@ static int make_tenants(const struct top_sample *prev, const struct top_sample *
   return SHMS_OK;
 }
 
+/* The cells of class c that carry a lease or a quarantined one's record, in cell order. */
+static int make_leases(const struct top_sample *now, int c, struct top_class *r) {
+  uint32_t n = now->ncells[c];
+  r->leases = calloc(n ? n : 1, sizeof *r->leases);
+  if (r->leases == NULL)
+    return SHMS_ENOMEM;
+  for (uint32_t i = 0; i < n; i++) {
+    const shms_cell_info *ci = &now->cells[c][i];
+    if (ci->state != SHMS_CELL_GRANTED && ci->state != SHMS_CELL_LEASED &&
+        ci->state != SHMS_CELL_QUARANTINED)
+      continue;
+    struct top_lease *o = &r->leases[r->nleases++];
+    char code;
+    o->cell = ci->cell;
+    o->state = ci->state == SHMS_CELL_GRANTED  ? "granted"
+               : ci->state == SHMS_CELL_LEASED ? "leased"
+                                               : "quarantined";
+    o->pid = ci->pid;
+    o->holder_state = holder_state(ci->pid, ci->alive, &code);
+    o->uid = ci->uid;
+    cli_user_name(ci->uid, o->user, sizeof o->user);
+    memcpy(o->tenant, ci->tenant, sizeof o->tenant);
+    o->tenant[SHMS_TENANT_MAX] = '\0';
+    /* shms_cells' since_ns is CLOCK_MONOTONIC, as the sample's clock */
+    o->age_ns =
+        ci->state != SHMS_CELL_QUARANTINED && ci->since_ns != 0 && now->mono_ns > ci->since_ns
+            ? now->mono_ns - ci->since_ns
+            : TOP_NONE;
+  }
+  return SHMS_OK;
+}
+
 static const char *state_name(uint32_t st) {
   return st == SHMS_SEG_ACTIVE       ? "active"
          : st == SHMS_SEG_DRAINING   ? "draining"
@@ -177,6 +220,8 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
     else
       r->wait_max_ns = TOP_NONE;
     int rc = make_tenants(prev, now, c, dt, sort, r);
+    if (rc == SHMS_OK)
+      rc = make_leases(now, c, r);
     if (rc != SHMS_OK)
       return rc;
   }
@@ -184,8 +229,10 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
 }
 
 void top_frame_free(struct top_frame *f) {
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     free(f->classes[c].tenants);
+    free(f->classes[c].leases);
+  }
 }
 
 const char *top_sort_name(enum top_sort s) {

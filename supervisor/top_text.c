@@ -112,7 +112,8 @@ static void tenants(struct lines *l, const struct top_class *r, enum top_sort so
   char fair[16] = "-";
   if (r->fair_share > 0)
     snprintf(fair, sizeof fair, "%.0f%%", r->fair_share * 100);
-  put(l, 1, "TENANTS of %s: %u  (fair share %s)  sort: %s   keys: c/Tab class  s sort  q quit",
+  put(l, 1,
+      "TENANTS of %s: %u  (fair share %s)  sort: %s   keys: c/Tab class  s sort  l leases  q quit",
       shms_class_name((shms_class_t)r->cls), r->ntenants, fair, top_sort_name(sort));
   put(l, 1, "%-32s %7s %7s %8s %6s %8s %8s", "TENANT", "QUEUED", "ACTIVE", "GRANT/s", "SHARE",
       "WAIT", "WAITMAX");
@@ -126,15 +127,40 @@ static void tenants(struct lines *l, const struct top_class *r, enum top_sort so
   }
 }
 
-void top_render(const struct top_frame *f, int sel, enum top_sort sort, int width, int height,
-                void (*line)(void *ctx, const char *text, int kind), void *ctx) {
+/*
+ * Whose each lease is, one row per cell that carries one (or a quarantined one's record): in 80
+ * columns, the tenant last (cut at the screen's edge when long).
+ */
+static void leases(struct lines *l, const struct top_class *r) {
+  put(l, 1, "LEASES of %s: %u  keys: c/Tab class  l tenants  q quit",
+      shms_class_name((shms_class_t)r->cls), r->nleases);
+  put(l, 1, "%5s %-11s %8s %7s %-7s %-12s %s", "CELL", "STATE", "AGE", "PID", "HOLDER", "USER",
+      "TENANT");
+  for (uint32_t i = 0; i < r->nleases; i++) {
+    const struct top_lease *s = &r->leases[i];
+    char age[16], pid[16] = "-";
+    if (s->pid != 0)
+      snprintf(pid, sizeof pid, "%d", (int)s->pid);
+    put(l, 0, "%5u %-11s %8s %7s %-7s %-12.12s %s", s->cell, s->state,
+        dur(age, sizeof age, s->age_ns), pid, s->holder_state[0] != '\0' ? s->holder_state : "-",
+        s->user, s->tenant);
+  }
+}
+
+void top_render(const struct top_frame *f, int sel, enum top_sort sort, enum top_panel panel,
+                int width, int height, void (*line)(void *ctx, const char *text, int kind),
+                void *ctx) {
   struct lines l = {line, ctx, width, height > 0 ? height : -1};
   header(&l, f);
   put(&l, 0, "%s", "");
   classes(&l, f);
   put(&l, 0, "%s", "");
-  if (sel >= 0 && sel < SHMS_CLASS_COUNT && f->classes[sel].cls >= 0)
-    tenants(&l, &f->classes[sel], sort);
+  if (sel >= 0 && sel < SHMS_CLASS_COUNT && f->classes[sel].cls >= 0) {
+    if (panel == TOP_PANEL_LEASES)
+      leases(&l, &f->classes[sel]);
+    else
+      tenants(&l, &f->classes[sel], sort);
+  }
 }
 
 static void json_wait(struct json_out *j, const char *key, uint64_t ns) {
@@ -179,6 +205,26 @@ static void json_class(struct json_out *j, const struct top_class *r) {
       json_null(j, "share");
     json_wait(j, "wait_mean_ns", t->wait_mean_ns);
     json_wait(j, "wait_max_ns", t->wait_max_ns);
+    json_end(j);
+  }
+  json_end(j);
+  json_begin_array(j, "leases");
+  for (uint32_t i = 0; i < r->nleases; i++) {
+    const struct top_lease *s = &r->leases[i];
+    json_begin_object(j, NULL);
+    json_u64(j, "cell", s->cell);
+    json_str(j, "state", s->state);
+    if (s->pid != 0) {
+      json_i64(j, "pid", s->pid);
+      json_str(j, "holder_state", s->holder_state);
+    } else {
+      json_null(j, "pid");
+      json_null(j, "holder_state");
+    }
+    json_u64(j, "uid", s->uid);
+    json_str(j, "user", s->user);
+    json_str(j, "tenant", s->tenant);
+    json_wait(j, "age_ns", s->age_ns);
     json_end(j);
   }
   json_end(j);

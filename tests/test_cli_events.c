@@ -3,6 +3,7 @@
  * The events are made in this process through the library (the ring does not care who writes);
  * --follow is driven by its stdout pipe: a line read is a line printed, no sleeping.
  */
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +50,13 @@ static shms_ticket granted_once(shms_t *h, shms_class_t c, const char *tenant) {
   return t;
 }
 
+/* This process's login name (the suite runs as a user with one). */
+static const char *my_login(void) {
+  struct passwd *pw = getpwuid(geteuid());
+  ck_assert_ptr_nonnull(pw);
+  return pw->pw_name;
+}
+
 static size_t lines(const char *s) {
   size_t n = 0;
   for (; *s != '\0'; s++)
@@ -67,10 +75,13 @@ START_TEST(events_prints_each_record_as_a_line_or_as_json) {
   ck_assert_uint_eq(lines(out), 2);
   char want[256];
   snprintf(want, sizeof want,
-           "Z granted class=standard cell=0 tenant=alice ticket=%s pid=%d waited=", ticket,
-           getpid());
+           "Z granted class=standard cell=0 tenant=alice ticket=%s pid=%d uid=%u user=%s waited=",
+           ticket, getpid(), (unsigned)geteuid(), my_login());
   ck_assert_msg(strstr(out, want) != NULL, "'%s' lacks '%s'", out, want);
   ck_assert_msg(strstr(out, "granted class=small cell=0 tenant=bob") != NULL, "%s", out);
+  snprintf(want, sizeof want, "pid=%d uid=%u user=%s waited=", getpid(), (unsigned)geteuid(),
+           my_login());
+  ck_assert_msg(strstr(out, want) != NULL, "'%s' lacks '%s'", out, want);
   ck_assert_int_eq(CLI("events", name, "--class", "small"), 0);
   ck_assert_uint_eq(lines(out), 1);
   ck_assert_ptr_nonnull(strstr(out, "tenant=bob"));
@@ -82,6 +93,10 @@ START_TEST(events_prints_each_record_as_a_line_or_as_json) {
            ticket, getpid());
   ck_assert_msg(strstr(out, want) != NULL, "'%s' lacks '%s'", out, want);
   ck_assert_msg(out[0] == '{' && strstr(out, "}\n{") != NULL, "not JSON Lines: %s", out);
+  /* Whose each request was: this process's uid, and its login name. */
+  snprintf(want, sizeof want, "\"pid\":%d,\"uid\":%u,\"user\":\"%s\"", getpid(),
+           (unsigned)geteuid(), my_login());
+  ck_assert_msg(strstr(out, want) != NULL, "'%s' lacks '%s'", out, want);
   ck_assert_int_eq(CLI("events", name, "--kind", "cancelled"), 0);
   ck_assert_str_eq(out, "");
   ck_assert_int_eq(CLI("events", name, "--since", "1h"), 0);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,13 @@ static void lease_line(const char *name, unsigned cell, char *line, size_t n) {
  * check --repair has recovered it, its cell quarantined with the reason and the time; a lease
  * granted from the queue shows its request's ticket.
  */
+/* This process's login name: the runs it starts run as it (the suite's user has one). */
+static const char *my_login(void) {
+  struct passwd *pw = getpwuid(geteuid());
+  ck_assert_ptr_nonnull(pw);
+  return pw->pw_name;
+}
+
 START_TEST(leases_show_holders) {
   const char *name = cli_segment("leases", "standard:cells=1,queue=4", NULL);
   struct cli_proc holder, queued;
@@ -153,6 +161,8 @@ START_TEST(leases_show_holders) {
            (int)holder.pid);
   ck_assert_msg(strstr(line, want) && strstr(line, " tenant=alice ") && strstr(line, " age_ns="),
                 "%s", line);
+  snprintf(want, sizeof want, " tenant=alice uid=%u user=%s ", (unsigned)geteuid(), my_login());
+  ck_assert_msg(strstr(line, want), "'%s' lacks '%s'", line, want);
   ck_assert_msg(strstr(line, "ticket=") == NULL, "a fast-path lease has no ticket: %s", line);
   /* Queued behind it; the holder lets go; the queued run holds the cell under its ticket. */
   CLI_SPAWN(&queued, "run", name, "--class", "standard", "--tenant", "bob", "--print-ticket", "--",
@@ -188,6 +198,11 @@ START_TEST(leases_show_holders) {
   assert_has(out, "\"leases\": [");
   assert_has(out, "\"state\": \"quarantined\"");
   assert_has(out, "\"reason\": \"owner-lost\"");
+  /* The quarantined cell keeps whose its last lease was. */
+  snprintf(want, sizeof want, "\"uid\": %u,\n", (unsigned)geteuid());
+  assert_has(out, want);
+  snprintf(want, sizeof want, "\"user\": \"%s\",\n", my_login());
+  assert_has(out, want);
   assert_has(out, "\"quarantined_unix_ns\": ");
   cli_reap(&queued, 1, pout, sizeof pout, NULL, perr, sizeof perr);
 }
@@ -276,8 +291,19 @@ START_TEST(metrics_exposition) {
            "tenant=\"a\\\"b\\\\c\"} 1\n",
            name);
   assert_has(out, line);
+  /* Whose the held cell's lease is: one series for the one held cell. */
+  snprintf(line, sizeof line,
+           "shmsched_lease_info{segment=\"%s\",class=\"standard\",cell=\"0\",state=\"leased\","
+           "tenant=\"h\",uid=\"%u\",user=\"%s\"} 1\n",
+           name, (unsigned)geteuid(), my_login());
+  assert_has(out, line);
   assert_promtool(path);
   parse_back(path);
+  snprintf(line, sizeof line,
+           "shmsched_lease_info{cell=0,class=standard,segment=%s,state=leased,tenant=h,uid=%u,"
+           "user=%s} 1\n",
+           name, (unsigned)geteuid(), my_login());
+  assert_has(tout, line);
   snprintf(line, sizeof line,
            "shmsched_tenant_queued{class=standard,segment=%s,tenant=a\"b\\c} 1\n", name);
   assert_has(tout, line);
@@ -299,6 +325,8 @@ START_TEST(metrics_exposition) {
   snprintf(line, sizeof line, "shmsched_grants_total{segment=\"%s\",class=\"standard\"} 3\n", name);
   assert_has(out, line);
   ck_assert_msg(strstr(out, "shmsched_tenant_") == NULL, "tenant series without --tenants");
+  ck_assert_msg(strstr(out, "shmsched_lease_info{") == NULL, "a lease series with no lease: %s",
+                out);
   assert_promtool(path);
   parse_back(path);
   snprintf(line, sizeof line, "shmsched_wait_seconds_count{class=standard,segment=%s} 2\n", name);

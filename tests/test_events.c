@@ -63,6 +63,7 @@ START_TEST(the_fast_path_records_nothing_and_a_queued_grant_is_recorded) {
   ck_assert_int_eq(g->event.cls, SHMS_CLASS_STANDARD);
   ck_assert_int_eq(g->event.cell, 0);
   ck_assert_str_eq(g->event.tenant, "bob");
+  ck_assert_uint_eq(g->event.uid, geteuid()); /* whose the request was */
   ck_assert_int_eq(g->event.pid, getpid());
   ck_assert_int_eq(g->writer, getpid());
   ck_assert_uint_eq(g->event.ticket.seq, t.seq);
@@ -103,20 +104,24 @@ START_TEST(rejections_cancellations_expirations_quarantines_repairs_and_drains_a
   ck_assert_ptr_nonnull(e);
   ck_assert_int_eq(e->event.reason, SHMS_EQUEUEFULL);
   ck_assert_str_eq(e->event.tenant, "dave");
+  ck_assert_uint_eq(e->event.uid, geteuid()); /* refused at enqueue: the caller's */
   e = last_of(n, SHMS_EVENT_CANCELLED);
   ck_assert_ptr_nonnull(e);
   ck_assert_str_eq(e->event.tenant, "bob");
+  ck_assert_uint_eq(e->event.uid, geteuid());
   ck_assert_uint_eq(e->event.ticket.seq, a.seq);
   ck_assert_int_eq(e->event.reason, SHMS_ECANCELLED);
   e = last_of(n, SHMS_EVENT_EXPIRED);
   ck_assert_ptr_nonnull(e);
   ck_assert_uint_eq(e->event.ticket.seq, b.seq);
   ck_assert_str_eq(e->event.tenant, "carol");
+  ck_assert_uint_eq(e->event.uid, geteuid());
   e = last_of(n, SHMS_EVENT_CELL_QUARANTINED);
   ck_assert_ptr_nonnull(e);
   ck_assert_int_eq(e->event.reason, 42);
   ck_assert_int_eq(e->event.cell, (int)held.cell);
   ck_assert_str_eq(e->event.tenant, "alice");
+  ck_assert_uint_eq(e->event.uid, geteuid()); /* the lease's, on the fast path */
   ck_assert_int_eq(e->event.pid, getpid());
   e = last_of(n, SHMS_EVENT_CELL_REPAIRED);
   ck_assert_ptr_nonnull(e);
@@ -124,6 +129,7 @@ START_TEST(rejections_cancellations_expirations_quarantines_repairs_and_drains_a
   e = last_of(n, SHMS_EVENT_DRAINED);
   ck_assert_ptr_nonnull(e);
   ck_assert_int_eq(e->event.pid, getpid());
+  ck_assert_uint_eq(e->event.uid, SHMS_UID_NONE); /* a drain concerns no request or lease */
   /* In the order they happened. */
   for (size_t i = 1; i < n; i++)
     ck_assert_uint_gt(recs[i].position, recs[i - 1].position);
@@ -182,10 +188,12 @@ START_TEST(a_recovery_records_what_it_settled) {
   ck_assert_ptr_nonnull(d);
   ck_assert_int_eq(d->event.pid, p);
   ck_assert_int_eq(d->writer, getpid());
+  ck_assert_uint_eq(d->event.uid, SHMS_UID_NONE);
   const shms_event_record *q = last_of(n, SHMS_EVENT_LEASE_QUARANTINED);
   ck_assert_ptr_nonnull(q);
   ck_assert_int_eq(q->event.pid, p);
   ck_assert_str_eq(q->event.tenant, "victim");
+  ck_assert_uint_eq(q->event.uid, geteuid()); /* noted before the recovery settled it */
   ck_assert_int_eq(q->event.reason, SHMS_EOWNERLOST);
   sched_close(h, name);
 }

@@ -6,8 +6,10 @@
  */
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -352,6 +354,47 @@ static int hold_lease(const char *name, struct report *r, int go) {
   return rc;
 }
 
+static char cli_out[65536], cli_err[4096];
+
+/* The CLI's stdout must hold want (a printf format and its arguments). */
+static void assert_cli_shows(const char *const argv[], const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void assert_cli_shows(const char *const argv[], const char *fmt, ...) {
+  char want[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(want, sizeof want, fmt, ap);
+  va_end(ap);
+  int rc = harness_cli(cli_out, sizeof cli_out, cli_err, sizeof cli_err, argv);
+  ck_assert_msg(rc == 0, "shmsched %s: exit %d: %s", argv[0], rc, cli_err);
+  ck_assert_msg(strstr(cli_out, want) != NULL, "shmsched %s %s: '%s' lacks '%s'", argv[0],
+                argv[2] != NULL ? argv[2] : "", cli_out, want);
+}
+
+/*
+ * What root sees of nobody's lease in status --leases, metrics, top (the leases panel and JSON)
+ * and events: nobody's uid and name, not the viewer's.
+ */
+static void views_show_nobody(const char *name) {
+  unsigned u = (unsigned)nobody_uid;
+  assert_cli_shows((const char *const[]){"status", name, "--leases", NULL},
+                   "cell.0: state=leased generation=1 leases=1 pid=");
+  assert_cli_shows((const char *const[]){"status", name, "--leases", NULL},
+                   " tenant=nobody uid=%u user=nobody ", u);
+  assert_cli_shows((const char *const[]){"status", name, "--leases", "--json", NULL},
+                   "\"uid\": %u,\n", u);
+  assert_cli_shows((const char *const[]){"metrics", name, NULL},
+                   "shmsched_lease_info{segment=\"%s\",class=\"standard\",cell=\"0\",state="
+                   "\"leased\",tenant=\"nobody\",uid=\"%u\",user=\"nobody\"} 1\n",
+                   name, u);
+  assert_cli_shows((const char *const[]){"top", name, "-b", "-n", "1", "-d", "1ms", "-l", NULL},
+                   " running nobody       nobody\n");
+  assert_cli_shows((const char *const[]){"top", name, "--json", "-n", "1", "-d", "1ms", NULL},
+                   "\"uid\": %u,\"user\": \"nobody\",\"tenant\": \"nobody\"", u);
+  assert_cli_shows((const char *const[]){"events", name, "--kind", "granted", NULL},
+                   " uid=%u user=nobody waited=", u);
+}
+
 /* Each lease records whose it is: explain of its ticket and the cells' view say nobody's. */
 START_TEST(leases_record_their_uid) {
   const char *name = make_segment("leaseuid", 1, SHMS_TENANT_ANY, -1);
@@ -371,6 +414,7 @@ START_TEST(leases_record_their_uid) {
   ck_assert_shms_ok(shms_cells(h, SHMS_CLASS_STANDARD, &cell, 1, &count));
   ck_assert_uint_eq(cell.state, SHMS_CELL_LEASED);
   ck_assert_uint_eq(cell.uid, nobody_uid);
+  views_show_nobody(name);
   finish_nobody(pid, ready, go);
   ck_assert_int_eq(r->rc, SHMS_OK); /* its release */
   /* Root's own lease, on the fast path, is root's. */
@@ -417,6 +461,14 @@ START_TEST(cancel_own_and_anothers) {
   ck_assert_shms_ok(shms_explain(h, &theirs, &x));
   ck_assert_uint_eq(x.uid, nobody_uid);
   ck_assert_int_eq(shms_cancel(h, &theirs), 1);
+  /* Root recorded the cancellation; the record names the request's owner, nobody. */
+  shms_event_record rec;
+  ck_assert_shms_ok(shms_events_find(h, &theirs, &rec));
+  ck_assert_uint_eq(rec.event.kind, SHMS_EVENT_CANCELLED);
+  ck_assert_int_eq(rec.writer, getpid());
+  ck_assert_uint_eq(rec.event.uid, nobody_uid);
+  assert_cli_shows((const char *const[]){"events", name, "--kind", "cancelled", "--json", NULL},
+                   "\"uid\":%u,\"user\":\"nobody\"", (unsigned)nobody_uid);
   finish_nobody(pid, ready, go);
   ck_assert_msg(r->rc == SHMS_ECANCELLED, "nobody's wait: %s (%s)", shms_err_name(r->rc),
                 r->detail);

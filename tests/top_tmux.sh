@@ -72,6 +72,14 @@ tmux -L "$sock" send-keys -t top C
 wait_screen '^TENANTS of standard: 1 ' '^carol +2 '
 tmux -L "$sock" send-keys -t top s
 wait_screen 'sort: queued'
+# l: the class's leases, whose each is (the holders ran as this user), and back to the tenants.
+me=$(id -un)
+tmux -L "$sock" send-keys -t top l
+wait_screen '^LEASES of standard: 2 ' '^ CELL STATE +AGE +PID HOLDER +USER +TENANT$' \
+  "^ +0 leased +[0-9.]+(us|ms|s) +[0-9]+ running $me +(alice|bob)\$" \
+  "^ +1 leased +[0-9.]+(us|ms|s) +[0-9]+ running $me +(alice|bob)\$"
+tmux -L "$sock" send-keys -t top l
+wait_screen '^TENANTS of standard: 1 ' '^carol +2 '
 # A resize: everything is drawn again within the new width, nothing left of the old frame.
 tmux -L "$sock" resize-window -t top -x 60 -y 20
 wait_screen '^shmsched top: '"$name"' +state active' '^standard +\[#{12}\] +2 ' '^carol +2 '
@@ -87,6 +95,11 @@ timeout 30 tmux -L "$sock" wait-for top-done || fail "q did not end top"
 "$B" top "$name" -b -n 2 -d 50ms | cat >"$dir/batch"
 "$B" top "$name" -n 2 -d 50ms >"$dir/pipe"
 TERM=dumb script -qec "'$B' top '$name' -n 2 -d 50ms" /dev/null >"$dir/dumb" </dev/null
+"$B" top "$name" -b -n 1 -d 50ms -c standard --leases >"$dir/leases"
+[ "$(grep -cE "^ +[01] leased .* running $me +(alice|bob)\$" "$dir/leases")" = 2 ] ||
+  fail "top --leases: $(cat "$dir/leases")"
+awk 'length($0) > 80 && !/^(CLASS|standard|small|shmsched top)/' "$dir/leases" | grep -q . &&
+  fail "a leases line wider than 80 columns: $(cat "$dir/leases")"
 for f in batch pipe dumb; do
   ! grep -q $'\x1b' "$dir/$f" || fail "escape bytes in the $f output: $(cat -v "$dir/$f")"
   [ "$(grep -c '^shmsched top: ' "$dir/$f")" = 2 ] || fail "not 2 frames in $f: $(cat "$dir/$f")"
@@ -102,6 +115,13 @@ std = frames[1]["classes"]["standard"]
 assert (std["cells_leased"], std["queue_depth"], std["queue_capacity"]) == (2, 2, 8), std
 assert [t["name"] for t in std["tenants"]] == ["carol"] and std["tenants"][0]["queued"] == 2, std
 assert frames[1]["supervisor_pid"] is None and frames[1]["live_processes"] == 4, frames[1]
+import os, pwd
+me = pwd.getpwuid(os.geteuid())
+leases = std["leases"]
+assert [l["cell"] for l in leases] == [0, 1], leases
+assert all(l["state"] == "leased" and l["uid"] == me.pw_uid and l["user"] == me.pw_name
+           for l in leases), leases
+assert sorted(l["tenant"] for l in leases) == ["alice", "bob"], leases
 PY
 
 # Let the load go: the holders end, carol's runs get the cells and end.
@@ -109,4 +129,4 @@ exec {go}>"$dir/go"
 exec {go}>&-
 for p in "${pids[@]}"; do wait "$p" || fail "a run of the load exited $?"; done
 pids=()
-echo "top_tmux: the screen, the keys, a resize, batch and JSON frames all as expected"
+echo "top_tmux: the screen, the keys, the leases panel, a resize, batch and JSON frames all as expected"
