@@ -6,6 +6,7 @@
  * hand-off. Time is the test clock (sched_fake_now): the bound passes when the test moves it.
  */
 #include <ck_pr.h>
+#include <string.h>
 
 #include "core/sched.h"
 #include "sched_util.h"
@@ -137,6 +138,41 @@ START_TEST(past_the_bound_tenants_still_take_turns) {
 }
 END_TEST
 
+/* The list by time is index: the audit finds it torn, and a recovery rebuilds it. */
+START_TEST(a_torn_list_by_time_is_found_and_rebuilt) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  shms_request r = sched_req("a", 0);
+  shms_lease held, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t1 = sched_enqueue(h, "a", 0, 0);
+  sched_fake_now += 10 * US;
+  shms_ticket t2 = sched_enqueue(h, "b", 0, 0);
+  struct shms__class_ctl *ctl = h->cls[SHMS_CLASS_STANDARD].ctl;
+  ck_assert_uint_eq(ctl->all_head, t1.slot + 1);
+  ck_assert_uint_eq(ctl->all_tail, t2.slot + 1);
+  ctl->all_head = t2.slot + 1; /* as a baton holder dying mid-unlink could leave it */
+  char report[2048];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_uint_ge(violations, 1);
+  ck_assert_msg(strstr(report, "list by time") != NULL, "audit: %s", report);
+  shms_recovery rec;
+  ck_assert_shms_ok(shms_recover(h, &rec));
+  audit_clean(h);
+  ck_assert_uint_eq(ctl->all_head, t1.slot + 1); /* oldest first again */
+  sched_fake_now += 200 * US;
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert_uint_eq(state_of(h, &t1), SHMS_REQ_GRANTED);
+  ck_assert_shms_ok(shms_wait(h, &t1, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_shms_ok(shms_wait(h, &t2, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("overtake");
   TCase *tc = harness_tcase("overtake");
@@ -144,6 +180,7 @@ int main(void) {
   tcase_add_test(tc, within_the_bound_an_acquire_overtakes_and_the_nudged_waiter_is_granted);
   tcase_add_test(tc, past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acquire);
   tcase_add_test(tc, past_the_bound_tenants_still_take_turns);
+  tcase_add_test(tc, a_torn_list_by_time_is_found_and_rebuilt);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
