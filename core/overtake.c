@@ -38,13 +38,17 @@ void shms__overtake_update(const struct shms__cls *k) {
     ;
 }
 
-void shms__overtake_nudge(const struct shms__cls *k) {
+int shms__overtake_nudge(const struct shms__cls *k) {
   uint32_t head = shms__load_32(&k->ctl->oldest_slot);
   if (head == 0 || head > k->nslots)
-    return; /* none indexed yet: the enqueuer's own kick runs the pass that grants */
-  /* Whoever occupies the slot now: any queued request's waiter kicking is as good. */
+    return 0;
+  /* Whoever occupies the slot now: any queued request's waiter kicking is as good. Only a
+   * waiter asleep on it is sure to answer: one that is not waiting at all (an enqueue whose
+   * caller waits later) would leave the cell to the next poll, so then the caller kicks. */
   uint64_t w = shms__load_64(&shms__slot_at(k, head - 1)->word);
-  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && !(w & SHMS__SLOT_HELP) &&
-         !shms__slot_cas(k, head - 1, &w, (w | SHMS__SLOT_HELP) & ~(uint64_t)SHMS__SLOT_SLEEPING))
-    ;
+  while (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && (w & SHMS__SLOT_SLEEPING) &&
+         !(w & SHMS__SLOT_HELP))
+    if (shms__slot_cas(k, head - 1, &w, (w | SHMS__SLOT_HELP) & ~(uint64_t)SHMS__SLOT_SLEEPING))
+      return 1; /* woken: it kicks when it runs */
+  return 0;
 }

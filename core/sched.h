@@ -95,8 +95,9 @@ uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c);
  * request's end of overtaking and clear STRICT if that request is younger than the bound (or none
  * is left). */
 void shms__overtake_update(const struct shms__cls *k);
-/* After a release that set WOKEN: ask the oldest indexed request's waiter to kick (HELP). */
-void shms__overtake_nudge(const struct shms__cls *k);
+/* After a release that set WOKEN: ask the oldest indexed request's waiter, asleep, to kick
+ * (HELP, waking it). 1 if it did; 0 if none sleeps there (the caller kicks instead). */
+int shms__overtake_nudge(const struct shms__cls *k);
 /* Whether a fast-path taker may take a free cell with the fast word w: nobody queued, or the
  * class overtakes and STRICT is clear. */
 static inline int shms__fast_may_take(const struct shms__cls *k, uint64_t w) {

@@ -6,7 +6,11 @@
  * hand-off. Time is the test clock (sched_fake_now): the bound passes when the test moves it.
  */
 #include <ck_pr.h>
+#include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/sched.h"
 #include "sched_util.h"
@@ -56,22 +60,75 @@ START_TEST(a_strict_class_hands_every_release_to_the_queue) {
 }
 END_TEST
 
-START_TEST(within_the_bound_an_acquire_overtakes_and_the_nudged_waiter_is_granted) {
+/* A child that queues a request and waits for it, asleep; it tells the parent its slot. */
+static void sleeping_child(const char *name, int tell) {
+  shms_t *h;
+  if (shms_attach(name, 0, &h) != SHMS_OK)
+    _exit(2);
+  shms_request r = sched_req("a", 0);
+  shms_ticket t;
+  shms_lease l;
+  if (shms_enqueue(h, &r, &t) != SHMS_OK || write(tell, &t.slot, sizeof t.slot) != sizeof t.slot)
+    _exit(3);
+  if (shms_wait(h, &t, UINT64_MAX, &l) != SHMS_OK)
+    _exit(4);
+  _exit(shms_release(h, &l) == SHMS_OK && shms_detach(h) == SHMS_OK ? 0 : 5);
+}
+
+START_TEST(within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtakes) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_request r = sched_req("a", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  int tell[2];
+  ck_assert_int_eq(pipe(tell), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0)
+    sleeping_child(name, tell[1]);
+  uint32_t slot;
+  ck_assert_int_eq(read(tell[0], &slot, sizeof slot), (ssize_t)sizeof slot);
+  uint64_t *word = &shms__slot_at(k, slot)->word;
+  while (!(ck_pr_load_64(word) & SHMS__SLOT_SLEEPING)) /* asleep on its request */
+    ck_assert_int_eq(sched_yield(), 0);
+  /* Held still, so that nothing it would do when woken races the checks below. */
+  int status;
+  ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+  ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+  sched_fake_now += 50 * US; /* half the bound */
+  ck_assert_shms_ok(shms_release(h, &held));
+  /* Not granted: the cell is free for whoever comes first, and the sleeper is asked to kick. */
+  uint64_t w = ck_pr_load_64(word);
+  ck_assert_uint_eq(SHMS__SLOT_STATE(w), SHMS__SLOT_QUEUED);
+  ck_assert(w & SHMS__SLOT_HELP);
+  ck_assert(!(w & SHMS__SLOT_SLEEPING));
+  ck_assert_shms_ok(shms_try_acquire(h, &r, &held)); /* overtakes the queued request */
+  ck_assert_shms_ok(shms_release(h, &held));         /* a nudge is in flight: none more */
+  ck_assert_uint_eq(SHMS__SLOT_STATE(ck_pr_load_64(word)), SHMS__SLOT_QUEUED);
+  /* No wake-up lost: the nudged waiter's kick grants it the cell nobody else took. */
+  ck_assert_int_eq(kill(pid, SIGCONT), 0);
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+/* Nobody asleep on the oldest request (its caller will wait later): a nudge would reach nobody
+ * until a poll, so the release hands the cell to the queue at once. */
+START_TEST(within_the_bound_a_request_nobody_waits_on_is_granted_at_once) {
   const char *name;
   shms_t *h = open_class(&name, 1, 100 * US);
   shms_request r = sched_req("a", 0);
   shms_lease held, l;
   ck_assert_shms_ok(shms_acquire(h, &r, &held));
   shms_ticket t = sched_enqueue(h, "a", 0, 0);
-  sched_fake_now += 50 * US; /* half the bound */
+  sched_fake_now += 50 * US;
   ck_assert_shms_ok(shms_release(h, &held));
-  /* Not granted: the cell is free for whoever comes first, and the waiter is asked to kick.
-   * (Read from the slot word: explain runs a pass, which would grant the free cell.) */
-  ck_assert_uint_eq(SHMS__SLOT_STATE(slot_word(h, &t)), SHMS__SLOT_QUEUED);
-  ck_assert(slot_word(h, &t) & SHMS__SLOT_HELP);
-  ck_assert_shms_ok(shms_try_acquire(h, &r, &held)); /* overtakes the queued request */
-  ck_assert_shms_ok(shms_release(h, &held));
-  /* No wake-up lost: the nudged waiter's kick grants it the cell nobody else took. */
+  ck_assert_uint_eq(SHMS__SLOT_STATE(slot_word(h, &t)), SHMS__SLOT_GRANTED);
+  ck_assert_shms_err(shms_try_acquire(h, &r, &held), SHMS_EWOULDBLOCK, "queued work goes first");
   ck_assert_shms_ok(shms_wait(h, &t, 0, &l));
   ck_assert_shms_ok(shms_release(h, &l));
   audit_clean(h);
@@ -83,7 +140,7 @@ START_TEST(past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acqui
   const char *name;
   shms_t *h = open_class(&name, 1, 100 * US);
   shms_request r = sched_req("a", 0);
-  shms_lease held, l1, l2, l3;
+  shms_lease held, l1, l2;
   ck_assert_shms_ok(shms_acquire(h, &r, &held));
   shms_ticket t1 = sched_enqueue(h, "a", 0, 0);
   sched_fake_now += 10 * US;
@@ -98,17 +155,9 @@ START_TEST(past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acqui
   ck_assert_uint_eq(state_of(h, &t2), SHMS_REQ_GRANTED);
   ck_assert_shms_err(shms_try_acquire(h, &r, &held), SHMS_EWOULDBLOCK, "queued work goes first");
   ck_assert_shms_ok(shms_wait(h, &t2, 0, &l2));
-  /* A young queue again: overtaking resumes. */
-  shms_ticket t3 = sched_enqueue(h, "a", 0, 0);
-  sched_fake_now += 20 * US;
-  ck_assert_shms_ok(shms_release(h, &l2));
-  ck_assert_uint_eq(SHMS__SLOT_STATE(slot_word(h, &t3)), SHMS__SLOT_QUEUED);
+  ck_assert_shms_ok(shms_release(h, &l2)); /* nobody queued: the cell is anyone's */
   ck_assert_shms_ok(shms_try_acquire(h, &r, &held));
-  sched_fake_now += 100 * US;
   ck_assert_shms_ok(shms_release(h, &held));
-  ck_assert_uint_eq(state_of(h, &t3), SHMS_REQ_GRANTED);
-  ck_assert_shms_ok(shms_wait(h, &t3, 0, &l3));
-  ck_assert_shms_ok(shms_release(h, &l3));
   audit_clean(h);
   sched_close(h, name);
 }
@@ -177,7 +226,8 @@ int main(void) {
   Suite *s = suite_create("overtake");
   TCase *tc = harness_tcase("overtake");
   tcase_add_test(tc, a_strict_class_hands_every_release_to_the_queue);
-  tcase_add_test(tc, within_the_bound_an_acquire_overtakes_and_the_nudged_waiter_is_granted);
+  tcase_add_test(tc, within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtakes);
+  tcase_add_test(tc, within_the_bound_a_request_nobody_waits_on_is_granted_at_once);
   tcase_add_test(tc, past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acquire);
   tcase_add_test(tc, past_the_bound_tenants_still_take_turns);
   tcase_add_test(tc, a_torn_list_by_time_is_found_and_rebuilt);

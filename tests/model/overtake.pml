@@ -27,7 +27,8 @@
  *
  * Variants that must FAIL:
  *  -DNO_NUDGE         a release within the bound neither kicks nor nudges: W sleeps for ever
- *                     with a free cell once the holders leave (invalid end state).
+ *                     with a free cell once the holders leave (invalid end state). A nudge
+ *                     that finds W not asleep (or already asked) kicks instead.
  *  -DSTRICT_AFTER_PUT the release frees its cell with one CAS and sets STRICT with another:
  *                     an acquire takes the cell in between, past the bound (assertion).
  *  -DNO_RECHECK       the pass's holder lets go without re-checking: a release within the
@@ -56,6 +57,7 @@ bit woken = 0;  /* SHMS__FAST_WOKEN */
 /* W's slot word, and what the dispatcher publishes about the oldest request. */
 byte w_state = 0;
 bit w_help = 0;
+bit w_sleeping = 0; /* SHMS__SLOT_SLEEPING: W asleep on its word; whoever changes it clears it */
 bit w_indexed = 0;
 bit published = 0; /* ctl->oldest_slot / overtake_end_ns name W */
 bit aged = 0;      /* W has waited the bound (the clock) */
@@ -78,7 +80,7 @@ inline pass() {
     fi;
     if
     :: w_state == QUEUED && w_indexed && free > 0 ->
-       free--; granted++; w_state = GRANTED; w_help = 0; queued--; owed = 0;
+       free--; granted++; w_state = GRANTED; w_help = 0; w_sleeping = 0; queued--; owed = 0;
        if :: queued == 0 -> strict = 0; woken = 0 :: else -> skip fi
     :: else -> skip
     fi;
@@ -137,8 +139,15 @@ inline release(judged, nudge) {
   if
   :: queued > 0 && strict -> kick()
 #ifndef NO_NUDGE
-  :: nudge -> /* shms__overtake_nudge: HELP on the oldest request, waking its waiter */
-     atomic { if :: published && w_state == QUEUED -> w_help = 1 :: else -> skip fi }
+  :: nudge -> /* shms__overtake_nudge: HELP on the oldest request if its waiter sleeps (waking
+              * it), else the release kicks */
+     atomic {
+       if
+       :: published && w_state == QUEUED && w_sleeping && !w_help -> w_help = 1; w_sleeping = 0; nudge = 0
+       :: else -> skip
+       fi
+     }
+     if :: nudge -> kick() :: else -> skip fi
 #endif
   :: else -> skip
   fi
@@ -179,6 +188,8 @@ active proctype Waiter() {
   do
   :: atomic { w_state == GRANTED -> granted--; held++; w_state = DONE; conserve() }; break
   :: atomic { w_state == QUEUED && w_help -> w_help = 0 }; kick() /* answer HELP */
+  :: atomic { w_state == QUEUED && !w_help && !w_sleeping -> w_sleeping = 1 };
+     !w_sleeping /* the futex: until a waker clears the bit */
   od;
   /* The lease, then its release. */
   bit judged, nudge;
