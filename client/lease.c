@@ -50,6 +50,8 @@ static int release_op(struct shms *h, const struct shms__cls *k, const shms_leas
                       shms_class_name(k->id), lease->cell);
   if (r == SHMS__RELEASE_KICK)
     shms__kick(h, k);
+  else if (r == SHMS__RELEASE_NUDGE && !shms__overtake_nudge(k))
+    shms__kick(h, k); /* nobody asleep to nudge: the queue's pass grants the cell */
   return SHMS_OK;
 }
 

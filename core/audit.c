@@ -203,12 +203,39 @@ static void audit_tenants(struct audit *a) {
               k->ctl->tenants_queued);
 }
 
+/* A class that overtakes: its list by enqueue time holds exactly the indexed requests, oldest
+ * first (its head bounds the overtaking: docs/protocol.md, "Bounded overtaking"). */
+static void audit_by_time(struct audit *a) {
+  const struct shms__cls *k = a->k;
+  if (k->overtake_ns == 0)
+    return;
+  uint32_t n = 0, indexed = 0, steps = 0, prev = 0;
+  for (uint32_t t = 0; t < k->ntenants; t++)
+    if (k->tenants[t].flags & SHMS__TENANT_INUSE)
+      indexed += k->tenants[t].queued;
+  for (uint32_t x = k->ctl->all_head; x >= 1 && x <= k->nslots && steps++ < k->nslots;
+       prev = x, x = shms__slot_at(k, x - 1)->all_next) {
+    const struct shms__slot *s = shms__slot_at(k, x - 1);
+    n++;
+    if (!(shms__load_64((uint64_t *)&s->word) & SHMS__SLOT_INDEXED))
+      violation(a, "slot %u: in the class's list by time but not indexed", x - 1);
+    if (s->all_prev != prev)
+      violation(a, "slot %u: the list by time links back to %u, not %u", x - 1, s->all_prev, prev);
+    if (prev != 0 && shms__slot_at(k, prev - 1)->enqueue_ns > s->enqueue_ns)
+      violation(a, "slot %u: in the list by time after a younger request (slot %u)", x - 1,
+                prev - 1);
+  }
+  if (n != indexed)
+    violation(a, "the class's list by time holds %u requests, %u are indexed", n, indexed);
+}
+
 static void audit_class(struct audit *a) {
   const struct shms__cls *k = a->k;
   uint32_t quarantined, queued, used;
   audit_cells(a, &quarantined);
   audit_slots(a, &queued, &used);
   audit_tenants(a);
+  audit_by_time(a);
   uint64_t fast = shms__load_64(&k->ctl->fast);
   uint32_t field = shms__fast_free_field(k);
   if (SHMS__FAST_LOW(fast) != field)

@@ -23,22 +23,59 @@
     (w) = n_;                                                                                      \
   } while (0)
 
+/* The queued count q (masked to its 29 bits: even a count torn below zero never spills into
+ * the flags above it) with w's free field; STRICT and WOKEN kept while requests are queued, and
+ * gone with the last of them (they speak of the queue). */
+static uint64_t with_queued(uint64_t w, uint32_t q) {
+  q &= SHMS__FAST_QMASK;
+  return ((uint64_t)q << 32) | SHMS__FAST_LOW(w) |
+         (q != 0 ? w & (SHMS__FAST_STRICT | SHMS__FAST_WOKEN) : 0);
+}
+
 uint64_t shms__fast_queue(const struct shms__cls *k, int32_t dqueued) {
   uint64_t w;
-  /* Masked to its 31 bits: even a count torn below zero never spills into FROZEN. */
-  FAST_UPDATE(k, w,
-              ((uint64_t)((SHMS__FAST_QUEUED(w) + (uint32_t)dqueued) & 0x7fffffffu) << 32) |
-                  SHMS__FAST_LOW(w));
+  FAST_UPDATE(k, w, with_queued(w, SHMS__FAST_QUEUED(w) + (uint32_t)dqueued));
   return w;
+}
+
+/* w with cell c counted free (its bit, or one more in the count). */
+static uint64_t with_free(const struct shms__cls *k, uint64_t w, uint32_t c) {
+  if (k->fast_map)
+    return w | (1ull << (c & 31));
+  return (w & ~0xffffffffull) | (uint32_t)(SHMS__FAST_LOW(w) + 1);
 }
 
 uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c) {
   uint64_t w;
-  if (k->fast_map)
-    FAST_UPDATE(k, w, w | (1ull << (c & 31)));
-  else
-    FAST_UPDATE(k, w, (w & ~0xffffffffull) | (uint32_t)(SHMS__FAST_LOW(w) + 1));
+  FAST_UPDATE(k, w, with_free(k, w, c));
   return w;
+}
+
+/* Whether the queue's oldest indexed request has waited k's overtake bound (the baton holder
+ * publishes when it will have: core/overtake.c). */
+static int overtake_passed(const struct shms__cls *k) {
+  uint64_t end = shms__load_64(&k->ctl->overtake_end_ns);
+  return end != 0 && shms__now_ns() >= end;
+}
+
+/*
+ * A release's put in a class that overtakes: with requests queued, the same CAS that frees the
+ * cell sets STRICT if strict (the bound has passed: the cell is the queue's), else WOKEN if no
+ * nudge is in flight. Returns the new word; *nudge says whether this call set WOKEN.
+ */
+static uint64_t put_released(const struct shms__cls *k, uint32_t c, int strict, int *nudge) {
+  uint64_t w = shms__load_64(&k->ctl->fast), n;
+  do {
+    n = with_free(k, w, c);
+    if (SHMS__FAST_QUEUED(w) != 0) {
+      if (strict)
+        n |= SHMS__FAST_STRICT;
+      if (!(n & SHMS__FAST_STRICT))
+        n |= SHMS__FAST_WOKEN;
+    }
+  } while (!ck_pr_cas_64_value(&k->ctl->fast, w, n, &w));
+  *nudge = (n & SHMS__FAST_WOKEN) && !(w & SHMS__FAST_WOKEN);
+  return n;
 }
 
 uint32_t shms__fast_free_field(const struct shms__cls *k) {
@@ -54,9 +91,10 @@ enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take
   for (;;) {
     if (mode == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
       return SHMS__RESERVE_FROZEN;
-    if (SHMS__FAST_LOW(w) == 0 || (mode != SHMS__TAKE_ANY && SHMS__FAST_QUEUED(w) != 0))
+    if (SHMS__FAST_LOW(w) == 0 || (mode != SHMS__TAKE_ANY && !shms__fast_may_take(k, w)))
       return SHMS__RESERVE_NONE;
-    /* One CAS both checks that nobody is queued and takes the cell count. */
+    /* One CAS both checks that the queue lets us (nobody queued, or overtaking allowed) and
+     * takes the cell count. */
     if (ck_pr_cas_64_value(&k->ctl->fast, w, w - 1, &w))
       return SHMS__RESERVE_TAKEN;
   }
@@ -101,7 +139,7 @@ static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode,
     if (mode == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
       return SHMS__TAKE_FROZEN;
     uint32_t map = SHMS__FAST_LOW(w) & valid;
-    if (map == 0 || (mode != SHMS__TAKE_ANY && SHMS__FAST_QUEUED(w) != 0))
+    if (map == 0 || (mode != SHMS__TAKE_ANY && !shms__fast_may_take(k, w)))
       return SHMS__TAKE_NONE;
     uint32_t c = (uint32_t)__builtin_ctz(map);
     if (!ck_pr_cas_64_value(&k->ctl->fast, w, w & ~(1ull << c), &w))
@@ -259,10 +297,28 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
   if (!k->fast_map)
     shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
   SHMS__STEP();
-  uint64_t fast = shms__fast_put(k, c);
+  if (k->overtake_ns == 0) {
+    uint64_t fast = shms__fast_put(k, c);
+    SHMS__STEP();
+    /* Wake the dispatcher only when someone waits: the uncontended release makes no system
+     * call. */
+    return SHMS__FAST_QUEUED(fast) != 0 || tenant != 0 ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
+  }
+  /* Requests queued in a class that overtakes: judge the bound before the cell goes free, so
+   * that the CAS freeing it already says whether it is the queue's (docs/protocol.md, "Bounded
+   * overtaking"). The clock is read only here, never on the uncontended path. */
+  int nudge = 0;
+  int strict = SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) != 0 && overtake_passed(k);
+  uint64_t fast = put_released(k, c, strict, &nudge);
   SHMS__STEP();
-  /* Wake the dispatcher only when someone waits: the uncontended release makes no system call. */
-  return SHMS__FAST_QUEUED(fast) != 0 || tenant != 0 ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
+  /* Within the bound the cell is not handed over: a grant would hold it idle for the wake-up of
+   * its waiter while the next acquire could use it at once. The nudged waiter kicks when it
+   * runs, and the pass it runs grants the cell if it is still free. */
+  if (SHMS__FAST_QUEUED(fast) == 0)
+    return SHMS__RELEASE_DONE;
+  if (fast & SHMS__FAST_STRICT)
+    return SHMS__RELEASE_KICK;
+  return nudge ? SHMS__RELEASE_NUDGE : SHMS__RELEASE_DONE;
 }
 
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {

@@ -220,6 +220,7 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   }
   if (shms__index_corrupt)
     shms__index_rebuild(k);
+  shms__overtake_update(k);
   *exhausted = budget == 0;
   return PASS_BUDGET - budget + tenants;
 }

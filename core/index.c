@@ -91,6 +91,8 @@ static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
   s->tenant = ref;
   struct shms__tenant *t = shms__tenant_at(k, ref);
   shms__index_corrupt |= shms__order_insert(k, t, i);
+  if (k->overtake_ns != 0)
+    shms__index_corrupt |= shms__order_class_insert(k, i);
   SHMS__STEP();
   if (t->queued++ == 0)
     k->ctl->tenants_queued++;
@@ -128,6 +130,8 @@ void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
   }
   struct shms__tenant *t = shms__tenant_at(k, ref);
   shms__index_corrupt |= shms__order_remove(k, t, i);
+  if (k->overtake_ns != 0)
+    shms__index_corrupt |= shms__order_class_remove(k, i);
   act_unlink(k, i);
   if (t->queued > 0 && --t->queued == 0)
     k->ctl->tenants_queued--;

@@ -183,3 +183,59 @@ uint32_t shms__order_ahead(const struct shms__cls *k, const struct shms__tenant 
   }
   return n;
 }
+
+/* Whether a was enqueued after b (by time, then sequence): the class list's order. */
+static int later(const struct shms__slot *a, const struct shms__slot *b) {
+  return a->enqueue_ns != b->enqueue_ns ? a->enqueue_ns > b->enqueue_ns : a->seq > b->seq;
+}
+
+int shms__order_class_insert(const struct shms__cls *k, uint32_t i) {
+  struct shms__class_ctl *ctl = k->ctl;
+  struct shms__slot *s = shms__slot_at(k, i);
+  int torn = 0;
+  /* Arrivals are indexed nearly in time order: walk back from the tail. A request older than
+   * the head (one unparked after a revocation) goes first at once. */
+  uint32_t p = ctl->all_tail;
+  if (valid(k, ctl->all_head) && later(at(k, ctl->all_head), s))
+    p = 0;
+  for (uint32_t steps = 0; p != 0 && valid(k, p) && later(at(k, p), s); steps++) {
+    if (steps >= k->nslots)
+      break;
+    p = at(k, p)->all_prev;
+  }
+  if (p != 0 && !valid(k, p))
+    return 1;
+  uint32_t n = p ? at(k, p)->all_next : ctl->all_head;
+  if (n != 0 && !valid(k, n))
+    return 1;
+  s->all_prev = p;
+  s->all_next = n;
+  if (p)
+    at(k, p)->all_next = i + 1;
+  else
+    ctl->all_head = i + 1;
+  if (n)
+    at(k, n)->all_prev = i + 1;
+  else
+    ctl->all_tail = i + 1;
+  return torn;
+}
+
+int shms__order_class_remove(const struct shms__cls *k, uint32_t i) {
+  struct shms__class_ctl *ctl = k->ctl;
+  struct shms__slot *s = shms__slot_at(k, i);
+  if ((s->all_prev != 0 && !valid(k, s->all_prev)) || (s->all_next != 0 && !valid(k, s->all_next)))
+    return 1;
+  if (s->all_prev)
+    at(k, s->all_prev)->all_next = s->all_next;
+  else if (ctl->all_head == i + 1)
+    ctl->all_head = s->all_next;
+  else
+    return 1; /* first by its links, yet not the head: torn */
+  if (s->all_next)
+    at(k, s->all_next)->all_prev = s->all_prev;
+  else
+    ctl->all_tail = s->all_prev;
+  s->all_prev = s->all_next = 0;
+  return 0;
+}

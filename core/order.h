@@ -34,4 +34,12 @@ uint32_t shms__order_best(const struct shms__tenant *t);
 uint32_t shms__order_ahead(const struct shms__cls *k, const struct shms__tenant *t, uint32_t i,
                            uint64_t now);
 
+/*
+ * A class that overtakes also keeps every indexed request in one list by enqueue time
+ * (ctl->all_head: the oldest), whose head bounds the overtaking (core/overtake.c). Link request
+ * i into it (unlink it); 1 if the list was found torn.
+ */
+int shms__order_class_insert(const struct shms__cls *k, uint32_t i);
+int shms__order_class_remove(const struct shms__cls *k, uint32_t i);
+
 #endif

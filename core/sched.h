@@ -21,7 +21,7 @@
 int shms__test_op_marked(void);
 
 /*
- * ---- The fast word: free cells (low 32) | queued requests (high 31) | FROZEN ----
+ * ---- The fast word: free cells (low 32) | queued requests (30) | STRICT | FROZEN ----
  *
  * A lease class of at most 32 cells keeps the set of its free cells in the low half (bit c:
  * cell c is AVAILABLE and nobody has taken it): one CAS then both checks that nobody is queued
@@ -29,7 +29,22 @@ int shms__test_op_marked(void);
  * there, and a taker then claims some AVAILABLE cell with a CAS of its own.
  */
 #define SHMS__FAST_LOW(w)    ((uint32_t)(w))
-#define SHMS__FAST_QUEUED(w) ((uint32_t)((w) >> 32) & 0x7fffffffu)
+#define SHMS__FAST_QUEUED(w) ((uint32_t)((w) >> 32) & SHMS__FAST_QMASK)
+#define SHMS__FAST_QMASK     0x1fffffffu
+/*
+ * Set by a release within the overtake bound that asks a queued waiter to kick (a nudge: the
+ * cell stays free for whoever comes first); cleared by the next pass. One nudge in flight at a
+ * time, so a busy class makes a system call per wake-up, not per release.
+ */
+#define SHMS__FAST_WOKEN (1ull << 61)
+/*
+ * Set while the queue's oldest request has waited the class's overtake bound: the fast path
+ * then takes no cell while requests are queued, and every release hands its cell to the queue
+ * (kicks). Set by a release that finds the bound passed, in the CAS that frees its cell;
+ * cleared by the baton holder once the oldest indexed request is younger than the bound, and
+ * with the last queued request (docs/protocol.md, "Bounded overtaking").
+ */
+#define SHMS__FAST_STRICT (1ull << 62)
 /* Set while a recovery holds the class still: operations wait at their start (core/quiesce.c). */
 #define SHMS__FAST_FROZEN (1ull << 63)
 
@@ -75,10 +90,24 @@ int shms__proc_busy(const struct shms__proc *p, int c);
 uint64_t shms__fast_queue(const struct shms__cls *k, int32_t dqueued);
 /* Cell c has just become AVAILABLE: count it free (its bit, or one more); returns the new word. */
 uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c);
+
+/* Bounded overtaking (core/overtake.c). The baton holder, after a pass: publish the oldest indexed
+ * request's end of overtaking and clear STRICT if that request is younger than the bound (or none
+ * is left). */
+void shms__overtake_update(const struct shms__cls *k);
+/* After a release that set WOKEN: ask the oldest indexed request's waiter, asleep, to kick
+ * (HELP, waking it). 1 if it did; 0 if none sleeps there (the caller kicks instead). */
+int shms__overtake_nudge(const struct shms__cls *k);
+/* Whether a fast-path taker may take a free cell with the fast word w: nobody queued, or the
+ * class overtakes and STRICT is clear. */
+static inline int shms__fast_may_take(const struct shms__cls *k, uint64_t w) {
+  return SHMS__FAST_QUEUED(w) == 0 || (k->overtake_ns != 0 && !(w & SHMS__FAST_STRICT));
+}
 /* The free field the fast word should hold for cells in these states: recovery and audit. */
 uint32_t shms__fast_free_field(const struct shms__cls *k);
 /*
- * Which free cells a taker may take: the fast path never overtakes queued work (UNQUEUED); the
+ * Which free cells a taker may take: the fast path overtakes queued work only as
+ * shms__fast_may_take allows (UNQUEUED); the
  * dispatcher granting queued work takes regardless (ANY); the fast path's first step, after
  * shms__op_enter_fast, also stops at FROZEN (ENTERING: the caller must then not go on).
  */
@@ -149,10 +178,17 @@ int shms__cell_accept(const struct shms__cls *k, uint32_t c, uint32_t gen, uint3
 /* GRANTED -> LEASED (a worker starts the job granted to its cell c): returns the generation. */
 uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner);
 /* What shms__cell_release did, and what its caller must do next. */
-enum shms__release { SHMS__RELEASE_RACED, SHMS__RELEASE_DONE, SHMS__RELEASE_KICK };
+enum shms__release {
+  SHMS__RELEASE_RACED,
+  SHMS__RELEASE_DONE,
+  SHMS__RELEASE_KICK,
+  SHMS__RELEASE_NUDGE
+};
 /*
  * LEASED -> AVAILABLE (generation + 1): the holder releases the lease whose cell word is expect.
- * RACED if the lease was returned concurrently; KICK if someone waits (the caller kicks).
+ * RACED if the lease was returned concurrently; KICK if the cell is the queue's (the caller
+ * kicks); NUDGE if requests wait within the overtake bound and no nudge is in flight (the caller
+ * calls shms__overtake_nudge).
  */
 enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect);
 /* LEASED -> AVAILABLE (generation + 1) for a departed owner's lease (core/recover.c): 1 if done;

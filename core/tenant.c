@@ -197,6 +197,7 @@ uint32_t shms__tenant_reset(const struct shms__cls *k) {
   for (uint32_t i = 0; i < k->ntenants; i++)
     reset_record(&k->tenants[i]);
   ctl->ring_head = ctl->ring_tail = 0;
+  ctl->all_head = ctl->all_tail = 0; /* the class's list by time: rebuilt with the rest */
   shms__store_32(&ctl->ring_len, 0);
   ctl->tenant_free = 0;
   ctl->tenants_used = 0;

@@ -166,6 +166,12 @@ typedef struct {
    * request; the late request waits for its waiter again, in its place (docs/protocol.md,
    * "Revocation"). 0: SHMS_DEFAULT_GRANT_TIMEOUT_NS; else 1ms..24h. Worker classes: 0. */
   uint64_t grant_timeout_ns;
+  /* Lease classes without tenant-max-active: an acquire may take a free cell ahead of queued
+   * requests while none of them has waited this long; once one has, every release hands its
+   * cell to the queue until it is granted (docs/protocol.md, "Bounded overtaking").
+   * 0: SHMS_DEFAULT_OVERTAKE_NS; SHMS_OVERTAKE_STRICT: never (strict hand-off); else
+   * 1us..1s. Worker classes and classes with tenant-max-active: 0 (they never overtake). */
+  uint64_t overtake_ns;
 } shms_class_config;
 
 typedef struct {
@@ -193,6 +199,10 @@ typedef struct {
 #define SHMS_DEFAULT_EVENTS           1024u
 #define SHMS_EVENTS_MIN               16u
 #define SHMS_EVENTS_MAX               1048576u
+#define SHMS_DEFAULT_OVERTAKE_NS      (100ull * 1000)
+#define SHMS_OVERTAKE_STRICT          UINT64_MAX /* overtake: never (strict hand-off) */
+#define SHMS_OVERTAKE_MIN_NS          1000ull
+#define SHMS_OVERTAKE_MAX_NS          (1000ull * 1000 * 1000)
 
 /*
  * The calls of this section take no handle and touch nothing shared: they
@@ -487,8 +497,10 @@ SHMS_EXTERN int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout
 
 /*
  * Enqueue and wait without a time limit (the request's deadline still applies);
- * with a cell free and nobody queued, in a class without tenant-max-active,
- * take it at once without a request slot (the fast path of shms_try_acquire).
+ * with a cell free, in a class without tenant-max-active, take it at once
+ * without a request slot (the fast path of shms_try_acquire): when nobody is
+ * queued, or while the class's overtake bound allows taking a cell ahead of
+ * the queue (shms_class_config.overtake_ns).
  * Blocks as shms_enqueue and shms_wait do. Errors as theirs, and as
  * shms_try_acquire's fast path (SHMS_ESEQEXHAUSTED: the cell whose tokens ran
  * out is quarantined). An acquire interrupted by shms_interrupt fails
@@ -499,7 +511,8 @@ SHMS_EXTERN int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lea
 
 /*
  * Take a free cell now or fail with SHMS_EWOULDBLOCK; never waits for a cell,
- * and never overtakes queued work. With free cells and an empty queue this is
+ * and overtakes queued work only within the class's overtake bound (none
+ * with overtake_ns = SHMS_OVERTAKE_STRICT). With free cells and an empty queue this is
  * one compare-and-swap on the class's fast word and one on the cell: no system
  * call. A cell whose lease tokens are used up is quarantined on the way and the
  * call fails SHMS_ESEQEXHAUSTED. In a class with tenant-max-active the call

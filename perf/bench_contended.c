@@ -5,7 +5,9 @@
  * CPU and a waiter must sleep and be woken: the figure then measures the cost
  * of blocking, not of the fast path.
  *
- * Output: `contended,SYSTEM,ops_per_s_pP,V,ops/s` (total over all processes).
+ * Output: `contended,SYSTEM,ops_per_s_pP,V,ops/s` (total over all processes), `jain_procs_pP`
+ * (Jain's index of the processes' counts) and, for shmsched, `max_wait_us_pP` and
+ * `mean_wait_us_pP` (the queue's waits, shms_observe).
  * Usage: bench_contended --system NAME [--procs P] [--cells C] [--ms MS]
  */
 #include <stdio.h>
@@ -76,6 +78,8 @@ int main(int argc, char **argv) {
     waitpid(pids[i], &status, 0);
     failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   }
+  uint64_t max_wait = 0, mean_wait = 0;
+  int waits = bl_wait_stats(sh, &max_wait, &mean_wait);
   bl_destroy(sh);
   if (failed)
     bu_die("a worker process failed");
@@ -85,5 +89,20 @@ int main(int argc, char **argv) {
   char metric[32];
   snprintf(metric, sizeof metric, "ops_per_s_p%ld", procs);
   bu_row("contended", name, metric, (double)(uint64_t)((double)total * 1e9 / (double)dt), "ops/s");
+  /* How evenly the processes shared the cells (Jain's index of their counts: 1 even), and for
+   * shmsched the longest and mean wait of a request in the queue (bounded overtaking's bound). */
+  double sum = 0, sumsq = 0;
+  for (int i = 0; i < procs; i++) {
+    sum += (double)s->ops[i];
+    sumsq += (double)s->ops[i] * (double)s->ops[i];
+  }
+  snprintf(metric, sizeof metric, "jain_procs_p%ld", procs);
+  bu_row("contended", name, metric, sumsq > 0 ? sum * sum / ((double)procs * sumsq) : 0, "index");
+  if (waits) {
+    snprintf(metric, sizeof metric, "max_wait_us_p%ld", procs);
+    bu_row("contended", name, metric, (double)max_wait / 1e3, "us");
+    snprintf(metric, sizeof metric, "mean_wait_us_p%ld", procs);
+    bu_row("contended", name, metric, (double)mean_wait / 1e3, "us");
+  }
   return 0;
 }

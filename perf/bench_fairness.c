@@ -14,7 +14,8 @@
  * Processes are not pinned: the 222 of them share the CPUs.
  *
  * Output: `fairness,SYSTEM,jain_index,V,index` and share_heavy, share_medium,
- * share_light (fractions of the grants in the window).
+ * share_light (fractions of the grants in the window); for shmsched max_wait_us and
+ * mean_wait_us (the queue's waits, warm-up included: shms_observe).
  * Usage: bench_fairness --system NAME [--ms MS] [--warmup-ms MS] [--work-us US]
  *                       [--procs HEAVY:MEDIUM:LIGHT]
  */
@@ -97,6 +98,8 @@ int main(int argc, char **argv) {
     waitpid(pids[i], &status, 0);
     failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   }
+  uint64_t max_wait = 0, mean_wait = 0;
+  int waits = bl_wait_stats(sh, &max_wait, &mean_wait);
   bl_destroy(sh);
   if (failed)
     bu_die("a tenant process failed");
@@ -114,6 +117,10 @@ int main(int argc, char **argv) {
     char metric[32];
     snprintf(metric, sizeof metric, "share_%s", tenant_names[t]);
     bu_row("fairness", name, metric, x[t] / sum, "fraction");
+  }
+  if (waits) {
+    bu_row("fairness", name, "max_wait_us", (double)max_wait / 1e3, "us");
+    bu_row("fairness", name, "mean_wait_us", (double)mean_wait / 1e3, "us");
   }
   return 0;
 }

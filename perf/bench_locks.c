@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
 #include <sys/sem.h>
@@ -34,24 +35,44 @@ struct bl_shared {
 
 /* ---- shmsched ----------------------------------------------------------- */
 
+/* The class's overtake bound: BENCH_OVERTAKE_US (microseconds, 0 for strict hand-off) if set,
+ * for the trade-off table of docs/performance.md; else the default. */
+static uint64_t bench_overtake(void) {
+  const char *v = getenv("BENCH_OVERTAKE_US");
+  if (v == NULL || *v == '\0')
+    return 0;
+  char *end;
+  unsigned long long us = strtoull(v, &end, 10);
+  if (*end != '\0')
+    bu_die("BENCH_OVERTAKE_US: not a number of microseconds: '%s'", v);
+  return us == 0 ? SHMS_OVERTAKE_STRICT : us * 1000;
+}
+
 /* events: the segment's event ring (the default), or 0 for none (shmsched-noevents: the
  * recorder's cost, side by side). */
-static void shmsched_make(bl_shared *sh, unsigned cells, uint32_t events) {
+static void shmsched_make(bl_shared *sh, unsigned cells, uint64_t overtake, uint32_t events) {
   static unsigned serial;
   snprintf(sh->segment, sizeof sh->segment, "shms-bench-%d-%u", (int)getpid(), serial++);
   shms_config cfg;
   shms_config_init(&cfg);
   cfg.classes[SHMS_CLASS_STANDARD] =
-      (shms_class_config){.configured = 1, .cells = cells, .queue = 1024};
+      (shms_class_config){.configured = 1, .cells = cells, .queue = 1024, .overtake_ns = overtake};
   cfg.events = events;
   int rc = shms_create(sh->segment, &cfg);
   if (rc != SHMS_OK)
     bu_die_shms("shms_create", rc);
 }
 static void shmsched_create(bl_shared *sh, unsigned cells) {
-  shmsched_make(sh, cells, SHMS_DEFAULT_EVENTS);
+  shmsched_make(sh, cells, bench_overtake(), SHMS_DEFAULT_EVENTS);
 }
-static void shmsched_create_noevents(bl_shared *sh, unsigned cells) { shmsched_make(sh, cells, 0); }
+static void shmsched_create_noevents(bl_shared *sh, unsigned cells) {
+  shmsched_make(sh, cells, bench_overtake(), 0);
+}
+
+/* overtake=0: every release hands its cell to the queue (the behaviour before overtaking). */
+static void shmsched_strict_create(bl_shared *sh, unsigned cells) {
+  shmsched_make(sh, cells, SHMS_OVERTAKE_STRICT, SHMS_DEFAULT_EVENTS);
+}
 
 /* A class that binds tenants to users (tenant=user, docs/security.md): what the identity check
  * costs each acquire. */
@@ -105,6 +126,25 @@ static void shmsched_release(bl_proc *p) {
 }
 
 static void shmsched_close(bl_proc *p) { shms_detach(p->h); }
+
+int bl_wait_stats(const bl_shared *sh, uint64_t *max_ns, uint64_t *mean_ns) {
+  if (strncmp(sh->sys->name, "shmsched", 8) != 0)
+    return 0;
+  shms_t *h;
+  shms_class_stats st;
+  if (shms_attach(sh->segment, 0, &h) != SHMS_OK)
+    return 0;
+  int rc = shms_observe(h, SHMS_CLASS_STANDARD, &st);
+  shms_detach(h);
+  if (rc != SHMS_OK)
+    return 0;
+  *max_ns = st.max_wait_ns;
+  uint64_t waits = 0;
+  for (int b = 0; b < SHMS_WAIT_BUCKETS; b++)
+    waits += st.wait_buckets[b];
+  *mean_ns = waits ? st.total_wait_ns / waits : 0;
+  return 1;
+}
 static void shmsched_destroy(bl_shared *sh) { shms_destroy(sh->segment, SHMS_DESTROY_FORCE); }
 
 /* ---- posix-sem ---------------------------------------------------------- */
@@ -276,6 +316,8 @@ static void nothing_create(bl_shared *sh, unsigned cells) { (void)sh, (void)cell
 static const struct bl_system systems[] = {
     {"shmsched", shmsched_create, shmsched_open, shmsched_acquire, shmsched_release, shmsched_close,
      shmsched_destroy},
+    {"shmsched-strict", shmsched_strict_create, shmsched_open, shmsched_acquire, shmsched_release,
+     shmsched_close, shmsched_destroy},
     {"shmsched-try", shmsched_create, shmsched_open, shmsched_try_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
     {"shmsched-user", shmsched_user_create, shmsched_user_open, shmsched_acquire, shmsched_release,
@@ -300,7 +342,8 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-try shmsched-user shmsched-noevents posix-sem sysv-sem-undo "
+  return "shmsched shmsched-strict shmsched-try shmsched-user shmsched-noevents posix-sem "
+         "sysv-sem-undo "
          "jobserver-pipe futex "
          "posix-mq "
          "robust-mutex harness";

@@ -5,6 +5,8 @@
  * written once against it, so every system runs the same loop.
  *
  *   shmsched        shms_acquire / shms_release on class standard
+ *   shmsched-strict shms_acquire / shms_release on a class with overtake=0 (strict hand-off);
+ *                   "shmsched" takes BENCH_OVERTAKE_US (0: strict) when set, else the default
  *   shmsched-try    shms_try_acquire (spinning on would-block) / shms_release
  *   posix-sem       process-shared sem_t: sem_wait / sem_post
  *   sysv-sem-undo   semop(-1, SEM_UNDO) / semop(+1, SEM_UNDO)
@@ -56,6 +58,10 @@ bl_shared *bl_create(const struct bl_system *sys, unsigned cells);
 void bl_open(bl_proc *p, bl_shared *sh, const char *tenant);
 void bl_close(bl_proc *p);
 void bl_destroy(bl_shared *sh);
+
+/* shmsched systems: the class's longest and mean queue wait so far (shms_observe), before
+ * bl_destroy; 1 if read, 0 for another system. */
+int bl_wait_stats(const bl_shared *sh, uint64_t *max_ns, uint64_t *mean_ns);
 
 static inline void bl_acquire(bl_proc *p) { p->sys->acquire(p); }
 static inline void bl_release(bl_proc *p) { p->sys->release(p); }

@@ -119,6 +119,10 @@ for ((rep = 1; rep <= repeats; rep++)); do
       run "$rep" bench_contended --system "$s" --procs "$p" --cells 2 --ms "$cont_ms"
     done
   done
+  # Strict hand-off (overtake=0) beside the default bound: bounded overtaking's before/after.
+  for p in 4 8; do
+    run "$rep" bench_contended --system shmsched-strict --procs "$p" --cells 2 --ms "$cont_ms"
+  done
   for s in shmsched posix-mq; do
     run "$rep" bench_worker --system "$s" --rounds "$worker_rounds" --ms "$worker_ms" \
       --samples "$out/samples/worker-roundtrip-$s.txt"
@@ -126,7 +130,7 @@ for ((rep = 1; rep <= repeats; rep++)); do
   run "$rep" bench_scaling --ops "$scaling_ops"
   # The event recorder's cost on a grant and a cancel (each records one event), side by side.
   run "$rep" bench_scaling --ops "$scaling_ops" --events 0 10:1 1000:100
-  for s in shmsched posix-sem; do
+  for s in shmsched shmsched-strict posix-sem; do
     run "$rep" bench_fairness --system "$s" --ms "$fair_ms" --warmup-ms "$fair_warmup"
   done
   for q in 64 1048576; do

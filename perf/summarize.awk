@@ -199,4 +199,32 @@ END {
   if (wc != "")
     target("idle-waiters: 100 idle waiters under 1% of a CPU", wc < 0.01,
            sprintf("%.4f CPU s/s", wc))
+
+  print ""
+  print "Targets of issue 15, contended throughput (for information):"
+  # Bounded overtaking (docs/protocol.md): shmsched's default bound (100 us) against posix-sem,
+  # with strict hand-off (shmsched-strict, overtake=0) beside it as the before.
+  for (pi = 4; pi <= 8; pi += 4) {
+    m = "ops_per_s_p" pi
+    c = fig("contended", "shmsched", m)
+    s = fig("contended", "posix-sem", m)
+    st = fig("contended", "shmsched-strict", m)
+    if (c != "" && s != "" && s > 0) {
+      d = sprintf("%.2fx (strict hand-off %s)", c / s, st == "" ? "-" : sprintf("%.3fx", st / s))
+      target("contended: p" pi " on 2 cells at least 0.5x posix-sem", c >= 0.5 * s, d)
+      target("contended: p" pi " on 2 cells goal 0.8x posix-sem", c >= 0.8 * s, d)
+    }
+    mw = fig("contended", "shmsched", "max_wait_us_p" pi)
+    mws = fig("contended", "shmsched-strict", "max_wait_us_p" pi)
+    mean = fig("contended", "shmsched", "mean_wait_us_p" pi)
+    if (mw != "" && mws != "")
+      target("contended: p" pi " longest queue wait no longer than strict's", mw <= mws,
+             sprintf("%s us (strict %s us; mean %s us; bound 100 us)", num(mw), num(mws),
+                     num(mean)))
+  }
+  j = fig("fairness", "shmsched", "jain_index")
+  jst = fig("fairness", "shmsched-strict", "jain_index")
+  if (j != "")
+    target("fairness: Jain index at least 0.99 with overtaking", j >= 0.99,
+           sprintf("%.4f (strict hand-off %s)", j, jst == "" ? "-" : sprintf("%.4f", jst)))
 }

@@ -25,4 +25,9 @@ void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *
   k->grant_timeout_ns = k->cfg->mode != SHMS_MODE_LEASE ? 0
                         : k->cfg->grant_timeout_ns != 0 ? k->cfg->grant_timeout_ns
                                                         : SHMS_DEFAULT_GRANT_TIMEOUT_NS;
+  uint64_t x = k->cfg->overtake_ns;
+  k->overtake_ns = k->cfg->mode != SHMS_MODE_LEASE || k->cfg->tenant_max_active != 0 ? 0
+                   : x == SHMS_OVERTAKE_STRICT                                       ? 0
+                   : x != 0                                                          ? x
+                            : SHMS_DEFAULT_OVERTAKE_NS;
 }

@@ -25,6 +25,9 @@ struct shms__cls {
   uint64_t starvation_ns; /* the segment's starvation-after */
   uint64_t
       grant_timeout_ns; /* lease classes: the class's grant-timeout (default applied); 0: none */
+  /* How long a queued request may be overtaken by the fast path (default applied); 0: never
+   * (strict hand-off: a worker class, tenant-max-active, or overtake=0). */
+  uint64_t overtake_ns;
 };
 
 static inline struct shms__slot *shms__slot_at(const struct shms__cls *k, uint32_t i) {

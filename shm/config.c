@@ -119,6 +119,17 @@ static int validate_class(const shms_config *cfg, int c) {
   if (k->grant_timeout_ns != 0 &&
       (k->grant_timeout_ns < SHMS_MIN_DURATION_NS || k->grant_timeout_ns > SHMS_MAX_DURATION_NS))
     return shms__fail(SHMS_EINVAL, "class %s: grant-timeout: must be 1ms..24h", cn);
+  if (k->overtake_ns != 0 && k->mode == SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL,
+                      "class %s: overtake: only a lease class has a fast path that overtakes", cn);
+  if (k->overtake_ns != 0 && k->tenant_max_active != 0)
+    return shms__fail(SHMS_EINVAL,
+                      "class %s: overtake: a class with tenant-max-active always queues (it has "
+                      "no fast path to overtake with)",
+                      cn);
+  if (k->overtake_ns != 0 && k->overtake_ns != SHMS_OVERTAKE_STRICT &&
+      (k->overtake_ns < SHMS_OVERTAKE_MIN_NS || k->overtake_ns > SHMS_OVERTAKE_MAX_NS))
+    return shms__fail(SHMS_EINVAL, "class %s: overtake: must be 0 (strict) or 1us..1s", cn);
   if (k->on_command_crash != SHMS_ON_CRASH_RELEASE &&
       k->on_command_crash != SHMS_ON_CRASH_QUARANTINE)
     return shms__fail(SHMS_EINVAL, "class %s: on-command-crash: must be release or quarantine", cn);

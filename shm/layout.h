@@ -72,10 +72,17 @@ struct shms__header {
  */
 struct shms__class_ctl {
   /* Line 0, written by every acquire and release: the fast-path word (free cells in the
-   * low 32 bits, a map or a count; queued requests in the high 31; FROZEN) and, for a class
-   * that counts, a hint of a free cell. */
+   * low 32 bits, a map or a count; queued requests in the high 30; STRICT; FROZEN) and, for a
+   * class that counts, a hint of a free cell. */
   uint64_t fast SHMS__ALIGNED;
   uint32_t cell_hint;
+  /* Classes that overtake, written by the baton holder after each pass and read by every
+   * release that finds requests queued (docs/protocol.md, "Bounded overtaking"), on this line,
+   * which the release has in its cache already: the oldest indexed request (slot index + 1, 0
+   * for none), whose waiter a release nudges, and when it will have waited the class's bound
+   * (its enqueue time + overtake; 0 for none). */
+  uint32_t oldest_slot;
+  uint64_t overtake_end_ns;
   /* Line 1: the dispatcher baton: 0 free, else (1 << 32) | the holder's owner id. */
   uint64_t baton SHMS__ALIGNED;
   /* Line 2: the observation seqlock and the figures it keeps coherent. */
@@ -96,6 +103,10 @@ struct shms__class_ctl {
   uint32_t tenants_used;   /* tenant records in use */
   uint32_t tenants_queued; /* tenants with indexed requests */
   uint64_t grant_due;      /* the earliest a grant may fall due for revocation, 0: none */
+  /* Classes that overtake: every indexed request in enqueue-time order (oldest first), slot
+   * index + 1, through the slots' all_prev/all_next (core/order.c). */
+  uint32_t all_head;
+  uint32_t all_tail;
   /* Line 4, written by enqueuers, quarantine and repair. */
   uint64_t request_seq SHMS__ALIGNED; /* the next request's sequence number; never wraps */
   uint32_t used;                      /* request slots in use */
@@ -180,8 +191,8 @@ struct shms__slot {
   /* The owner's record of its requests (core/owned.c): a list through its slots, every class
    * in one, as SHMS__OWNED_REF; written only by the owner's threads. */
   uint32_t own_prev, own_next;
-  uint32_t uid; /* the enqueuer's effective uid at registration: who may cancel it */
-  uint8_t reserved[8];
+  uint32_t uid;                /* the enqueuer's effective uid at registration: who may cancel it */
+  uint32_t all_prev, all_next; /* the class's list by enqueue time (ctl->all_head) */
 } SHMS__ALIGNED;
 
 /* A tenant record: present while the tenant has queued work or limited leases. */

@@ -19,6 +19,7 @@ static const char *const key_names[CLI_KEY_COUNT] = {
     [CLI_KEY_GRANT_TIMEOUT] = "grant-timeout",
     [CLI_KEY_ON_COMMAND_CRASH] = "on-command-crash",
     [CLI_KEY_TENANT] = "tenant",
+    [CLI_KEY_OVERTAKE] = "overtake",
 };
 
 const char *cli_class_key_name(int key) {
@@ -110,6 +111,33 @@ static int parse_allow(shms_class_config *k, const char *v, char *err, size_t n)
   }
 }
 
+/* overtake=0 (strict hand-off) or a duration, which may be in microseconds (100us): the bound
+ * is meant to be shorter than the millisecond every other duration starts at. */
+static int parse_overtake(shms_class_config *k, const char *v, char *err, size_t n) {
+  size_t digits = strspn(v, "0123456789"), len = strlen(v);
+  if (strcmp(v, "0") == 0) {
+    k->overtake_ns = SHMS_OVERTAKE_STRICT;
+    return 0;
+  }
+  if (digits > 0 && digits <= 9 && len == digits + 2 && strcmp(v + digits, "us") == 0) {
+    uint64_t us = 0;
+    for (size_t i = 0; i < digits; i++)
+      us = us * 10 + (uint64_t)(v[i] - '0');
+    if (us == 0) {
+      k->overtake_ns = SHMS_OVERTAKE_STRICT;
+      return 0;
+    }
+    k->overtake_ns = us * 1000;
+    return 0;
+  }
+  if (cli_parse_duration(v, &k->overtake_ns, err, n) == 0)
+    return 0;
+  char q[96];
+  snprintf(err, n, "overtake: must be 0 (strict) or a duration such as 100us or 1ms, got '%s'",
+           cli_quote(q, sizeof q, v));
+  return SHMS_EINVAL;
+}
+
 static int find_key(const char *key) {
   for (int i = 0; i < CLI_KEY_COUNT; i++)
     if (strcmp(key, key_names[i]) == 0)
@@ -145,6 +173,8 @@ static int set_value(shms_class_config *k, int key, const char *v, char *err, si
     return parse_allow(k, v, err, n);
   case CLI_KEY_TENANT:
     return parse_tenant_bind(k, v, err, n);
+  case CLI_KEY_OVERTAKE:
+    return parse_overtake(k, v, err, n);
   default:
     return SHMS_EINVAL;
   }
@@ -160,7 +190,7 @@ int cli_class_set(struct cli_class_build *b, const char *key, const char *value,
   if (i < 0) {
     snprintf(err, n,
              "%s: unknown key (expected cells, queue, mode, payload, tenant-max-active, allow, "
-             "on-holder-death, on-command-crash, grant-timeout or tenant)",
+             "on-holder-death, on-command-crash, grant-timeout, tenant or overtake)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

@@ -164,6 +164,56 @@ START_TEST(class_spec_good) {
 }
 END_TEST
 
+/* overtake: the fast path's bound over queued work (docs/config.md), 0 for strict hand-off. */
+START_TEST(class_spec_overtake) {
+  static const struct {
+    const char *spec;
+    uint64_t ns;
+  } good[] = {
+      {"standard:cells=1,queue=1,overtake=100us", 100000},
+      {"standard:cells=1,queue=1,overtake=1us", 1000},
+      {"standard:cells=1,queue=1,overtake=2ms", 2000000},
+      {"standard:cells=1,queue=1,overtake=1s", 1000000000},
+      {"standard:cells=1,queue=1,overtake=0", SHMS_OVERTAKE_STRICT},
+      {"standard:cells=1,queue=1,overtake=0us", SHMS_OVERTAKE_STRICT},
+  };
+  for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+    shms_config_init(&cfg);
+    ck_assert_parses(cli_parse_class_spec(&cfg, good[i].spec, err, sizeof err));
+    ck_assert_uint_eq(cfg.classes[SHMS_CLASS_STANDARD].overtake_ns, good[i].ns);
+  }
+  static const struct {
+    const char *spec, *needle;
+  } bad[] = {
+      {"standard:cells=1,queue=1,overtake=2s", "--class standard: overtake: must be 0 (strict) or "
+                                               "1us..1s"},
+      {"standard:cells=1,queue=1,overtake=fast", "--class standard: overtake: must be 0 (strict) "
+                                                 "or a duration such as 100us or 1ms, got 'fast'"},
+      {"standard:cells=1,queue=1,overtake=-1us", "overtake: must be 0 (strict) or a duration"},
+      {"standard:cells=1,queue=1,overtake=100", "overtake: must be 0 (strict) or a duration"},
+      {"standard:cells=1,queue=1,mode=worker,overtake=100us",
+       "--class standard: overtake: only a lease class has a fast path that overtakes"},
+      {"standard:cells=1,queue=1,mode=worker,overtake=0", "overtake: only a lease class"},
+      {"standard:cells=2,queue=1,tenant-max-active=1,overtake=100us",
+       "--class standard: overtake: a class with tenant-max-active always queues"},
+      {"standard:cells=1,queue=1,overtake=1ms,overtake=1ms", "--class standard: overtake: given "
+                                                             "twice"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    shms_config_init(&cfg);
+    ck_assert_fails(cli_parse_class_spec(&cfg, bad[i].spec, err, sizeof err), bad[i].needle);
+    ck_assert_uint_eq(cfg.classes[SHMS_CLASS_STANDARD].configured, 0); /* nothing changed */
+  }
+  /* The library's own check, for a configuration built in C. */
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_STANDARD] =
+      (shms_class_config){.configured = 1, .cells = 1, .queue = 1, .overtake_ns = 999};
+  ck_assert_int_eq(shms_config_validate(&cfg), SHMS_EINVAL);
+  ck_assert_str_eq(shms_last_error_detail(),
+                   "class standard: overtake: must be 0 (strict) or 1us..1s");
+}
+END_TEST
+
 static const struct {
   const char *spec, *needle;
 } bad_specs[] = {
@@ -409,6 +459,7 @@ START_TEST(ini_good) {
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_LARGE].queue, 0);
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_TINY].configured, 0);
   ck_assert_uint_eq(cfg.classes[SHMS_CLASS_STANDARD].configured, 0);
+  ck_assert_uint_eq(s->overtake_ns, 0); /* not given: the default bound */
   ck_assert_parses(cli_config_check(&cfg, err, sizeof err));
 }
 END_TEST
@@ -524,6 +575,7 @@ static Suite *config_suite(void) {
   suite_add_tcase(s, tc);
   tc = harness_tcase("class_spec");
   tcase_add_test(tc, class_spec_good);
+  tcase_add_test(tc, class_spec_overtake);
   tcase_add_loop_test(tc, class_spec_bad, 0, sizeof bad_specs / sizeof bad_specs[0]);
   tcase_add_test(tc, class_spec_duplicate);
   suite_add_tcase(s, tc);

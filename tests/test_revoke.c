@@ -39,6 +39,8 @@ static shms_t *open_class(const char **name, unsigned cells, uint64_t grant_time
   shms_config cfg;
   harness_config(&cfg, cells, 8);
   cfg.classes[SHMS_CLASS_STANDARD].grant_timeout_ns = grant_timeout;
+  /* Revocation is about grants: every release here hands its cell to the queue at once. */
+  cfg.classes[SHMS_CLASS_STANDARD].overtake_ns = SHMS_OVERTAKE_STRICT;
   return sched_open(name, cells, 8, &cfg);
 }
 

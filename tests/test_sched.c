@@ -308,7 +308,10 @@ END_TEST
 
 START_TEST(an_unaccepted_grant_returns_its_cell) {
   const char *name;
-  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  cfg.classes[SHMS_CLASS_STANDARD].overtake_ns = SHMS_OVERTAKE_STRICT; /* release grants */
+  shms_t *h = sched_open(&name, 1, 4, &cfg);
   shms_lease held, l;
   shms_request r = sched_req("a", 0);
   ck_assert_shms_ok(shms_acquire(h, &r, &held));

@@ -1,0 +1,207 @@
+/*
+ * overtake.pml -- bounded overtaking (docs/protocol.md, "Bounded overtaking"), checked with
+ * spin: the fast path's take (core/cell.c: take_mapped, shms__fast_may_take), the release's
+ * put (core/cell.c: shms__cell_release, put_released) and its kick or nudge (client/lease.c,
+ * core/overtake.c: shms__overtake_nudge), the pass (core/dispatch.c: grant; core/overtake.c:
+ * shms__overtake_update), and a queued waiter answering HELP (client/request.c: answer_flags).
+ *
+ * Time is one boolean: `aged` says that the queued request W has waited the class's bound. A
+ * Clock process may set it at any moment while W is queued (or never), and it stays set: the
+ * clock is monotonic. A release judges the bound (reads `aged` and the oldest request the
+ * dispatcher published) in one step, then frees its cell in a later one, as the code reads
+ * the clock before its CAS.
+ *
+ * Bounds: N_CELLS cells, all held at the start by the holders H; each holder releases and
+ * takes a cell again on the fast path ROUNDS times (a take that finds none gives up: the
+ * holder then leaves the class), then releases for good. W enqueues at the start and waits.
+ * One Dispatcher process stands for everyone's kicks, as in grant.pml (baton.pml checks that a
+ * kick is never lost to the baton).
+ *
+ * Checks (tests/model/CMakeLists.txt):
+ *  - no lost wake-up: W is granted whatever the interleaving (an invalid end state otherwise:
+ *    W asleep with a cell free and nobody left to hand it over);
+ *  - the bound: once a release has found the bound passed and made the queue strict, no
+ *    acquire takes a cell before W is granted (assertion);
+ *  - conservation: cells free + held + granted = N_CELLS (assertion);
+ *  - cycles (pan -DNP -l): every execution ends.
+ *
+ * Variants that must FAIL:
+ *  -DNO_NUDGE         a release within the bound neither kicks nor nudges: W sleeps for ever
+ *                     with a free cell once the holders leave (invalid end state). A nudge
+ *                     that finds W not asleep (or already asked) kicks instead.
+ *  -DSTRICT_AFTER_PUT the release frees its cell with one CAS and sets STRICT with another:
+ *                     an acquire takes the cell in between, past the bound (assertion).
+ *  -DNO_RECHECK       the pass's holder lets go without re-checking: a release within the
+ *                     bound that frees a cell while a pass decides (no cell yet) and before it
+ *                     publishes W as the oldest nudges nobody, and the pass then clears WOKEN:
+ *                     W sleeps with a free cell (invalid end state). Spin found this against a
+ *                     first version of this model that left the re-check out.
+ */
+#ifndef N_CELLS
+#define N_CELLS 2
+#endif
+#ifndef ROUNDS
+#define ROUNDS 2
+#endif
+
+#define QUEUED  1
+#define GRANTED 2
+#define DONE    3
+
+/* The fast word. */
+byte free = 0;  /* free cells */
+byte queued = 0;
+bit strict = 0; /* SHMS__FAST_STRICT */
+bit woken = 0;  /* SHMS__FAST_WOKEN */
+
+/* W's slot word, and what the dispatcher publishes about the oldest request. */
+byte w_state = 0;
+bit w_help = 0;
+bit w_sleeping = 0; /* SHMS__SLOT_SLEEPING: W asleep on its word; whoever changes it clears it */
+bit w_indexed = 0;
+bit published = 0; /* ctl->oldest_slot / overtake_end_ns name W */
+bit aged = 0;      /* W has waited the bound (the clock) */
+
+byte held = N_CELLS; /* leases out: the holders' */
+byte granted = 0;    /* cells granted to W, not yet accepted */
+byte kicks = 0;      /* passes owed */
+bit owed = 0;        /* a release made the queue strict for W: no take until W is granted */
+
+inline conserve() { assert(free + held + granted == N_CELLS) }
+
+inline kick() { atomic { kicks++ } }
+
+/* A pass (core/dispatch.c: pass; grant; then shms__overtake_update). */
+inline pass() {
+  atomic {
+    if
+    :: w_state == QUEUED && !w_indexed -> w_indexed = 1
+    :: else -> skip
+    fi;
+    if
+    :: w_state == QUEUED && w_indexed && free > 0 ->
+       free--; granted++; w_state = GRANTED; w_help = 0; w_sleeping = 0; queued--; owed = 0;
+       if :: queued == 0 -> strict = 0; woken = 0 :: else -> skip fi
+    :: else -> skip
+    fi;
+    conserve()
+  }
+  atomic {
+    published = (w_state == QUEUED && w_indexed);
+    woken = 0;
+    if :: !(published && aged) -> strict = 0 :: else -> skip fi
+  }
+}
+
+/* Every kick runs a pass, and the holder then lets the baton go and re-checks (core/dispatch.c:
+ * run, work_pending): a free cell while the ring holds work means another pass. A release within
+ * the bound does not kick; the re-check is what grants a cell it freed while a pass was deciding
+ * and publishing (before the nudge could name W), as spin shows without it (-DNO_RECHECK). */
+active proctype Dispatcher() {
+end:
+  do
+  :: atomic { kicks > 0 -> kicks-- };
+     pass();
+#ifndef NO_RECHECK
+     atomic { if :: free > 0 && w_indexed && w_state == QUEUED -> kicks++ :: else -> skip fi }
+#endif
+  od
+}
+
+active proctype Clock() {
+  if
+  :: atomic { w_state == QUEUED -> aged = 1 }
+  :: true
+  fi
+}
+
+/* A release (core/cell.c: shms__cell_release in a class that overtakes). */
+inline release(judged, nudge) {
+  judged = queued > 0 && published && aged; /* the clock, read before the CAS */
+  atomic {
+    held--; free++;
+    nudge = 0;
+    /* The property: a cell freed by a release that found the bound passed is the queue's. */
+    if :: judged && w_state == QUEUED -> owed = 1 :: else -> skip fi;
+    if
+    :: queued > 0 ->
+#ifndef STRICT_AFTER_PUT
+       if :: judged -> strict = 1 :: else -> skip fi;
+#endif
+       if :: !strict && !woken -> woken = 1; nudge = 1 :: else -> skip fi
+    :: else -> skip
+    fi;
+    conserve()
+  }
+#ifdef STRICT_AFTER_PUT
+  atomic { if :: judged && queued > 0 -> strict = 1 :: else -> skip fi }
+#endif
+  if
+  :: queued > 0 && strict -> kick()
+#ifndef NO_NUDGE
+  :: nudge -> /* shms__overtake_nudge: HELP on the oldest request if its waiter sleeps (waking
+              * it), else the release kicks */
+     atomic {
+       if
+       :: published && w_state == QUEUED && w_sleeping && !w_help -> w_help = 1; w_sleeping = 0; nudge = 0
+       :: else -> skip
+       fi
+     }
+     if :: nudge -> kick() :: else -> skip fi
+#endif
+  :: else -> skip
+  fi
+}
+
+/* The fast path's take (shms__fast_may_take): 1 if it took a cell. */
+inline take(ok) {
+  atomic {
+    if
+    :: free > 0 && (queued == 0 || !strict) ->
+       assert(!owed); /* past the bound, a release handed its cell to the queue */
+       free--; held++; ok = 1
+    :: else -> ok = 0
+    fi;
+    conserve()
+  }
+}
+
+proctype Holder() {
+  byte r = 0;
+  bit judged, nudge, ok;
+  do
+  :: r < ROUNDS ->
+     release(judged, nudge);
+     take(ok);
+     if :: !ok -> goto gone :: else -> r++ fi
+  :: else -> break
+  od;
+  release(judged, nudge);
+gone:
+  skip
+}
+
+active proctype Waiter() {
+  /* shms_enqueue: counted queued, published, then a kick indexes it. */
+  atomic { queued++; w_state = QUEUED };
+  kick();
+  do
+  :: atomic { w_state == GRANTED -> granted--; held++; w_state = DONE; conserve() }; break
+  :: atomic { w_state == QUEUED && w_help -> w_help = 0 }; kick() /* answer HELP */
+  :: atomic { w_state == QUEUED && !w_help && !w_sleeping -> w_sleeping = 1 };
+     !w_sleeping /* the futex: until a waker clears the bit */
+  od;
+  /* The lease, then its release. */
+  bit judged, nudge;
+  release(judged, nudge)
+}
+
+init {
+  byte i = 0;
+  atomic {
+    do
+    :: i < N_CELLS -> run Holder(); i++
+    :: else -> break
+    od
+  }
+}

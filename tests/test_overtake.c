@@ -1,0 +1,236 @@
+/*
+ * Bounded overtaking (docs/protocol.md, "Bounded overtaking"): within the class's overtake
+ * bound an acquire may take a free cell ahead of queued requests, and the release wakes one
+ * waiter (a nudge) instead of granting; once the oldest queued request has waited the bound, a
+ * release hands its cell to the queue before any acquire can take it; overtake=0 keeps strict
+ * hand-off. Time is the test clock (sched_fake_now): the bound passes when the test moves it.
+ */
+#include <ck_pr.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/sched.h"
+#include "sched_util.h"
+#include "shm/handle.h"
+
+#define US (1000ull)
+
+static shms_t *open_class(const char **name, unsigned cells, uint64_t overtake) {
+  shms_config cfg;
+  harness_config(&cfg, cells, 8);
+  cfg.classes[SHMS_CLASS_STANDARD].overtake_ns = overtake;
+  shms_set_clock(sched_fake_clock, NULL);
+  return sched_open(name, cells, 8, &cfg);
+}
+
+static uint32_t state_of(shms_t *h, const shms_ticket *t) {
+  shms_explanation e;
+  ck_assert_shms_ok(shms_explain(h, t, &e));
+  return e.state;
+}
+
+static uint64_t slot_word(shms_t *h, const shms_ticket *t) {
+  return ck_pr_load_64(&shms__slot_at(&h->cls[SHMS_CLASS_STANDARD], t->slot)->word);
+}
+
+static void audit_clean(shms_t *h) {
+  char report[2048];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "audit: %s", report);
+}
+
+START_TEST(a_strict_class_hands_every_release_to_the_queue) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, SHMS_OVERTAKE_STRICT);
+  shms_request r = sched_req("a", 0);
+  shms_lease held, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t = sched_enqueue(h, "a", 0, 0);
+  ck_assert_shms_ok(shms_release(h, &held)); /* the queue's at once, however young */
+  ck_assert_uint_eq(state_of(h, &t), SHMS_REQ_GRANTED);
+  ck_assert_shms_err(shms_try_acquire(h, &r, &l), SHMS_EWOULDBLOCK, "queued work goes first");
+  ck_assert_shms_ok(shms_wait(h, &t, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+/* A child that queues a request and waits for it, asleep; it tells the parent its slot. */
+static void sleeping_child(const char *name, int tell) {
+  shms_t *h;
+  if (shms_attach(name, 0, &h) != SHMS_OK)
+    _exit(2);
+  shms_request r = sched_req("a", 0);
+  shms_ticket t;
+  shms_lease l;
+  if (shms_enqueue(h, &r, &t) != SHMS_OK || write(tell, &t.slot, sizeof t.slot) != sizeof t.slot)
+    _exit(3);
+  if (shms_wait(h, &t, UINT64_MAX, &l) != SHMS_OK)
+    _exit(4);
+  _exit(shms_release(h, &l) == SHMS_OK && shms_detach(h) == SHMS_OK ? 0 : 5);
+}
+
+START_TEST(within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtakes) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_request r = sched_req("a", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  int tell[2];
+  ck_assert_int_eq(pipe(tell), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0)
+    sleeping_child(name, tell[1]);
+  uint32_t slot;
+  ck_assert_int_eq(read(tell[0], &slot, sizeof slot), (ssize_t)sizeof slot);
+  uint64_t *word = &shms__slot_at(k, slot)->word;
+  while (!(ck_pr_load_64(word) & SHMS__SLOT_SLEEPING)) /* asleep on its request */
+    ck_assert_int_eq(sched_yield(), 0);
+  /* Held still, so that nothing it would do when woken races the checks below. */
+  int status;
+  ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+  ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+  sched_fake_now += 50 * US; /* half the bound */
+  ck_assert_shms_ok(shms_release(h, &held));
+  /* Not granted: the cell is free for whoever comes first, and the sleeper is asked to kick. */
+  uint64_t w = ck_pr_load_64(word);
+  ck_assert_uint_eq(SHMS__SLOT_STATE(w), SHMS__SLOT_QUEUED);
+  ck_assert(w & SHMS__SLOT_HELP);
+  ck_assert(!(w & SHMS__SLOT_SLEEPING));
+  ck_assert_shms_ok(shms_try_acquire(h, &r, &held)); /* overtakes the queued request */
+  ck_assert_shms_ok(shms_release(h, &held));         /* a nudge is in flight: none more */
+  ck_assert_uint_eq(SHMS__SLOT_STATE(ck_pr_load_64(word)), SHMS__SLOT_QUEUED);
+  /* No wake-up lost: the nudged waiter's kick grants it the cell nobody else took. */
+  ck_assert_int_eq(kill(pid, SIGCONT), 0);
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+/* Nobody asleep on the oldest request (its caller will wait later): a nudge would reach nobody
+ * until a poll, so the release hands the cell to the queue at once. */
+START_TEST(within_the_bound_a_request_nobody_waits_on_is_granted_at_once) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  shms_request r = sched_req("a", 0);
+  shms_lease held, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t = sched_enqueue(h, "a", 0, 0);
+  sched_fake_now += 50 * US;
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert_uint_eq(SHMS__SLOT_STATE(slot_word(h, &t)), SHMS__SLOT_GRANTED);
+  ck_assert_shms_err(shms_try_acquire(h, &r, &held), SHMS_EWOULDBLOCK, "queued work goes first");
+  ck_assert_shms_ok(shms_wait(h, &t, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+START_TEST(past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acquire) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  shms_request r = sched_req("a", 0);
+  shms_lease held, l1, l2;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t1 = sched_enqueue(h, "a", 0, 0);
+  sched_fake_now += 10 * US;
+  shms_ticket t2 = sched_enqueue(h, "a", 0, 0);
+  sched_fake_now += 140 * US; /* t1 waited 150 us, t2 140 us: both past the bound */
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert_uint_eq(state_of(h, &t1), SHMS_REQ_GRANTED);
+  ck_assert_shms_err(shms_try_acquire(h, &r, &held), SHMS_EWOULDBLOCK, "queued work goes first");
+  ck_assert_shms_ok(shms_wait(h, &t1, 0, &l1));
+  /* The next oldest has waited the bound too: its turn comes the same way. */
+  ck_assert_shms_ok(shms_release(h, &l1));
+  ck_assert_uint_eq(state_of(h, &t2), SHMS_REQ_GRANTED);
+  ck_assert_shms_err(shms_try_acquire(h, &r, &held), SHMS_EWOULDBLOCK, "queued work goes first");
+  ck_assert_shms_ok(shms_wait(h, &t2, 0, &l2));
+  ck_assert_shms_ok(shms_release(h, &l2)); /* nobody queued: the cell is anyone's */
+  ck_assert_shms_ok(shms_try_acquire(h, &r, &held));
+  ck_assert_shms_ok(shms_release(h, &held));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+/* What the queue gets past the bound, it gets in the dispatcher's order: tenants take turns. */
+START_TEST(past_the_bound_tenants_still_take_turns) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  shms_request r = sched_req("a", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t[3] = {sched_enqueue(h, "a", 0, 0), sched_enqueue(h, "a", 0, 0),
+                      sched_enqueue(h, "b", 0, 0)};
+  sched_fake_now += 200 * US;
+  int order[3];
+  for (int n = 0; n < 3; n++) {
+    ck_assert_shms_ok(shms_release(h, &held));
+    order[n] = sched_granted(h, t, 3, &held);
+  }
+  ck_assert_int_eq(order[0], 0); /* a's first */
+  ck_assert_int_eq(order[1], 2); /* then b's, ahead of a's second */
+  ck_assert_int_eq(order[2], 1);
+  ck_assert_shms_ok(shms_release(h, &held));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+/* The list by time is index: the audit finds it torn, and a recovery rebuilds it. */
+START_TEST(a_torn_list_by_time_is_found_and_rebuilt) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  shms_request r = sched_req("a", 0);
+  shms_lease held, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t1 = sched_enqueue(h, "a", 0, 0);
+  sched_fake_now += 10 * US;
+  shms_ticket t2 = sched_enqueue(h, "b", 0, 0);
+  struct shms__class_ctl *ctl = h->cls[SHMS_CLASS_STANDARD].ctl;
+  ck_assert_uint_eq(ctl->all_head, t1.slot + 1);
+  ck_assert_uint_eq(ctl->all_tail, t2.slot + 1);
+  ctl->all_head = t2.slot + 1; /* as a baton holder dying mid-unlink could leave it */
+  char report[2048];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_uint_ge(violations, 1);
+  ck_assert_msg(strstr(report, "list by time") != NULL, "audit: %s", report);
+  shms_recovery rec;
+  ck_assert_shms_ok(shms_recover(h, &rec));
+  audit_clean(h);
+  ck_assert_uint_eq(ctl->all_head, t1.slot + 1); /* oldest first again */
+  sched_fake_now += 200 * US;
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert_uint_eq(state_of(h, &t1), SHMS_REQ_GRANTED);
+  ck_assert_shms_ok(shms_wait(h, &t1, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_shms_ok(shms_wait(h, &t2, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("overtake");
+  TCase *tc = harness_tcase("overtake");
+  tcase_add_test(tc, a_strict_class_hands_every_release_to_the_queue);
+  tcase_add_test(tc, within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtakes);
+  tcase_add_test(tc, within_the_bound_a_request_nobody_waits_on_is_granted_at_once);
+  tcase_add_test(tc, past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acquire);
+  tcase_add_test(tc, past_the_bound_tenants_still_take_turns);
+  tcase_add_test(tc, a_torn_list_by_time_is_found_and_rebuilt);
+  suite_add_tcase(s, tc);
+  return harness_run(s);
+}
