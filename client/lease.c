@@ -48,10 +48,9 @@ static int release_op(struct shms *h, const struct shms__cls *k, const shms_leas
   if (r == SHMS__RELEASE_RACED)
     return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
                       shms_class_name(k->id), lease->cell);
-  if (r == SHMS__RELEASE_KICK)
+  /* A nudge that finds nobody asleep falls back to a kick: the queue's pass grants the cell. */
+  if (r == SHMS__RELEASE_KICK || (r == SHMS__RELEASE_NUDGE && !shms__overtake_nudge(k)))
     shms__kick(h, k);
-  else if (r == SHMS__RELEASE_NUDGE && !shms__overtake_nudge(k))
-    shms__kick(h, k); /* nobody asleep to nudge: the queue's pass grants the cell */
   return SHMS_OK;
 }
 

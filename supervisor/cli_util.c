@@ -148,7 +148,7 @@ const char *cli_user_name(uint32_t uid, char *buf, size_t n) {
     if (getpwuid_r((uid_t)uid, &p, rec, sizeof rec, &found) == 0 && found != NULL &&
         strlen(found->pw_name) < sizeof name && found->pw_name[0] != '\0' &&
         printable(found->pw_name))
-      strcpy(name, found->pw_name);
+      snprintf(name, sizeof name, "%s", found->pw_name);
     pthread_mutex_lock(&names_lock);
     unsigned i = names_next++ % NAME_CACHE;
     names[i].uid = uid;
