@@ -201,6 +201,24 @@ END {
            sprintf("%.4f CPU s/s", wc))
 
   print ""
+  print "Targets of issue 15, cold cancel (for information):"
+  # A cancel of a random request at 100,000 queued over 10,000 tenants against the same cancel at
+  # 10 queued of one tenant, both of this run. Its floor is the small case plus one miss (the
+  # victim's slot, whose address only the ticket gives): the memory row's load_ns at that size.
+  c = fig("scaling", "shmsched", "cancel_ns_q100000_t10000")
+  s = fig("scaling", "shmsched", "cancel_ns_q10_t1")
+  l = fig("scaling", "memory", "load_ns_q100000_t10000")
+  ch = fig("scaling", "shmsched", "cancelhot_ns_q100000_t10000")
+  if (c != "" && s != "" && s > 0) {
+    d = sprintf("%.2fx (%s vs %s ns", c / s, num(c), num(s))
+    if (l != "")
+      d = d sprintf("; floor, small + one miss of %s ns: %.2fx", num(l), (s + l) / s)
+    if (l != "" && ch != "" && l > 0)
+      d = d sprintf("; cold - cached = %.2f misses", (c - ch) / l)
+    target("scaling: cold cancel q100000_t10000 at most 2.5x q10_t1", c <= 2.5 * s, d ")")
+  }
+
+  print ""
   print "Targets of issue 15, contended throughput (for information):"
   # Bounded overtaking (docs/protocol.md): shmsched's default bound (100 us) against posix-sem,
   # with strict hand-off (shmsched-strict, overtake=0) beside it as the before.
