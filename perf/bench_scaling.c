@@ -23,12 +23,14 @@
  * side by side (each records one event).
  *
  * --lines: instead, which of a cold cancel's lines cost what. After the same grants, the random
- * cancel five times over: cold (cancelcold_ns), then with more of the victim's lines read into
- * the cache just before the timer starts each time: its slot (cancelwarmslot_ns); and its
- * tenant record (cancelwarmtenant_ns); and the neighbours it unlinks from (cancelwarmlinks_ns);
- * and its tenant's treap root (cancelwarmroot_ns, all of them: about cancelhot_ns). Each step
- * down is what those lines cost the cancel (docs/performance.md, "The cold cancel"). This
- * reads the segment's internals (shm/handle.h), as bench_events does; nothing else here does.
+ * cancel five times over, each time with the victim's data first flushed out of every cache
+ * (cold by construction, cancelcold_ns: cancel_ns is only as cold as the machine's other load
+ * makes it), then with more of its lines read back just before the timer starts: its slot
+ * (cancelwarmslot_ns); and its tenant record (cancelwarmtenant_ns); and the neighbours it
+ * unlinks from (cancelwarmlinks_ns); and its tenant's treap root (cancelwarmroot_ns, all of
+ * them: about cancelhot_ns). Each step down is what those lines cost the cancel
+ * (docs/performance.md, "The cold cancel"). This reads the segment's internals (shm/handle.h),
+ * as bench_events does; nothing else here does.
  * Usage: bench_scaling [--ops N] [--events N] [--lines] [Q:T ...]
  */
 #include <stdio.h>
@@ -87,6 +89,8 @@ static shms_ticket pop(struct tenant *t) {
   return tk;
 }
 
+static int lines; /* --lines */
+
 /* --lines: how much of a victim's data to bring into the cache before its cancel is timed. */
 enum warm { WARM_NONE, WARM_SLOT, WARM_TENANT, WARM_LINKS, WARM_ROOT, WARM_STEPS };
 static const char *const warm_name[WARM_STEPS] = {
@@ -101,11 +105,43 @@ static void touch_link(const struct shms__cls *k, uint32_t ref, size_t off) {
     touch((const char *)shms__slot_at(k, ref - 1) + off);
 }
 
-/* Read the lines of the victim's that a cancel touches, up to step w (this process is alone on
- * the segment: nothing changes them meanwhile). */
+/* Out of every cache, each line of size bytes at p. */
+static void flush(const void *p, size_t size) {
+#if defined(__x86_64__)
+  for (size_t o = 0; o < size; o += 64)
+    __builtin_ia32_clflush((const char *)p + o);
+  __builtin_ia32_mfence(); /* flushed before the loads that follow */
+#else
+  (void)p; /* elsewhere the victim is only as cold as the cancels in between left it */
+  (void)size;
+#endif
+}
+
+static void flush_slot(const struct shms__cls *k, uint32_t ref) {
+  if (ref >= 1 && ref <= k->nslots)
+    flush(shms__slot_at(k, ref - 1), sizeof(struct shms__slot));
+}
+
+/*
+ * Make the victim's data cold by construction, whatever else runs on the machine: flush its
+ * slot, tenant record, neighbours and treap root out of every cache (with 100,000 queued the
+ * segment is a little smaller than this machine's last-level cache, which on a quiet machine
+ * kept most of it); then read back the lines a cancel touches, up to step w. This process is
+ * alone on the segment: nothing changes them meanwhile.
+ */
 static void warm_victim(shms_t *h, const shms_ticket *tk, enum warm w) {
   const struct shms__cls *k = &h->cls[tk->cls];
   const struct shms__slot *s = shms__slot_at(k, tk->slot);
+  if (s->tenant >= 1 && s->tenant <= k->ntenants) {
+    const struct shms__tenant *t = shms__tenant_at(k, s->tenant);
+    flush_slot(k, t->prio_root);
+    flush(t, sizeof *t);
+  }
+  flush_slot(k, s->age_prev);
+  flush_slot(k, s->grp_prev);
+  flush_slot(k, s->all_prev);
+  flush_slot(k, s->all_next);
+  flush(s, sizeof *s);
   if (w >= WARM_SLOT) {
     touch(&s->word);
     touch(&s->age_next);
@@ -138,7 +174,7 @@ static void cancel_phase(shms_t *h, struct tenant *ts, unsigned nt, int ops, int
     struct tenant *t = &ts[same ? 0 : (unsigned)rand() % nt];
     /* The newest request of a tenant: cancelling it leaves the others' order alone. */
     shms_ticket victim = t->ring[(t->head + t->len - 1) % t->cap];
-    if (warm != WARM_NONE)
+    if (lines)
       warm_victim(h, &victim, warm);
     uint64_t t0 = now_ns();
     int rc = shms_cancel(h, &victim);
@@ -184,7 +220,6 @@ static double chase_ns(size_t size, int loads) {
 
 static uint32_t events = SHMS_DEFAULT_EVENTS;
 static const char *sys = "shmsched";
-static int lines;
 
 /* The rows of an ordinary run, after its grants: the random cancel, the same-tenant one, and what
  * one miss costs at the segment's size. */
