@@ -34,6 +34,10 @@ static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms
     /* Another uid's request is for the segment's admins (docs/security.md); checked once the
      * slot is known to hold it, and again only if it was reused meanwhile (the seq test). */
     if (!judged) {
+      /* Queued and indexed: the unlink will want the tenant record and the neighbours. Their
+       * misses now overlap the check below (a system call) instead of following each other. */
+      if (st == SHMS__SLOT_QUEUED && (w & SHMS__SLOT_INDEXED))
+        shms__index_prefetch_links(k, i);
       uint32_t uid = shms__load_32(&s->uid);
       int rc = uid == (uint32_t)geteuid()
                    ? SHMS_OK
@@ -62,7 +66,10 @@ static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms
         return 1;
       continue;
     }
-    /* Queued or granted-but-unaccepted: one CAS decides against the dispatcher and the waiter. */
+    /* Queued or granted-but-unaccepted: one CAS decides against the dispatcher and the waiter.
+     * The tenant record has had time to arrive: start on the treap's root, the last miss. */
+    if (st == SHMS__SLOT_QUEUED && (w & SHMS__SLOT_INDEXED))
+      shms__index_prefetch_root(k, i);
     if (shms__settle_and_kick(h, k, i, ticket->seq,
                               1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED, SHMS_ECANCELLED))
       return 1;
@@ -75,5 +82,6 @@ int shms_cancel(shms_t *h, const shms_ticket *ticket) {
   int rc = shms__check_ticket(h, ticket, NULL, NULL, &k, &i);
   if (rc != SHMS_OK)
     return rc;
+  shms__index_prefetch_slot(k, i); /* all its lines at once, not one after another */
   return SHMS__OP(h, k, cancel_op(h, k, i, ticket));
 }

@@ -205,3 +205,65 @@ void shms__index_rebuild(const struct shms__cls *k) {
   (void)shms__ring_restore(k, turns); /* a torn ring's order is lost, the rest rebuilt */
   shms__index_corrupt = 0;
 }
+
+/* A hint that the line holding p will be read and then written soon. */
+#define WARM(p) __builtin_prefetch((p), 1, 3)
+
+void shms__index_prefetch_slot(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  WARM(&s->word);     /* the state word, the tenant ref, the treap links */
+  WARM(&s->age_next); /* the age list's links */
+  WARM(&s->grp_prev); /* the group and class lists' links, the uid */
+}
+
+#if defined(__SANITIZE_THREAD__)
+/* The racy reads below are hints, and a data race to TSan, which sees the baton holder's plain
+ * stores to the same fields: its builds go without them. */
+void shms__index_prefetch_links(const struct shms__cls *k, uint32_t i) {
+  (void)k;
+  (void)i;
+}
+
+void shms__index_prefetch_root(const struct shms__cls *k, uint32_t i) {
+  (void)k;
+  (void)i;
+}
+#else
+/* Slot ref's line holding field f, if ref (slot index + 1) is in range. */
+#define WARM_LINK(k, ref, f)                                                                       \
+  do {                                                                                             \
+    uint32_t r_ = (ref);                                                                           \
+    if (r_ >= 1 && r_ <= (k)->nslots)                                                              \
+      WARM(&shms__slot_at((k), r_ - 1)->f);                                                        \
+  } while (0)
+
+void shms__index_prefetch_links(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t ref = shms__load_32(&s->tenant);
+  if (ref >= 1 && ref <= k->ntenants) {
+    struct shms__tenant *t = shms__tenant_at(k, ref);
+    WARM(&t->prio_root); /* the root, the count, the ring links */
+    WARM(&t->age_tail);  /* the age list's ends, the first group */
+  }
+  /* What order_remove writes: each neighbour's link back to i. */
+  WARM_LINK(k, shms__load_32(&s->age_prev), age_next);
+  WARM_LINK(k, shms__load_32(&s->age_next), age_prev);
+  WARM_LINK(k, shms__load_32(&s->grp_prev), grp_next);
+  WARM_LINK(k, shms__load_32(&s->grp_next), grp_prev);
+  if (k->overtake_ns != 0) {
+    WARM_LINK(k, shms__load_32(&s->all_prev), all_next);
+    WARM_LINK(k, shms__load_32(&s->all_next), all_prev);
+  }
+}
+
+void shms__index_prefetch_root(const struct shms__cls *k, uint32_t i) {
+  uint32_t ref = shms__load_32(&shms__slot_at(k, i)->tenant);
+  if (ref < 1 || ref > k->ntenants)
+    return;
+  /* The treap walk starts at the root (its key and links), and a group's last request updates
+   * its head's grp_tail: with one key, the root is that head. */
+  uint32_t root = shms__load_32(&shms__tenant_at(k, ref)->prio_root);
+  WARM_LINK(k, root, prio_left);
+  WARM_LINK(k, root, grp_tail);
+}
+#endif

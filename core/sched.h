@@ -470,6 +470,20 @@ void shms__index_rebuild(const struct shms__cls *k);
  * caller raises its attention bit, and the next pass refuses it.
  */
 int shms__index_reinsert(const struct shms__cls *k, uint32_t i);
+/*
+ * Warm the cache for unlinking indexed request i, before the baton is ours (a cancel): a cold
+ * cancel's misses are dependent (the slot names its tenant record and neighbours, the record
+ * names its treap's root), and a prefetch issued as soon as an address is known lets them
+ * overlap with each other and with the cancel's own work (docs/performance.md, "The cold
+ * cancel"). Hints only, never a change: every link is read racily (the baton's holder may be
+ * changing it), range-checked, and used for nothing but a prefetch, which cannot fault; the
+ * unlink reads them again under the baton. In three steps, each once the last one's lines can
+ * have arrived: slot i's own lines (no read); the tenant record and neighbours it links to;
+ * the root of its tenant's treap. Without any of them the unlink is the same, only slower.
+ */
+void shms__index_prefetch_slot(const struct shms__cls *k, uint32_t i);
+void shms__index_prefetch_links(const struct shms__cls *k, uint32_t i);
+void shms__index_prefetch_root(const struct shms__cls *k, uint32_t i);
 /* Set when a tree walk found the index torn: the baton holder rebuilds it. */
 extern SHMS__TLS int shms__index_corrupt;
 

@@ -21,7 +21,17 @@
  * cancelhot_ns; and `scaling,memory,load_ns_qQ_tT`). With --events 0 the segment has no event
  * ring, and the system is `shmsched-noevents`: the recorder's cost on a grant and a cancel,
  * side by side (each records one event).
- * Usage: bench_scaling [--ops N] [--events N] [Q:T ...]
+ *
+ * --lines: instead, which of a cold cancel's lines cost what. After the same grants, the random
+ * cancel five times over, each time with the victim's data first flushed out of every cache
+ * (cold by construction, cancelcold_ns: cancel_ns is only as cold as the machine's other load
+ * makes it), then with more of its lines read back just before the timer starts: its slot
+ * (cancelwarmslot_ns); and its tenant record (cancelwarmtenant_ns); and the neighbours it
+ * unlinks from (cancelwarmlinks_ns); and its tenant's treap root (cancelwarmroot_ns, all of
+ * them: about cancelhot_ns). Each step down is what those lines cost the cancel
+ * (docs/performance.md, "The cold cancel"). This reads the segment's internals (shm/handle.h),
+ * as bench_events does; nothing else here does.
+ * Usage: bench_scaling [--ops N] [--events N] [--lines] [Q:T ...]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/tenant.h"
+#include "shm/handle.h"
 #include "shmsched.h"
 
 static uint64_t now_ns(void) {
@@ -77,14 +89,93 @@ static shms_ticket pop(struct tenant *t) {
   return tk;
 }
 
+static int lines; /* --lines */
+
+/* --lines: how much of a victim's data to bring into the cache before its cancel is timed. */
+enum warm { WARM_NONE, WARM_SLOT, WARM_TENANT, WARM_LINKS, WARM_ROOT, WARM_STEPS };
+static const char *const warm_name[WARM_STEPS] = {
+    "cancelcold", "cancelwarmslot", "cancelwarmtenant", "cancelwarmlinks", "cancelwarmroot"};
+
+static uint64_t touch_sum; /* the touched bytes are used: their loads cannot be dropped */
+
+static void touch(const void *p) { touch_sum += *(const volatile unsigned char *)p; }
+
+static void touch_link(const struct shms__cls *k, uint32_t ref, size_t off) {
+  if (ref >= 1 && ref <= k->nslots)
+    touch((const char *)shms__slot_at(k, ref - 1) + off);
+}
+
+/* Out of every cache, each line of size bytes at p. */
+static void flush(const void *p, size_t size) {
+#if defined(__x86_64__)
+  for (size_t o = 0; o < size; o += 64)
+    __builtin_ia32_clflush((const char *)p + o);
+  __builtin_ia32_mfence(); /* flushed before the loads that follow */
+#else
+  (void)p; /* elsewhere the victim is only as cold as the cancels in between left it */
+  (void)size;
+#endif
+}
+
+static void flush_slot(const struct shms__cls *k, uint32_t ref) {
+  if (ref >= 1 && ref <= k->nslots)
+    flush(shms__slot_at(k, ref - 1), sizeof(struct shms__slot));
+}
+
+/*
+ * Make the victim's data cold by construction, whatever else runs on the machine: flush its
+ * slot, tenant record, neighbours and treap root out of every cache (with 100,000 queued the
+ * segment is a little smaller than this machine's last-level cache, which on a quiet machine
+ * kept most of it); then read back the lines a cancel touches, up to step w. This process is
+ * alone on the segment: nothing changes them meanwhile.
+ */
+static void warm_victim(shms_t *h, const shms_ticket *tk, enum warm w) {
+  const struct shms__cls *k = &h->cls[tk->cls];
+  const struct shms__slot *s = shms__slot_at(k, tk->slot);
+  if (s->tenant >= 1 && s->tenant <= k->ntenants) {
+    const struct shms__tenant *t = shms__tenant_at(k, s->tenant);
+    flush_slot(k, t->prio_root);
+    flush(t, sizeof *t);
+  }
+  flush_slot(k, s->age_prev);
+  flush_slot(k, s->grp_prev);
+  flush_slot(k, s->all_prev);
+  flush_slot(k, s->all_next);
+  flush(s, sizeof *s);
+  if (w >= WARM_SLOT) {
+    touch(&s->word);
+    touch(&s->age_next);
+    touch(&s->grp_prev);
+  }
+  if (s->tenant < 1 || s->tenant > k->ntenants)
+    return;
+  const struct shms__tenant *t = shms__tenant_at(k, s->tenant);
+  if (w >= WARM_TENANT) {
+    touch(&t->prio_root);
+    touch(&t->age_tail);
+  }
+  if (w >= WARM_LINKS) {
+    touch_link(k, s->age_prev, offsetof(struct shms__slot, age_next));
+    touch_link(k, s->grp_prev, offsetof(struct shms__slot, grp_next));
+    touch_link(k, s->all_prev, offsetof(struct shms__slot, all_next));
+    touch_link(k, s->all_next, offsetof(struct shms__slot, all_prev));
+  }
+  if (w >= WARM_ROOT) {
+    touch_link(k, t->prio_root, offsetof(struct shms__slot, prio_left));
+    touch_link(k, t->prio_root, offsetof(struct shms__slot, grp_tail));
+  }
+}
+
 /* ops cancels, each of the newest request of a random tenant (or always of the first one), which
  * is then replaced: the queue stays at its size. */
 static void cancel_phase(shms_t *h, struct tenant *ts, unsigned nt, int ops, int same,
-                         uint64_t *cancel) {
+                         enum warm warm, uint64_t *cancel) {
   for (int n = 0; n < ops; n++) {
     struct tenant *t = &ts[same ? 0 : (unsigned)rand() % nt];
     /* The newest request of a tenant: cancelling it leaves the others' order alone. */
     shms_ticket victim = t->ring[(t->head + t->len - 1) % t->cap];
+    if (lines)
+      warm_victim(h, &victim, warm);
     uint64_t t0 = now_ns();
     int rc = shms_cancel(h, &victim);
     cancel[n] = now_ns() - t0;
@@ -130,6 +221,25 @@ static double chase_ns(size_t size, int loads) {
 static uint32_t events = SHMS_DEFAULT_EVENTS;
 static const char *sys = "shmsched";
 
+/* The rows of an ordinary run, after its grants: the random cancel, the same-tenant one, and what
+ * one miss costs at the segment's size. */
+static void report_costs(shms_t *h, struct tenant *ts, unsigned q, unsigned nt, int ops,
+                         uint64_t *grant, uint64_t *cancel, const char *name) {
+  cancel_phase(h, ts, nt, ops, 0, WARM_NONE, cancel);
+  printf("scaling,%s,grant_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
+         (unsigned long long)median(grant, ops));
+  printf("scaling,%s,cancel_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
+         (unsigned long long)median(cancel, ops));
+  cancel_phase(h, ts, nt, ops, 1, WARM_NONE, cancel);
+  printf("scaling,%s,cancelhot_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
+         (unsigned long long)median(cancel, ops));
+  char path[96];
+  struct stat st;
+  snprintf(path, sizeof path, "/dev/shm/%s", name);
+  if (stat(path, &st) == 0)
+    printf("scaling,memory,load_ns_q%u_t%u,%.1f,ns\n", q, nt, chase_ns((size_t)st.st_size, ops));
+}
+
 static void run(unsigned q, unsigned nt, int ops) {
   char name[64];
   snprintf(name, sizeof name, "shms-bench-scaling-%d", (int)getpid());
@@ -174,19 +284,14 @@ static void run(unsigned q, unsigned nt, int ops) {
       die("wait on the predicted grant", rc);
     push(h, t); /* back to Q queued; t rotated to the ring's tail and keeps its place */
   }
-  cancel_phase(h, ts, nt, ops, 0, cancel);
-  printf("scaling,%s,grant_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
-         (unsigned long long)median(grant, ops));
-  printf("scaling,%s,cancel_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
-         (unsigned long long)median(cancel, ops));
-  cancel_phase(h, ts, nt, ops, 1, cancel);
-  printf("scaling,%s,cancelhot_ns_q%u_t%u,%llu,ns\n", sys, q, nt,
-         (unsigned long long)median(cancel, ops));
-  char path[96];
-  struct stat st;
-  snprintf(path, sizeof path, "/dev/shm/%s", name);
-  if (stat(path, &st) == 0)
-    printf("scaling,memory,load_ns_q%u_t%u,%.1f,ns\n", q, nt, chase_ns((size_t)st.st_size, ops));
+  if (lines)
+    for (enum warm w = WARM_NONE; w < WARM_STEPS; w++) {
+      cancel_phase(h, ts, nt, ops, 0, w, cancel);
+      printf("scaling,%s,%s_ns_q%u_t%u,%llu,ns\n", sys, warm_name[w], q, nt,
+             (unsigned long long)median(cancel, ops));
+    }
+  else
+    report_costs(h, ts, q, nt, ops, grant, cancel, name);
   fflush(stdout);
   shms_release(h, &lease);
   shms_detach(h);
@@ -200,8 +305,14 @@ static void run(unsigned q, unsigned nt, int ops) {
 
 int main(int argc, char **argv) {
   int ops = 20000, i = 1;
-  for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
-    if (strcmp(argv[i], "--ops") == 0) {
+  for (; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+    if (strcmp(argv[i], "--lines") == 0) {
+      lines = 1;
+      i--; /* a flag: no value */
+    } else if (i + 1 >= argc) {
+      fprintf(stderr, "bench_scaling: option '%s' wants a value\n", argv[i]);
+      return 2;
+    } else if (strcmp(argv[i], "--ops") == 0) {
       ops = atoi(argv[i + 1]);
     } else if (strcmp(argv[i], "--events") == 0) {
       events = (uint32_t)strtoul(argv[i + 1], NULL, 10);

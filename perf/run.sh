@@ -128,6 +128,8 @@ for ((rep = 1; rep <= repeats; rep++)); do
       --samples "$out/samples/worker-roundtrip-$s.txt"
   done
   run "$rep" bench_scaling --ops "$scaling_ops"
+  # What each of a cold cancel's lines costs it, at the size of issue 15's cold-cancel target.
+  run "$rep" bench_scaling --ops "$scaling_ops" --lines 100000:10000
   # The event recorder's cost on a grant and a cancel (each records one event), side by side.
   run "$rep" bench_scaling --ops "$scaling_ops" --events 0 10:1 1000:100
   for s in shmsched shmsched-strict posix-sem; do

@@ -2,10 +2,14 @@
  * The dispatch pass on a corrupt segment ends (docs/protocol.md, "The dispatcher baton"): each
  * case breaks one thing the fuzzer found a pass looping on for ever, or a loop of the pass that
  * could, and checks that the operation that runs the pass returns, and what the pass made of
- * the broken state. Each case hung (the test's timeout) before its fix.
+ * the broken state. Each case hung (the test's timeout) before its fix; the last one checks that
+ * a cancel's prefetching (core/index.c), which reads the index without the baton, trusts no
+ * link it reads.
  */
 #include <ck_pr.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/sched.h"
 #include "sched_util.h"
@@ -186,6 +190,46 @@ START_TEST(a_holder_fed_work_without_end_lets_go) {
 }
 END_TEST
 
+/*
+ * A cancel warms the lines its unlink will touch by reading the victim's links without the baton
+ * (shms__index_prefetch_*): on a torn index every one of them may be anything. Loop 0: links far
+ * out of range (a record read through such a tenant ref lies 512 GB past the table: it crashed);
+ * loop 1: one past the end. The hints change nothing in the segment, and the cancel itself then
+ * settles the request and finds the tear, as without them.
+ */
+START_TEST(a_cancel_reads_no_torn_link_it_prefetches_through) {
+  struct fixture f;
+  setup(&f);
+  uint32_t far = _i == 0;
+  f.queued->tenant = far ? UINT32_MAX : f.k->ntenants + 1;
+  uint32_t bad = far ? UINT32_MAX : f.k->nslots + 1;
+  f.queued->age_prev = f.queued->age_next = f.queued->grp_prev = f.queued->grp_next = bad;
+  f.queued->all_prev = f.queued->all_next = bad;
+  char *before = malloc(f.h->size);
+  ck_assert_ptr_nonnull(before);
+  memcpy(before, f.h->base, f.h->size);
+  shms__index_prefetch_slot(f.k, f.t.slot);
+  shms__index_prefetch_links(f.k, f.t.slot);
+  shms__index_prefetch_root(f.k, f.t.slot);
+  ck_assert_int_eq(memcmp(before, f.h->base, f.h->size), 0);
+  free(before);
+  ck_assert_int_eq(shms_cancel(f.h, &f.t), 1);
+  uint64_t w = ck_pr_load_64(&f.queued->word);
+  ck_assert_uint_eq(w & 0xf, SHMS__SLOT_SETTLED);
+  ck_assert_int_eq(SHMS__SLOT_REASON(w), SHMS_ECANCELLED);
+  /* The unlink found the tenant ref torn and the index was rebuilt: nothing is left queued. */
+  ck_assert_uint_eq(f.k->ctl->ring_head, 0);
+  shms_class_stats st = sched_stats(f.h);
+  ck_assert_uint_eq(st.queue_depth, 0);
+  ck_assert_uint_eq(st.cancelled, 1);
+  shms_lease l;
+  ck_assert_int_eq(shms_wait(f.h, &f.t, 0, &l), SHMS_ECANCELLED);
+  ck_assert_shms_ok(shms_release(f.h, &f.a));
+  ck_assert_shms_ok(shms_release(f.h, &f.b));
+  sched_close(f.h, f.name);
+}
+END_TEST
+
 static Suite *dispatch_corrupt_suite(void) {
   Suite *s = suite_create("dispatch_corrupt");
   TCase *tc = harness_tcase("passes end");
@@ -193,6 +237,7 @@ static Suite *dispatch_corrupt_suite(void) {
   tcase_add_loop_test(tc, an_indexed_slot_in_a_state_the_index_never_holds_is_a_torn_index, 0, 2);
   tcase_add_test(tc, a_free_count_no_cell_backs_is_dropped_not_scanned_for_ever);
   tcase_add_test(tc, a_holder_fed_work_without_end_lets_go);
+  tcase_add_loop_test(tc, a_cancel_reads_no_torn_link_it_prefetches_through, 0, 2);
   suite_add_tcase(s, tc);
   return s;
 }
