@@ -16,8 +16,8 @@ from .errors import (AllCellsQuarantined, AlreadyExists, Busy, Cancelled, ClassD
                      DeadlineExceeded, DuplicateActivation, HandleForked, IncompatibleSegment,
                      InvalidArgument, InvariantViolated, LeaseMismatch, NoSpace, NotFound,
                      OutOfMemory, OwnerLost, PermissionDenied, QueueFull, SegmentNotFound,
-                     SequenceExhausted, ShmschedError, Shutdown, SystemFailure, TimedOut,
-                     WorkerLost, WouldBlock, error_for)
+                     SequenceExhausted, ShmschedError, Shutdown, StalePrepared, SystemFailure,
+                     TimedOut, WorkerLost, WouldBlock, error_for)
 from .requests import Job, Lease, Ticket
 from .segment import Segment, create, destroy
 from .types import (CLASSES, ClassConfig, ClassStats, Explanation, JobResult, SegmentConfig,
@@ -32,7 +32,8 @@ __all__ = [
     "Explanation", "HandleForked", "IncompatibleSegment", "InvalidArgument", "InvariantViolated",
     "Job", "JobResult", "Lease", "LeaseMismatch", "NoSpace", "NotFound", "OutOfMemory",
     "OwnerLost", "PermissionDenied", "QueueFull", "Segment", "SegmentConfig", "SegmentInfo",
-    "SegmentNotFound", "SequenceExhausted", "ShmschedError", "Shutdown", "SystemFailure",
+    "SegmentNotFound", "SequenceExhausted", "ShmschedError", "Shutdown", "StalePrepared",
+    "SystemFailure",
     "TenantStats", "Ticket", "TimedOut", "Worker", "WorkerJob", "WorkerLost", "WouldBlock",
     "create", "destroy", "error_for",
 ]
