@@ -2,8 +2,8 @@
  * Prepared requests: a request's class and tenant validated once (shms_request_prepare) for the
  * acquires that follow (shms_acquire_prepared, shms_try_acquire_prepared). The prepared request
  * is the caller's memory, so every use checks that it is still what this handle made: its
- * segment incarnation, its handle, and a check word keyed by the handle's secret over every
- * other word. It guards against a stale copy, another handle's and stray writes; it is no
+ * segment incarnation, its handle, and a check word keyed by the handle's secret over the words
+ * it uses. It guards against a stale copy, another handle's and stray writes; it is no
  * security boundary against the process itself, which can read the key (docs/security.md: a
  * process is trusted with its own memory).
  */
@@ -25,7 +25,7 @@ enum {
   P_TENANT,                              /* SHMS__NAME_WORDS words: the tenant, packed */
   P_CLASS = P_TENANT + SHMS__NAME_WORDS, /* class | flags << 32 */
   P_PRIORITY,                            /* priority | P_MAGIC << 32 */
-  P_CHECK,                               /* seal() of the words above */
+  P_CHECK,                               /* seal() of the tenant, class and priority words */
   P_WORDS
 };
 /* Every byte of shms_prepared is covered: a stray write anywhere in it is seen. */
@@ -37,21 +37,26 @@ _Static_assert(P_WORDS == sizeof(shms_prepared) / sizeof(uint64_t), "shms_prepar
 /* The class has tenant-max-active: no fast path (the dispatcher keeps the tenant's books). */
 #define P_LIMITED (1u << 1)
 
-/* The high and low halves of a 128-bit product folded: one multiplication mixes two words. */
-static inline uint64_t mum(uint64_t a, uint64_t b) {
-  __uint128_t r = (__uint128_t)a * b;
-  return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-/* The check word of w[0..P_CHECK) under key: four independent products, then one more (a few
- * cycles: it is on every prepared acquire). */
-static uint64_t seal(const uint64_t key[2], const uint64_t *w) {
-  _Static_assert(P_CHECK == 8, "seal covers eight words");
-  uint64_t a = mum(w[0] ^ key[0], w[1] ^ key[1]);
-  uint64_t b = mum(w[2] ^ key[0] ^ 0x9e3779b97f4a7c15ull, w[3] ^ key[1] ^ 0xbf58476d1ce4e5b9ull);
-  uint64_t c = mum(w[4] ^ key[0] ^ 0x94d049bb133111ebull, w[5] ^ key[1] ^ 0x2545f4914f6cdd1dull);
-  uint64_t d = mum(w[6] ^ key[0] ^ 0xa0761d6478bd642full, w[7] ^ key[1] ^ 0xe7037ed1a0b428dbull);
-  return mum(a ^ c ^ 0x8ebc6af09c88c6e3ull, b ^ d ^ key[0]);
+/*
+ * The check word of the words a prepared request keeps for use (the tenant, the class and flags,
+ * the priority): each word mixed with the handle's key and multiplied by its own odd constant,
+ * the products summed, then an xorshift-multiply finish. A change to any one word changes the
+ * sum (an odd multiplier is invertible modulo 2^64) and the finish is a bijection, so it is
+ * always seen; changes to several cancel out by chance alone. The products are independent: a
+ * few cycles on every prepared acquire. The incarnation and the handle's number are compared
+ * whole instead.
+ */
+static inline uint64_t seal(const uint64_t key[2], const uint64_t *w) {
+  _Static_assert(P_CHECK - P_TENANT == 6, "seal() covers six words");
+  uint64_t x = (w[P_TENANT] ^ key[0]) * 0x9e3779b97f4a7c15ull +
+               (w[P_TENANT + 1] ^ key[1]) * 0xbf58476d1ce4e5b9ull +
+               (w[P_TENANT + 2] ^ key[0]) * 0x94d049bb133111ebull +
+               (w[P_TENANT + 3] ^ key[1]) * 0x2545f4914f6cdd1dull +
+               (w[P_CLASS] ^ key[0]) * 0xa0761d6478bd642full +
+               (w[P_PRIORITY] ^ key[1]) * 0xe7037ed1a0b428dbull;
+  x ^= x >> 32;
+  x *= 0x8ebc6af09c88c6e3ull;
+  return x ^ (x >> 29);
 }
 
 static uint64_t splitmix(uint64_t *x) {
@@ -112,6 +117,18 @@ static void tenant_of(const uint64_t *w, char name[SHMS_TENANT_MAX + 1]) {
   name[SHMS_TENANT_MAX] = '\0';
 }
 
+/* Why the prepared request w is not this handle's to use (SHMS_ESTALE with the detail). */
+__attribute__((noinline, cold)) static int refuse(const struct shms *h, const uint64_t *w) {
+  if (w[P_INCARNATION] != h->incarnation)
+    return shms__fail(SHMS_ESTALE,
+                      "the prepared request belongs to another segment or incarnation");
+  if (w[P_HANDLE] != h->prepared_id)
+    return shms__fail(SHMS_ESTALE, "the request was prepared with another handle (prepared "
+                                   "requests are the handle's own: prepare it with this one)");
+  return shms__fail(SHMS_ESTALE, "the prepared request is corrupt (its bytes are not as "
+                                 "shms_request_prepare left them)");
+}
+
 /*
  * The prologue of a prepared call: h a member handle, p this handle's prepared request, whole
  * (copied into w first: what is checked is what is used), then what can change since it was
@@ -129,17 +146,12 @@ static int check_prepared(struct shms *h, const shms_prepared *p, const shms_lea
   if (lease == NULL)
     return shms__fail(SHMS_EINVAL, "lease is NULL");
   memcpy(w, p->opaque, P_WORDS * sizeof *w);
-  if (w[P_INCARNATION] != h->incarnation)
-    return shms__fail(SHMS_ESTALE,
-                      "the prepared request belongs to another segment or incarnation");
-  if (w[P_HANDLE] != h->prepared_id)
-    return shms__fail(SHMS_ESTALE, "the request was prepared with another handle (prepared "
-                                   "requests are the handle's own: prepare it with this one)");
   uint32_t cls = (uint32_t)w[P_CLASS], flags = (uint32_t)(w[P_CLASS] >> 32);
-  if (w[P_PRIORITY] >> 32 != P_MAGIC || w[P_CHECK] != seal(h->prepared_key, w) ||
-      cls >= SHMS_CLASS_COUNT || h->cls[cls].id < 0)
-    return shms__fail(SHMS_ESTALE, "the prepared request is corrupt (its bytes are not as "
-                                   "shms_request_prepare left them)");
+  /* One branch for the three ways to be refused; which one, off the fast path. The class is in
+   * range once sealed, but an index into h is checked whatever the seal says. */
+  if (w[P_INCARNATION] != h->incarnation || w[P_HANDLE] != h->prepared_id ||
+      w[P_CHECK] != seal(h->prepared_key, w) || cls >= SHMS_CLASS_COUNT || h->cls[cls].id < 0)
+    return refuse(h, w);
   struct shms__cls *k = &h->cls[cls];
   if (flags & P_CREDENTIALS) {
     char name[SHMS_TENANT_MAX + 1];
