@@ -43,7 +43,7 @@ edit_for() {
   nostep) # the crash points (a load and a branch each)
     echo 'shm/crashpoint.h' 's/if (__builtin_expect(shms__crash_at != 0, 0))/if (0)/' ;;
   noseal) # the prepared request's check word (and its incarnation and handle compares)
-    echo 'client/prepared.c' 's/  if (w\[P_INCARNATION\] != h->incarnation || w\[P_HANDLE\] != h->prepared_id ||/  if (0 \&\&/' ;;
+    echo 'client/prepared.c' 's/  if (w\[P_INCARNATION\] != h->incarnation || w\[P_HANDLE\] != h->prepared_id ||/  if (/; s/w\[P_CHECK\] != seal(h->prepared_key, w) || //' ;;
   *) echo "ablate: unknown variant $1" >&2; return 1 ;;
   esac
 }
