@@ -91,7 +91,9 @@ static int names_identities(const struct shms__cls *k) {
 
 int shms_request_prepare(shms_t *h, const shms_request *req, shms_prepared *out) {
   shms__clear_detail();
-  if (req != NULL && (req->deadline_ns != 0 || req->activation != NULL))
+  if (req == NULL)
+    return shms__fail(SHMS_EINVAL, "request is NULL");
+  if (req->deadline_ns != 0 || req->activation != NULL)
     return shms__fail(SHMS_EINVAL, "a prepared request takes no deadline and no activation id "
                                    "(each belongs to one request: use shms_acquire for them)");
   struct shms__cls *k = NULL;
