@@ -256,6 +256,48 @@ START_TEST(without_a_free_cell_it_queues) {
 }
 END_TEST
 
+struct worker {
+  shms_t *h;
+  const shms_prepared *p;
+  int failures;
+};
+
+enum { THREADS = 4, ROUNDS = 2000 };
+
+static void *lease_loop(void *arg) {
+  struct worker *w = arg;
+  for (int i = 0; i < ROUNDS; i++) {
+    shms_lease l;
+    if (shms_acquire_prepared(w->h, w->p, &l) != SHMS_OK || shms_release(w->h, &l) != SHMS_OK)
+      w->failures++;
+  }
+  return NULL;
+}
+
+/* One prepared request shared by threads at once (it is only read): every acquire succeeds,
+ * on the fast path or queued, and the class ends as it began. */
+START_TEST(threads_share_one_prepared_request) {
+  const char *name;
+  shms_t *h = sched_open(&name, 2, 16, NULL);
+  shms_prepared p = prepare(h, "shared");
+  pthread_t t[THREADS];
+  struct worker w[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    w[i] = (struct worker){.h = h, .p = &p};
+    ck_assert_int_eq(pthread_create(&t[i], NULL, lease_loop, &w[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) {
+    ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+    ck_assert_int_eq(w[i].failures, 0);
+  }
+  struct seen end = look(h);
+  ck_assert_uint_eq(end.available, 2);
+  ck_assert_uint_eq(end.queued, 0);
+  ck_assert_uint_eq(end.granted, (uint64_t)THREADS * ROUNDS);
+  sched_close(h, name);
+}
+END_TEST
+
 /* tenant-max-active: no fast path, the dispatcher's books (queue, look, withdraw). */
 START_TEST(tenant_limits_still_apply) {
   shms_config cfg;
@@ -285,6 +327,7 @@ int main(void) {
   tcase_add_test(tc, what_can_change_is_checked_each_time);
   tcase_add_test(tc, without_a_free_cell_it_queues);
   tcase_add_test(tc, tenant_limits_still_apply);
+  tcase_add_test(tc, threads_share_one_prepared_request);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
