@@ -6,5 +6,7 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
   int rc = shms__spin_setup();
   if (rc != SHMS_OK)
     return rc;
-  return shms__segment_attach(name, flags, shms__recover_class, out);
+  if ((rc = shms__segment_attach(name, flags, shms__recover_class, out)) == SHMS_OK)
+    shms__prepared_setup(*out);
+  return rc;
 }

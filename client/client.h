@@ -13,6 +13,23 @@
 int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, const void *out,
                         const char *out_name, struct shms__cls **k, uint64_t *tenant_words);
 /*
+ * The fast path of an acquire: a free cell taken now for the tenant packed in tenant
+ * (SHMS__NAME_WORDS words) if the queue lets us, as one operation; SHMS_EWOULDBLOCK (no detail)
+ * if not. shms__try_now: the same, its would-block with try_acquire's detail.
+ */
+int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                   shms_lease *lease);
+int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                  shms_lease *lease);
+/* try_acquire in a class with tenant-max-active: queue req, look once, withdraw it. */
+int shms__try_limited(struct shms *h, const struct shms__cls *k, const shms_request *req,
+                      shms_lease *lease);
+/* A new handle's number and prepared-request key (client/prepared.c); attach calls it. */
+void shms__prepared_setup(struct shms *h);
+/* acquire once the fast path has said would-block: enqueue req and wait without limit (an
+ * interrupted wait withdraws the request). */
+int shms__acquire_queued(struct shms *h, const shms_request *req, shms_lease *lease);
+/*
  * Claim a slot of k, fill it from req (and payload, for a job), publish it and
  * return once the dispatcher has indexed it or refused it.
  */

@@ -350,11 +350,17 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t
  * The fast path as one operation: marked without a fence of its own, since its
  * first step is the locked CAS that both reserves and checks FROZEN.
  */
-static int take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
-                    shms_lease *lease) {
+int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                   shms_lease *lease) {
   int rc = take_now_op(h, k, tenant, lease, shms__op_enter_fast(h, k));
   shms__op_leave(h, k);
   return rc == SHMS__LOOK_AGAIN ? SHMS__OP(h, k, take_now_op(h, k, tenant, lease, 0)) : rc;
+}
+
+int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                  shms_lease *lease) {
+  int rc = shms__take_now(h, k, tenant, lease);
+  return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
 }
 
 int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
@@ -363,13 +369,17 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k, tenant);
   if (rc != SHMS_OK)
     return rc;
-  if (k->cfg->tenant_max_active == 0) {
-    rc = take_now(h, k, tenant, lease);
-    return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
-  }
+  if (k->cfg->tenant_max_active == 0)
+    return shms__try_now(h, k, tenant, lease);
+  return shms__try_limited(h, k, req, lease);
+}
+
+int shms__try_limited(struct shms *h, const struct shms__cls *k, const shms_request *req,
+                      shms_lease *lease) {
   /* A tenant limit needs the dispatcher's books: queue, look once, withdraw if not granted
    * (as would-block, which no counter records: nothing was refused or cancelled). */
   shms_ticket t;
+  int rc;
   if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)
     return rc;
   if ((rc = shms_wait(h, &t, 0, lease)) != SHMS_ETIMEDOUT)
@@ -389,9 +399,15 @@ int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   if (rc != SHMS_OK)
     return rc;
   /* An immediate grant never takes a request slot. */
-  if (k->cfg->tenant_max_active == 0 && (rc = take_now(h, k, tenant, lease)) != SHMS_EWOULDBLOCK)
+  if (k->cfg->tenant_max_active == 0 &&
+      (rc = shms__take_now(h, k, tenant, lease)) != SHMS_EWOULDBLOCK)
     return rc;
+  return shms__acquire_queued(h, req, lease);
+}
+
+int shms__acquire_queued(struct shms *h, const shms_request *req, shms_lease *lease) {
   shms_ticket t;
+  int rc;
   if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)
     return rc;
   if ((rc = shms_wait(h, &t, UINT64_MAX, lease)) != SHMS_ETIMEDOUT)

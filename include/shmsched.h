@@ -82,7 +82,8 @@ extern "C" {
   XX(TIMEDOUT, "timed-out", "wait timed out")                                                      \
   XX(SYSTEM, "system-error", "unexpected operating system error")                                  \
   XX(WOULDBLOCK, "would-block", "no cell is free right now")                                       \
-  XX(VIOLATION, "invariant-violated", "an invariant of the segment does not hold")
+  XX(VIOLATION, "invariant-violated", "an invariant of the segment does not hold")                 \
+  XX(STALE, "stale-prepared", "prepared request is stale, foreign or corrupt: prepare it again")
 
 enum shms__err_index {
   SHMS__ERR_NONE = 0,
@@ -523,6 +524,52 @@ SHMS_EXTERN int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lea
  * on token exhaustion excepted).
  */
 SHMS_EXTERN int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease);
+
+/*
+ * A prepared request: a request's class, tenant and priority validated once
+ * (shms_request_prepare) for many acquires by the handle that prepared it. It
+ * lives in the caller's memory and is read, never written, by the calls that
+ * take it: any number of threads of the process may use one at once. Opaque:
+ * the library checks that it is whole (a keyed check word) and is the
+ * handle's (segment incarnation and handle), and refuses anything else with
+ * SHMS_ESTALE, as it refuses a forged lease; a copy made with memcpy is as
+ * good as the original. Nothing to free.
+ */
+typedef struct {
+  uint64_t opaque[9];
+} shms_prepared;
+
+/*
+ * Validate req as shms_acquire would (class, lease mode, queue, tenant name,
+ * allow list, the tenant= binding and identities against the caller's
+ * credentials now, segment state) and fill *out. req->deadline_ns and
+ * req->activation must be 0 and NULL (each belongs to one request: use
+ * shms_acquire for them), else SHMS_EINVAL. Never blocks; any thread. On
+ * failure *out is untouched. The prepared request is valid for h only, until
+ * h is detached: another handle (even of the same segment) or a segment
+ * created again under the same name refuses it with SHMS_ESTALE.
+ *
+ * Credentials: a class whose rules name users or groups (tenant=user,
+ * tenant=group, '~USER'/'@GROUP' allow entries) checks the caller's
+ * credentials again on every acquire, as shms_acquire does (a process may
+ * change its euid or groups after preparing); only such classes pay those
+ * system calls. Every other check that can change (segment drained, every
+ * cell quarantined) is made on every call too.
+ */
+SHMS_EXTERN int shms_request_prepare(shms_t *h, const shms_request *req, shms_prepared *out);
+
+/*
+ * shms_acquire and shms_try_acquire for a prepared request: the same
+ * outcomes, blocking and failures, without validating the class and tenant
+ * again. SHMS_ESTALE (nothing changed) for a prepared request of another
+ * handle, segment or incarnation, or one whose bytes are not as
+ * shms_request_prepare left them; SHMS_EINVAL for a NULL argument. With a
+ * cell free and nobody queued (or overtaking allowed), in a class without
+ * tenant-max-active and without identity rules: one compare-and-swap on the
+ * class's fast word, no system call, no name validation.
+ */
+SHMS_EXTERN int shms_acquire_prepared(shms_t *h, const shms_prepared *p, shms_lease *lease);
+SHMS_EXTERN int shms_try_acquire_prepared(shms_t *h, const shms_prepared *p, shms_lease *lease);
 
 /*
  * Cancel a request from any attached process. Returns 1 when this call

@@ -4,7 +4,8 @@
  *
  * Output: `acquire-release,SYSTEM,ns_per_op,V,ns` — the mean over --iters
  * pairs after a warm-up of the same length. shmsched-try reports as system
- * shmsched, metric ns_per_op_try. perf/run.sh counts this program's system
+ * shmsched, metric ns_per_op_try; shmsched-prepared (the request prepared once,
+ * shms_acquire_prepared) as itself. perf/run.sh counts this program's system
  * calls under strace at two iteration counts to get syscalls_per_op.
  *
  * Usage: bench_acquire --system NAME [--iters N] [--quiet 1]

@@ -110,6 +110,21 @@ static void shmsched_acquire(bl_proc *p) {
     bu_die_shms("shms_acquire", rc);
 }
 
+/* shmsched-prepared: the request validated once, here, for every acquire of the run. */
+static void shmsched_prepared_open(bl_proc *p) {
+  shmsched_open(p);
+  shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = p->tenant};
+  int rc = shms_request_prepare(p->h, &req, &p->prepared);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_request_prepare", rc);
+}
+
+static void shmsched_prepared_acquire(bl_proc *p) {
+  int rc = shms_acquire_prepared(p->h, &p->prepared, &p->lease);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_acquire_prepared", rc);
+}
+
 static void shmsched_try_acquire(bl_proc *p) {
   shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = p->tenant};
   int rc;
@@ -320,6 +335,8 @@ static const struct bl_system systems[] = {
      shmsched_close, shmsched_destroy},
     {"shmsched-try", shmsched_create, shmsched_open, shmsched_try_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
+    {"shmsched-prepared", shmsched_create, shmsched_prepared_open, shmsched_prepared_acquire,
+     shmsched_release, shmsched_close, shmsched_destroy},
     {"shmsched-user", shmsched_user_create, shmsched_user_open, shmsched_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
     {"shmsched-noevents", shmsched_create_noevents, shmsched_open, shmsched_acquire,
@@ -342,7 +359,8 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-strict shmsched-try shmsched-user shmsched-noevents posix-sem "
+  return "shmsched shmsched-strict shmsched-try shmsched-prepared shmsched-user shmsched-noevents "
+         "posix-sem "
          "sysv-sem-undo "
          "jobserver-pipe futex "
          "posix-mq "

@@ -8,6 +8,7 @@
  *   shmsched-strict shms_acquire / shms_release on a class with overtake=0 (strict hand-off);
  *                   "shmsched" takes BENCH_OVERTAKE_US (0: strict) when set, else the default
  *   shmsched-try    shms_try_acquire (spinning on would-block) / shms_release
+ *   shmsched-prepared shms_acquire_prepared (the request prepared once, at open) / shms_release
  *   posix-sem       process-shared sem_t: sem_wait / sem_post
  *   sysv-sem-undo   semop(-1, SEM_UNDO) / semop(+1, SEM_UNDO)
  *   jobserver-pipe  read one byte from a pipe / write it back
@@ -34,6 +35,7 @@ typedef struct {
   bl_shared *sh;
   shms_t *h;
   shms_lease lease;
+  shms_prepared prepared; /* shmsched-prepared */
   char tenant[SHMS_TENANT_MAX + 1];
 } bl_proc;
 

@@ -99,7 +99,8 @@ run() {
 
 for ((rep = 1; rep <= repeats; rep++)); do
   echo "perf: repeat $rep of $repeats ..." >&2
-  for s in "${lock_systems[@]}" shmsched-try shmsched-user shmsched-noevents harness; do
+  for s in "${lock_systems[@]}" shmsched-try shmsched-prepared shmsched-user shmsched-noevents \
+    harness; do
     run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
   done
   run "$rep" bench_events --iters "$acq_iters"
@@ -156,7 +157,7 @@ syscalls_total() {
 }
 if command -v strace >/dev/null && strace -f -c -o /dev/null true 2>/dev/null; then
   n1=1000 n2=11000
-  for s in "${lock_systems[@]}" shmsched-try; do
+  for s in "${lock_systems[@]}" shmsched-try shmsched-prepared; do
     c1=$(syscalls_total "$s" "$n1")
     c2=$(syscalls_total "$s" "$n2")
     metric=syscalls_per_op system=$s

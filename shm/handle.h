@@ -69,6 +69,9 @@ struct shms {
   uint32_t spinning;
   uint64_t spin_won, spin_lost; /* spins that saw the word change, spins that ran out */
   shms__finish_fn *finish;      /* NULL only for admin handles, which never enter an operation */
+  /* Prepared requests (client/prepared.c): this handle's number in the process (never reused)
+   * and the key of their check word, drawn at attach. */
+  uint64_t prepared_id, prepared_key[2];
 };
 
 /* Internal attach flag: writable mapping without registering (destroy, repair tools). */

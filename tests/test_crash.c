@@ -191,6 +191,22 @@ static void op_acquire_release(struct run *r, shms_t *v) {
 
 static void after_idle(struct run *r) { assert_idle(r, SHMS_CLASS_STANDARD); }
 
+/* The victim's prepared request, made unarmed (the victim is a forked child: its own copy). */
+static shms_prepared victim_prepared;
+
+static void victim_prepares(struct run *r, shms_t *v) {
+  (void)r;
+  if (shms_request_prepare(v, &lease_req, &victim_prepared) != SHMS_OK)
+    _exit(93);
+}
+
+static void op_prepared_acquire_release(struct run *r, shms_t *v) {
+  (void)r;
+  shms_lease l;
+  if (shms_acquire_prepared(v, &victim_prepared, &l) != SHMS_OK || shms_release(v, &l) != SHMS_OK)
+    _exit(93);
+}
+
 static void survivor_holds(struct run *r) {
   ck_assert_shms_ok(shms_acquire(r->h, &lease_req, &r->held));
 }
@@ -409,6 +425,8 @@ static void after_job(struct run *r) {
 
 static const struct scenario scenarios[] = {
     {"acquire and release", 0, NULL, NULL, NULL, op_acquire_release, after_idle},
+    {"prepared acquire and release", 0, NULL, victim_prepares, NULL, op_prepared_acquire_release,
+     after_idle},
     {"enqueue", 0, survivor_holds, NULL, NULL, op_enqueue, after_release_held},
     {"release, dispatch and grant", 0, NULL, victim_holds, survivor_queues, op_release,
      after_survivor_granted},

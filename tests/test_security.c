@@ -478,6 +478,74 @@ START_TEST(cancel_own_and_anothers) {
 }
 END_TEST
 
+/* One prepared acquire (released at once) by the calling thread's credentials of the moment. */
+static int prepared_once(shms_t *h, const shms_prepared *p) {
+  shms_lease l;
+  int rc = shms_acquire_prepared(h, p, &l);
+  if (rc == SHMS_OK)
+    ck_assert_int_eq(shms_release(h, &l), SHMS_OK);
+  return rc;
+}
+
+/* A prepared request of a class whose rules name users or groups: validated as root, then the
+ * process takes nobody's effective uid, or nogroup as its only group, and back. Every acquire
+ * judges the credentials of the moment, as shms_acquire does; nothing is taken when refused. */
+START_TEST(prepared_requests_check_credentials_each_time) {
+  const char *name = make_segment("prepuser", 1, SHMS_TENANT_USER, -1);
+  shms_t *h;
+  ck_assert_int_eq(shms_attach(name, 0, &h), SHMS_OK);
+  shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = "root"};
+  shms_prepared p;
+  ck_assert_int_eq(shms_request_prepare(h, &req, &p), SHMS_OK);
+  ck_assert_int_eq(prepared_once(h, &p), SHMS_OK);
+  ck_assert_int_eq(seteuid(nobody_uid), 0);
+  ck_assert_int_eq(prepared_once(h, &p), SHMS_EPERM);
+  ck_assert_msg(strstr(shms_last_error_detail(), "is not the caller's login name 'nobody'"), "%s",
+                shms_last_error_detail());
+  shms_class_stats st;
+  ck_assert_int_eq(shms_observe(h, SHMS_CLASS_STANDARD, &st), SHMS_OK);
+  ck_assert_uint_eq(st.available, 1);
+  ck_assert_int_eq(seteuid(0), 0);
+  ck_assert_int_eq(prepared_once(h, &p), SHMS_OK);
+  shms_detach(h);
+  harness_remove(name);
+
+  name = make_segment("prepgroup", 1, SHMS_TENANT_GROUP, -1);
+  ck_assert_int_eq(shms_attach(name, 0, &h), SHMS_OK);
+  ck_assert_int_eq(shms_request_prepare(h, &req, &p), SHMS_OK); /* group root */
+  ck_assert_int_eq(prepared_once(h, &p), SHMS_OK);
+  ck_assert_int_eq(setgroups(1, &nobody_gid), 0);
+  ck_assert_int_eq(setresgid(nobody_gid, nobody_gid, nobody_gid), 0);
+  ck_assert_int_eq(prepared_once(h, &p), SHMS_EPERM);
+  ck_assert_msg(strstr(shms_last_error_detail(), "is not in group 'root'"), "%s",
+                shms_last_error_detail());
+  ck_assert_int_eq(setresgid(0, 0, 0), 0);
+  ck_assert_int_eq(prepared_once(h, &p), SHMS_OK);
+  shms_detach(h);
+  harness_remove(name);
+
+  /* allow=~root: an identity entry, on a class that binds nothing. */
+  name = harness_name("prepallow");
+  shms_config cfg;
+  harness_config(&cfg, 1, 8);
+  cfg.file_mode = 0666;
+  cfg.classes[SHMS_CLASS_STANDARD].allow_count = 1;
+  strcpy(cfg.classes[SHMS_CLASS_STANDARD].allow[0], "~root");
+  harness_create(name, &cfg);
+  ck_assert_int_eq(shms_attach(name, 0, &h), SHMS_OK);
+  req.tenant = "ci";
+  ck_assert_int_eq(shms_request_prepare(h, &req, &p), SHMS_OK);
+  ck_assert_int_eq(seteuid(nobody_uid), 0);
+  ck_assert_int_eq(prepared_once(h, &p), SHMS_EPERM);
+  ck_assert_msg(strstr(shms_last_error_detail(), "allows only the users and groups"), "%s",
+                shms_last_error_detail());
+  ck_assert_int_eq(seteuid(0), 0);
+  ck_assert_int_eq(prepared_once(h, &p), SHMS_OK);
+  shms_detach(h);
+  harness_remove(name);
+}
+END_TEST
+
 int main(void) {
   if (geteuid() != 0) {
     printf("test_security: skipped: it needs root, to run as two users (root and nobody)\n");
@@ -500,6 +568,7 @@ int main(void) {
   tcase_add_test(tc, admin_group_members_may);
   tcase_add_test(tc, cancel_own_and_anothers);
   tcase_add_test(tc, leases_record_their_uid);
+  tcase_add_test(tc, prepared_requests_check_credentials_each_time);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

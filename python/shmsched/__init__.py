@@ -16,9 +16,9 @@ from .errors import (AllCellsQuarantined, AlreadyExists, Busy, Cancelled, ClassD
                      DeadlineExceeded, DuplicateActivation, HandleForked, IncompatibleSegment,
                      InvalidArgument, InvariantViolated, LeaseMismatch, NoSpace, NotFound,
                      OutOfMemory, OwnerLost, PermissionDenied, QueueFull, SegmentNotFound,
-                     SequenceExhausted, ShmschedError, Shutdown, SystemFailure, TimedOut,
-                     WorkerLost, WouldBlock, error_for)
-from .requests import Job, Lease, Ticket
+                     SequenceExhausted, ShmschedError, Shutdown, StalePrepared, SystemFailure,
+                     TimedOut, WorkerLost, WouldBlock, error_for)
+from .requests import Job, Lease, Prepared, Ticket
 from .segment import Segment, create, destroy
 from .types import (CLASSES, ClassConfig, ClassStats, Explanation, JobResult, SegmentConfig,
                     SegmentInfo, TenantStats)
@@ -31,8 +31,10 @@ __all__ = [
     "ClassConfig", "ClassDenied", "ClassStats", "DeadlineExceeded", "DuplicateActivation",
     "Explanation", "HandleForked", "IncompatibleSegment", "InvalidArgument", "InvariantViolated",
     "Job", "JobResult", "Lease", "LeaseMismatch", "NoSpace", "NotFound", "OutOfMemory",
-    "OwnerLost", "PermissionDenied", "QueueFull", "Segment", "SegmentConfig", "SegmentInfo",
-    "SegmentNotFound", "SequenceExhausted", "ShmschedError", "Shutdown", "SystemFailure",
+    "OwnerLost", "PermissionDenied", "Prepared", "QueueFull", "Segment", "SegmentConfig",
+    "SegmentInfo",
+    "SegmentNotFound", "SequenceExhausted", "ShmschedError", "Shutdown", "StalePrepared",
+    "SystemFailure",
     "TenantStats", "Ticket", "TimedOut", "Worker", "WorkerJob", "WorkerLost", "WouldBlock",
     "create", "destroy", "error_for",
 ]

@@ -175,6 +175,12 @@ class InvariantViolated(ShmschedError):
     code = _c.EVIOLATION
 
 
+class StalePrepared(ShmschedError):
+    """stale-prepared: a prepared request of another handle, segment or incarnation, or corrupt."""
+
+    code = _c.ESTALE
+
+
 class HandleForked(InvalidArgument, RuntimeError):
     """invalid-argument: a Segment used in a child forked from the process that opened it.
 
@@ -189,7 +195,7 @@ _BY_CODE: Dict[int, Type[ShmschedError]] = {
                 DeadlineExceeded, AllCellsQuarantined, Shutdown, SequenceExhausted,
                 LeaseMismatch, NotFound, OwnerLost, WorkerLost, IncompatibleSegment,
                 PermissionDenied, AlreadyExists, Busy, OutOfMemory, NoSpace, TimedOut,
-                SystemFailure, WouldBlock, InvariantViolated)
+                SystemFailure, WouldBlock, InvariantViolated, StalePrepared)
 }
 _c._register_errors({**_BY_CODE, _c.SEGMENT_NOT_FOUND: SegmentNotFound,
                      _c.FORKED: HandleForked})

@@ -57,6 +57,31 @@ def request_args(cls_index: int, tenant: str, priority: int, deadline: Optional[
     return cls_index, tenant, priority, deadline_ns, activation
 
 
+class Prepared:
+    """A request validated once (``shms_request_prepare``) for many leases from the Segment
+    that prepared it: :meth:`Segment.try_acquire_prepared`, :meth:`Segment.lease_prepared`.
+
+    Another Segment (even of the same name), or the segment made again, refuses it with
+    :class:`StalePrepared`. A class whose rules name users or groups still checks the
+    process's credentials on every lease.
+    """
+
+    __slots__ = ("segment", "cls", "tenant", "priority", "_data", "_args", "_unlimited")
+
+    def __init__(self, segment: "Segment", args: Tuple[int, str, int, int, Optional[str]],
+                 data: bytes, unlimited: bool) -> None:
+        self.segment = segment
+        self.cls = CLASSES[args[0]]
+        self.tenant = args[1]
+        self.priority = args[2]
+        self._args = args
+        self._data = data
+        self._unlimited = unlimited
+
+    def __repr__(self) -> str:
+        return f"<shmsched.Prepared {self.cls} tenant={self.tenant!r} priority={self.priority}>"
+
+
 class Lease:
     """The right to run on one cell, until :meth:`release` (or :meth:`quarantine`).
 

@@ -7,8 +7,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple, Type, Union
 
 from . import _shmsched as _c
-from .errors import InvalidArgument, TimedOut
-from .requests import Job, Lease, Ticket, request_args, timeout_ns
+from .errors import InvalidArgument, StalePrepared, TimedOut
+from .requests import Job, Lease, Prepared, Ticket, request_args, timeout_ns
 from .types import (CLASSES, ClassConfig, ClassStats, SegmentConfig, SegmentInfo, TenantStats,
                     class_index)
 
@@ -213,6 +213,43 @@ class Segment:
             if t is not None:
                 return Lease(self, t)
         ticket = self._h.enqueue(*args)
+        try:
+            return Lease(self, self._h.wait(ticket, limit))
+        except TimedOut:  # still queued: it must not outlive the call
+            self._h.withdraw(ticket)
+            raise
+
+    def prepare(self, cls: str, *, tenant: str, priority: int = 0) -> Prepared:
+        """Validate a request once (class, tenant, allow list, tenant binding) for many leases:
+        :meth:`try_acquire_prepared`, :meth:`lease_prepared`. Errors as :meth:`try_acquire`'s
+        checks (:class:`ClassDenied`, :class:`PermissionDenied`, :class:`InvalidArgument`...)."""
+        args = request_args(class_index(cls), tenant, priority, None, None)
+        return Prepared(self, args, self._h.prepare(*args), self._unlimited(args[0]))
+
+    def _prepared_data(self, prepared: Prepared) -> bytes:
+        if not isinstance(prepared, Prepared):
+            raise TypeError(f"prepared must be a Prepared, not {type(prepared).__name__}")
+        if prepared.segment is not self:  # the queued path would not ask the library
+            raise StalePrepared("the request was prepared with another Segment: prepare it "
+                                "with this one")
+        return prepared._data
+
+    def try_acquire_prepared(self, prepared: Prepared) -> Optional[Lease]:
+        """:meth:`try_acquire` for a prepared request: a lease now, or None. Raises
+        :class:`StalePrepared` for one prepared by another Segment or for another segment."""
+        t = self._h.try_acquire_prepared(self._prepared_data(prepared))
+        return None if t is None else Lease(self, t)
+
+    def lease_prepared(self, prepared: Prepared, *, timeout: Optional[float] = None) -> Lease:
+        """:meth:`lease` for a prepared request (its class, tenant and priority): at once if a
+        cell is free, else in line. ``timeout`` and ^C as :meth:`lease`'s."""
+        data = self._prepared_data(prepared)
+        limit = timeout_ns(timeout)
+        if prepared._unlimited:
+            t = self._h.try_acquire_prepared(data)
+            if t is not None:
+                return Lease(self, t)
+        ticket = self._h.enqueue(*prepared._args)
         try:
             return Lease(self, self._h.wait(ticket, limit))
         except TimedOut:  # still queued: it must not outlive the call

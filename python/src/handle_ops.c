@@ -4,6 +4,8 @@
  */
 #include "handle_ops.h"
 
+#include <string.h>
+
 /* Parse (cls, tenant, priority, deadline_ns, activation) into req; strings borrowed from args. */
 static int parse_request(PyObject *args, shms_request *req, Py_buffer *payload, unsigned *flags) {
   int cls, priority;
@@ -40,6 +42,41 @@ PyObject *pyshms_try_acquire(HandleObject *self, PyObject *args) {
   shms_lease l;
   int rc;
   PYSHMS_HANDLE_CALL(self, rc = shms_try_acquire(self->h, &req, &l));
+  if (rc == SHMS_EWOULDBLOCK)
+    Py_RETURN_NONE;
+  return rc == SHMS_OK ? pyshms_lease_tuple(&l) : pyshms_raise_last(rc);
+}
+
+PyObject *pyshms_prepare(HandleObject *self, PyObject *args) {
+  shms_request req;
+  if (parse_request(args, &req, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  shms_prepared p;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_request_prepare(self->h, &req, &p));
+  return rc == SHMS_OK ? PyBytes_FromStringAndSize((const char *)&p, sizeof p)
+                       : pyshms_raise_last(rc);
+}
+
+/* The prepared request's bytes are the caller's: copied whole (the library judges them), only
+ * their size is checked here. */
+PyObject *pyshms_try_acquire_prepared(HandleObject *self, PyObject *arg) {
+  Py_buffer b;
+  if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+    return NULL;
+  shms_prepared p;
+  Py_ssize_t len = b.len;
+  if (len == (Py_ssize_t)sizeof p)
+    memcpy(&p, b.buf, sizeof p);
+  PyBuffer_Release(&b);
+  if (len != (Py_ssize_t)sizeof p)
+    return PyErr_Format(PyExc_ValueError, "a prepared request is %zu bytes, not %zd", sizeof p,
+                        len);
+  if (pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  shms_lease l;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_try_acquire_prepared(self->h, &p, &l));
   if (rc == SHMS_EWOULDBLOCK)
     Py_RETURN_NONE;
   return rc == SHMS_OK ? pyshms_lease_tuple(&l) : pyshms_raise_last(rc);

@@ -6,6 +6,8 @@
 
 PyObject *pyshms_enqueue(HandleObject *self, PyObject *args);
 PyObject *pyshms_try_acquire(HandleObject *self, PyObject *args);
+PyObject *pyshms_prepare(HandleObject *self, PyObject *args);
+PyObject *pyshms_try_acquire_prepared(HandleObject *self, PyObject *arg);
 PyObject *pyshms_wait(HandleObject *self, PyObject *args);
 PyObject *pyshms_withdraw(HandleObject *self, PyObject *arg);
 PyObject *pyshms_cancel(HandleObject *self, PyObject *arg);

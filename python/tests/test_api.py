@@ -41,6 +41,37 @@ def test_try_acquire_returns_none_when_nothing_is_free(make_segment):
             a.release()
 
 
+def test_prepared_requests(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=8),
+                      "large": shmsched.ClassConfig(cells=1, queue=8, allow=("ci",))})
+    with s.open() as seg:
+        p = seg.prepare("standard", tenant="ci", priority=3)
+        assert (p.cls, p.tenant, p.priority) == ("standard", "ci", 3)
+        with seg.lease_prepared(p) as lease:
+            assert seg.try_acquire_prepared(p) is None  # the one cell is held
+            assert seg.observe("standard").leased == 1
+        assert not lease.held
+        lease = seg.try_acquire_prepared(p)
+        assert lease is not None
+        lease.release()
+        with pytest.raises(shmsched.ClassDenied, match="does not allow tenant 'web'"):
+            seg.prepare("large", tenant="web")
+        # Bytes not as preparing left them: refused, nothing taken.
+        bad = bytearray(p._data)
+        bad[20] ^= 1
+        with pytest.raises(shmsched.StalePrepared, match="corrupt"):
+            seg._h.try_acquire_prepared(bytes(bad))
+        with pytest.raises(ValueError, match="bytes"):
+            seg._h.try_acquire_prepared(b"short")
+        assert seg.observe("standard").available == 1
+        with s.open() as other:  # another Segment (handle) of the same segment
+            with pytest.raises(shmsched.StalePrepared, match="another Segment"):
+                other.lease_prepared(p)
+            with pytest.raises(shmsched.StalePrepared, match="another handle"):
+                other._h.try_acquire_prepared(p._data)
+    audit(s.name)
+
+
 def test_enqueue_gives_a_ticket_to_wait_cancel_explain(make_segment):
     s = make_segment(STD)
     with s.open() as seg:
@@ -180,7 +211,7 @@ def test_exceptions_carry_reason_detail_and_builtins():
     assert str(e) == "queue-full: class standard: all 8 request slots are in use"
     assert shmsched.Cancelled().detail == "request was cancelled"
     # Every reason word of the C library has its class.
-    for code in range(-1, -24, -1):
+    for code in range(-1, -25, -1):
         word = shmsched._shmsched.err_name(code)[0]
         assert shmsched.error_for(word).code == code
 
