@@ -85,8 +85,7 @@ int main(int argc, char **argv) {
     t0 = bu_now_ns();
     for (long i = 0; i < iters; i++)
       shms__membarrier_global();
-    bu_row("freeze", "membarrier", "ns_per_call", (double)(bu_now_ns() - t0) / (double)iters,
-           "ns");
+    bu_row("freeze", "membarrier", "ns_per_call", (double)(bu_now_ns() - t0) / (double)iters, "ns");
   }
   for (long i = 0; i < others; i++)
     kill(kids[i], SIGKILL);
