@@ -4,19 +4,20 @@
  * locked mark share a segment while freezes come and go; a freezer whose barrier cannot be
  * issued waits for a process that marks plainly, and skips the barrier when nobody does.
  */
-#include <ck_pr.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/sched.h"
 #include "sched_util.h"
+#include "shm/atomic.h"
 #include "shm/handle.h"
 #include "shm/membarrier.h"
 
@@ -37,7 +38,7 @@ static uint32_t audit(shms_t *h) {
 
 /* The PLAIN bit of process entry index of h's table. */
 static int entry_plain(shms_t *h, uint32_t index) {
-  return (ck_pr_load_32(&shms__proc_at(h, index)->marks_used) & SHMS__MARKS_PLAIN) != 0;
+  return (shms__load_32(&shms__proc_at(h, index)->marks_used) & SHMS__MARKS_PLAIN) != 0;
 }
 
 /* Attach as a child: with SHMSCHED_MEMBARRIER=0 when locked, else as the environment left it.
@@ -132,8 +133,15 @@ START_TEST(a_bad_setting_is_refused) {
 }
 END_TEST
 
-/* A child that acquires and releases n times, marking locked or plainly; 0 if all went well. */
-static pid_t churn(const char *name, int locked, int n) {
+/* What the churning children and the parent share: a stop flag, and each child's pairs. */
+struct churn_ctl {
+  uint32_t stop;
+  uint32_t pairs[2];
+};
+
+/* A child that acquires and releases until told to stop, marking locked or plainly; exits 0 if
+ * all went well. */
+static pid_t churn(const char *name, struct churn_ctl *ctl, int locked) {
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid != 0)
@@ -142,10 +150,11 @@ static pid_t churn(const char *name, int locked, int n) {
   if ((int)c->marks_plain != (!locked && kernel_has_membarrier()))
     _exit(11);
   shms_request r = sched_req(locked ? "locked" : "plain", 0);
-  for (int i = 0; i < n; i++) {
+  while (!shms__load_32(&ctl->stop)) {
     shms_lease l;
     if (shms_acquire(c, &r, &l) != SHMS_OK || shms_release(c, &l) != SHMS_OK)
       _exit(12);
+    shms__store_32(&ctl->pairs[locked], shms__load_32(&ctl->pairs[locked]) + 1);
   }
   _exit(shms_detach(c) == SHMS_OK ? 0 : 13);
 }
@@ -153,25 +162,35 @@ static pid_t churn(const char *name, int locked, int n) {
 START_TEST(plain_and_locked_marks_interleave_with_freezes) {
   const char *name;
   shms_t *h = sched_open(&name, 2, 8, NULL);
-  pid_t kids[2] = {churn(name, 1, 200000), churn(name, 0, 200000)};
-  int left = 2, freezes = 0;
-  /* Freeze and audit for as long as both release: every audit sees the class at rest. */
-  while (left > 0) {
+  struct churn_ctl *ctl =
+      mmap(NULL, sizeof *ctl, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  ck_assert_ptr_ne(ctl, MAP_FAILED);
+  pid_t kids[2] = {churn(name, ctl, 1), churn(name, ctl, 0)};
+  /* Both release while we freeze and audit, again and again: every audit sees the class at
+   * rest. Until each has released a while, then 500 audits more. */
+  while (shms__load_32(&ctl->pairs[0]) < 1000 || shms__load_32(&ctl->pairs[1]) < 1000) {
     audit(h);
-    freezes++;
     for (int i = 0; i < 2; i++) {
       int st;
-      if (kids[i] > 0 && waitpid(kids[i], &st, WNOHANG) == kids[i]) {
-        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status %d", i, st);
-        kids[i] = 0;
-        left--;
-      }
+      if (waitpid(kids[i], &st, WNOHANG) == kids[i])
+        ck_abort_msg("child %d ended early: status %d", i, st);
     }
   }
-  ck_assert_int_gt(freezes, 1);
+  uint32_t before[2] = {shms__load_32(&ctl->pairs[0]), shms__load_32(&ctl->pairs[1])};
+  for (int i = 0; i < 500; i++)
+    audit(h);
+  shms__store_32(&ctl->stop, 1);
+  for (int i = 0; i < 2; i++) {
+    int st;
+    ck_assert_int_eq(waitpid(kids[i], &st, 0), kids[i]);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status %d", i, st);
+  }
+  ck_assert_uint_gt(shms__load_32(&ctl->pairs[0]), before[0]);
+  ck_assert_uint_gt(shms__load_32(&ctl->pairs[1]), before[1]);
   audit(h);
   shms_class_stats s = sched_stats(h);
   ck_assert_uint_eq(s.available, 2);
+  munmap(ctl, sizeof *ctl);
   sched_close(h, name);
 }
 END_TEST
@@ -189,8 +208,8 @@ static void *freeze_once(void *arg) {
   uint32_t v = 0;
   if (shms_check(f->h, report, sizeof report, &v) != SHMS_OK)
     v = UINT32_MAX;
-  ck_pr_store_32(&f->violations, v);
-  ck_pr_store_32(&f->done, 1);
+  shms__store_32(&f->violations, v);
+  shms__store_32(&f->done, 1);
   return NULL;
 }
 
@@ -244,14 +263,14 @@ START_TEST(a_freezer_without_a_barrier_waits_for_plain_markers) {
   /* The freezer says its barrier failed, and only then waits. */
   while (!barrier_failure_seen(h, &cursor, getpid()))
     sched_yield();
-  ck_assert_uint_eq(ck_pr_load_32(&f.done), 0);
+  ck_assert_uint_eq(shms__load_32(&f.done), 0);
   put(in[1]); /* out of the operation, still attached: its marks prove nothing */
   get(out[0]);
   /* The freezer tries again and again (each time after the child was out), and waits on. */
   uint32_t calls = shms__test_membarrier_calls();
-  while (shms__test_membarrier_calls() < calls + 3 && !ck_pr_load_32(&f.done))
+  while (shms__test_membarrier_calls() < calls + 3 && !shms__load_32(&f.done))
     sched_yield();
-  ck_assert_uint_eq(ck_pr_load_32(&f.done), 0);
+  ck_assert_uint_eq(shms__load_32(&f.done), 0);
   put(in[1]); /* gone: the freeze goes on */
   int st;
   ck_assert_int_eq(waitpid(pid, &st, 0), pid);
