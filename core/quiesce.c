@@ -226,7 +226,8 @@ static int plain_markers(struct shms *h, int live) {
   return 0;
 }
 
-/* Said once per process: a barrier failed, and freezes wait for plain markers to leave. */
+/* Said once per process (the pid that said it: a forked child says it again): a barrier
+ * failed, and freezes wait for plain markers to leave. */
 static uint32_t barrier_failure_told;
 
 /*
@@ -241,7 +242,7 @@ static int barrier_plain(struct shms *h, const struct shms__cls *k) {
   int e = shms__membarrier_global();
   if (e == 0 || !plain_markers(h, 1))
     return 0;
-  if (ck_pr_fas_32(&barrier_failure_told, 1) == 0)
+  if (ck_pr_fas_32(&barrier_failure_told, (uint32_t)h->pid) != (uint32_t)h->pid)
     shms__ev_put(&h->events, &(struct shms__ev){.kind = SHMS_EVENT_MEMBARRIER_FAILED,
                                                 .cls = k->id,
                                                 .cell = -1,
