@@ -252,13 +252,17 @@ static int barrier_plain(struct shms *h, const struct shms__cls *k) {
   return 1;
 }
 
-/* Claim the right to freeze k and set FROZEN. */
-static void stop(struct shms *h, const struct shms__cls *k) {
-  uint32_t me = h->owner;
+/*
+ * Claim the right to freeze k and set FROZEN. Returns the freezer we took over (a dead one, or
+ * 0), and *inherited 1 when FROZEN was set already: a dead freezer's recovery, half done,
+ * which only a recovery may let go of.
+ */
+static uint32_t stop(struct shms *h, const struct shms__cls *k, int *inherited) {
+  uint32_t me = h->owner, f;
   /* First the right to freeze, recorded before anything stops: a freezer that dies at any point
    * is then known, and the next one finishes its work. */
   for (;;) {
-    uint32_t f = shms__load_32(&k->ctl->freezer);
+    f = shms__load_32(&k->ctl->freezer);
     if (f == me)
       break;
     if (f != 0 && !shms__owner_dead(h, f)) {
@@ -269,17 +273,25 @@ static void stop(struct shms *h, const struct shms__cls *k) {
       break;
   }
   uint64_t w = shms__load_64(&k->ctl->fast);
+  *inherited = (w & SHMS__FAST_FROZEN) != 0;
   while (!(w & SHMS__FAST_FROZEN) &&
          !ck_pr_cas_64_value(&k->ctl->fast, w, w | SHMS__FAST_FROZEN, &w))
     ;
+  return f;
 }
 
-/* Undo stop before anything was changed: operations that entered go on changing the fast word,
- * so FROZEN is cleared by an atomic and, not stored over it; then the freezer, so that nobody
- * reads FROZEN with no freezer recorded (wait_unfrozen's sign of corruption). */
-static void back_off(const struct shms__cls *k) {
-  ck_pr_and_64(&k->ctl->fast, ~SHMS__FAST_FROZEN);
-  shms__store_32(&k->ctl->freezer, 0);
+/*
+ * Undo stop before anything was changed. A class we froze goes again: operations that entered
+ * go on changing the fast word, so FROZEN is cleared by an atomic and, not stored over it; then
+ * the freezer, so that nobody reads FROZEN with no freezer recorded (wait_unfrozen's sign of
+ * corruption). A class a dead freezer left frozen stays so, and goes back to that freezer: the
+ * next operation or freezer that finds it dead finishes its recovery (one that can issue the
+ * barrier, if it marks plainly itself).
+ */
+static void back_off(const struct shms__cls *k, uint32_t previous, int inherited) {
+  if (!inherited)
+    ck_pr_and_64(&k->ctl->fast, ~SHMS__FAST_FROZEN);
+  shms__store_32(&k->ctl->freezer, inherited ? previous : 0);
 }
 
 void shms__freeze(struct shms *h, const struct shms__cls *k) {
@@ -289,10 +301,11 @@ void shms__freeze(struct shms *h, const struct shms__cls *k) {
    * class go again (such a process may need it to finish what it does, or to detach) and tries
    * again later, until the barrier works or no such process is left. */
   for (;;) {
-    stop(h, k);
+    int inherited;
+    uint32_t previous = stop(h, k, &inherited);
     if (barrier_plain(h, k) == 0)
       break;
-    back_off(k);
+    back_off(k, previous, inherited);
     for (int i = 0; i < 64; i++)
       sched_yield();
   }

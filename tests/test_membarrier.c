@@ -286,6 +286,64 @@ START_TEST(a_freezer_without_a_barrier_waits_for_plain_markers) {
 }
 END_TEST
 
+START_TEST(a_dead_freezers_class_stays_frozen_for_one_that_can_finish) {
+  if (!kernel_has_membarrier())
+    return;
+  const char *name;
+  setenv("SHMSCHED_MEMBARRIER", "0", 1);
+  shms_t *h = sched_open(&name, 2, 4, NULL);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms__test_membarrier_force(0, 1);
+  pid_t dead = fork(); /* freezes the class and dies before its recovery is done */
+  ck_assert_int_ge(dead, 0);
+  if (dead == 0) {
+    shms_t *c = child_attach(name, 0);
+    shms__freeze(c, &c->cls[SHMS_CLASS_STANDARD]);
+    _exit(0);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(dead, &st, 0), dead);
+  ck_assert_int_eq(st, 0);
+  ck_assert(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN);
+  int in[2], out[2];
+  ck_assert_int_eq(pipe(in), 0);
+  ck_assert_int_eq(pipe(out), 0);
+  pid_t pid = fork(); /* marks plainly; acquires when told: finds the dead freezer, recovers */
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *c = child_attach(name, 0);
+    char b;
+    if (!c->marks_plain || write(out[1], "a", 1) != 1 || read(in[0], &b, 1) != 1)
+      _exit(11);
+    shms_request r = sched_req("t", 0);
+    shms_lease l;
+    if (shms_acquire(c, &r, &l) != SHMS_OK || shms_release(c, &l) != SHMS_OK)
+      _exit(12);
+    _exit(shms_detach(c) == SHMS_OK ? 0 : 13);
+  }
+  get(out[0]);
+  struct freezer f = {.h = h};
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, freeze_once, &f), 0);
+  /* Our freezer takes the dead one's place, fails its barrier and gives the class back, again
+   * and again: the class stays frozen (what the dead freezer left is not recomputed yet). */
+  uint32_t calls = shms__test_membarrier_calls();
+  while (shms__test_membarrier_calls() < calls + 20) {
+    ck_assert_msg(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN,
+                  "a dead freezer's class was let go unrecovered");
+    sched_yield();
+  }
+  put(in[1]); /* the plain marker finishes the recovery, works, detaches: then ours goes on */
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  ck_assert_int_eq(st, 0);
+  ck_assert_int_eq(pthread_join(t, NULL), 0);
+  ck_assert_uint_eq(f.violations, 0);
+  shms__test_membarrier_force(0, 0);
+  unsetenv("SHMSCHED_MEMBARRIER");
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(a_freezer_skips_the_barrier_when_nobody_marks_plainly) {
   const char *name;
   setenv("SHMSCHED_MEMBARRIER", "0", 1);
@@ -324,6 +382,7 @@ int main(void) {
   tcase_add_test(tc, a_bad_setting_is_refused);
   tcase_add_test(tc, plain_and_locked_marks_interleave_with_freezes);
   tcase_add_test(tc, a_freezer_without_a_barrier_waits_for_plain_markers);
+  tcase_add_test(tc, a_dead_freezers_class_stays_frozen_for_one_that_can_finish);
   tcase_add_test(tc, a_freezer_skips_the_barrier_when_nobody_marks_plainly);
   suite_add_tcase(s, tc);
   return harness_run(s);
