@@ -1,10 +1,15 @@
 /* shms_attach: the segment layer's attach, with the scheduler's recovery of a class whose
  * freezer died, which this handle's operations run when they find one (core/quiesce.c). */
+#include "../shm/membarrier.h"
 #include "client.h"
 
 int shms_attach(const char *name, unsigned flags, shms_t **out) {
   int rc = shms__spin_setup();
   if (rc != SHMS_OK)
+    return rc;
+  /* Whether our operations mark with plain stores (once per process; a bad
+   * SHMSCHED_MEMBARRIER is refused here, before anything is attached). */
+  if ((rc = shms__membarrier_setup()) != SHMS_OK)
     return rc;
   if ((rc = shms__segment_attach(name, flags, shms__recover_class, out)) == SHMS_OK)
     shms__prepared_setup(*out);

@@ -260,7 +260,8 @@ static void audit_class(struct audit *a) {
               "the dispatcher baton is held while the class stands still (holder pid %d, %s, "
               "%u operations under way)",
               p ? p->pid : -1, alive(a, (uint32_t)baton) ? "alive" : "dead: needs recovery",
-              p ? p->ops[k->id] + (uint32_t)__builtin_popcount(p->marks_used) : 0);
+              p ? p->ops[k->id] + (uint32_t)__builtin_popcount(p->marks_used & SHMS__MARKS_CLAIMED)
+                : 0);
   }
 }
 

@@ -6,14 +6,21 @@
  * way: then the state words stand still and every count and index can be
  * recomputed from them exactly, whatever a dead process left half done.
  *
- * Why this is enough (a Dekker pair): enter increments the count with a
- * locked instruction, then reads FROZEN; freeze sets FROZEN with a locked
- * instruction, then reads the counts. One of the two sees the other.
+ * Why this is enough (a Dekker pair): enter sets its mark, then reads FROZEN;
+ * freeze sets FROZEN with a locked instruction, then reads the marks. One of
+ * the two sees the other, if each side is fenced between its write and its
+ * read: a process that registered for membarrier (shm/membarrier.h) marks
+ * with a plain store and a compiler barrier, and the freezer fences for it
+ * with membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED); any other process marks
+ * with a locked instruction (docs/protocol.md, "Plain marks").
  */
 #include <ck_pr.h>
 #include <sched.h>
 
 #include "../shm/atomic.h"
+#include "../shm/error.h"
+#include "../shm/events.h"
+#include "../shm/membarrier.h"
 #include "../shm/proc.h"
 #include "sched.h"
 
@@ -45,7 +52,7 @@ static uint32_t *thread_mark(struct shms *h) {
       return cache[i].word;
   uint32_t used = shms__load_32(&h->proc->marks_used), bit;
   do {
-    if (used == (1u << SHMS__MARKS) - 1)
+    if ((used & SHMS__MARKS_CLAIMED) == SHMS__MARKS_CLAIMED)
       return NULL;
     bit = (uint32_t)__builtin_ctz(~used);
   } while (!ck_pr_cas_32_value(&h->proc->marks_used, used, used | (1u << bit), &used));
@@ -91,11 +98,20 @@ static void mark(struct shms *h, const struct shms__cls *k, struct thread_op *t,
     return;
   }
   uint32_t v = *t->word | (1u << k->id);
-  if (fence)
+  if (!fence) {
+    shms__store_32(t->word, v);
+  } else if (h->marks_plain) {
+    /* Our process registered for membarrier: the store may still sit in this CPU's store
+     * buffer when we look for FROZEN, but a freezer issues a barrier on every running thread
+     * of ours between its FROZEN and its look at our mark, so either our mark is visible to it
+     * or our look sees FROZEN. The compiler must keep the two in order: the barrier is the
+     * CPU's only. */
+    shms__store_32(t->word, v);
+    ck_pr_barrier();
+  } else {
     ck_pr_fas_32(t->word, v); /* a locked exchange: the mark is visible before we look for FROZEN
                                  (cheaper here than a store and an mfence) */
-  else
-    shms__store_32(t->word, v);
+  }
 }
 
 static void unmark(struct shms *h, const struct shms__cls *k, struct thread_op *t) {
@@ -195,13 +211,58 @@ static int others_busy(struct shms *h, const struct shms__cls *k) {
   return 0;
 }
 
-void shms__freeze(struct shms *h, const struct shms__cls *k) {
-  SHMS__ASSERT(cur[k->id].depth == 0); /* never from inside an operation on k */
-  uint32_t me = h->owner;
+/* Whether some entry in use belongs to a process that marks plainly; live: and is alive (by its
+ * lock: a dead process's stores are all visible, whatever its marks say). */
+static int plain_markers(struct shms *h, int live) {
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    const struct shms__proc *p = shms__proc_at(h, i);
+    /* The state first: an entry read FREE was claimed, if at all, after our FROZEN, and its
+     * process's first look at FROZEN comes after its claim (docs/protocol.md, "Plain marks"). */
+    if (shms__load_32((uint32_t *)&p->state) != SHMS__PROC_FREE &&
+        (shms__load_32((uint32_t *)&p->marks_used) & SHMS__MARKS_PLAIN) &&
+        (!live || shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1))
+      return 1;
+  }
+  return 0;
+}
+
+/* Said once per process (the pid that said it: a forked child says it again): a barrier
+ * failed, and freezes wait for plain markers to leave. */
+static uint32_t barrier_failure_told;
+
+/*
+ * With FROZEN set, make every plain mark set before it visible: a barrier on every running
+ * thread of every registered process, if some process in the table marks plainly. 0 when that
+ * is done (or needless), 1 when it could not be (the first failure of the process is recorded
+ * in the event ring).
+ */
+static int barrier_plain(struct shms *h, const struct shms__cls *k) {
+  if (!plain_markers(h, 0))
+    return 0;
+  int e = shms__membarrier_global();
+  if (e == 0 || !plain_markers(h, 1))
+    return 0;
+  if (ck_pr_fas_32(&barrier_failure_told, (uint32_t)h->pid) != (uint32_t)h->pid)
+    shms__ev_put(&h->events, &(struct shms__ev){.kind = SHMS_EVENT_MEMBARRIER_FAILED,
+                                                .cls = k->id,
+                                                .cell = -1,
+                                                .pid = h->pid,
+                                                .reason = shms__from_errno(e),
+                                                .value = (uint64_t)e});
+  return 1;
+}
+
+/*
+ * Claim the right to freeze k and set FROZEN. Returns the freezer we took over (a dead one, or
+ * 0), and *inherited 1 when FROZEN was set already: a dead freezer's recovery, half done,
+ * which only a recovery may let go of.
+ */
+static uint32_t stop(struct shms *h, const struct shms__cls *k, int *inherited) {
+  uint32_t me = h->owner, f;
   /* First the right to freeze, recorded before anything stops: a freezer that dies at any point
    * is then known, and the next one finishes its work. */
   for (;;) {
-    uint32_t f = shms__load_32(&k->ctl->freezer);
+    f = shms__load_32(&k->ctl->freezer);
     if (f == me)
       break;
     if (f != 0 && !shms__owner_dead(h, f)) {
@@ -212,9 +273,42 @@ void shms__freeze(struct shms *h, const struct shms__cls *k) {
       break;
   }
   uint64_t w = shms__load_64(&k->ctl->fast);
+  *inherited = (w & SHMS__FAST_FROZEN) != 0;
   while (!(w & SHMS__FAST_FROZEN) &&
          !ck_pr_cas_64_value(&k->ctl->fast, w, w | SHMS__FAST_FROZEN, &w))
     ;
+  return f;
+}
+
+/*
+ * Undo stop before anything was changed. A class we froze goes again: operations that entered
+ * go on changing the fast word, so FROZEN is cleared by an atomic and, not stored over it; then
+ * the freezer, so that nobody reads FROZEN with no freezer recorded (wait_unfrozen's sign of
+ * corruption). A class a dead freezer left frozen stays so, and goes back to that freezer: the
+ * next operation or freezer that finds it dead finishes its recovery (one that can issue the
+ * barrier, if it marks plainly itself).
+ */
+static void back_off(const struct shms__cls *k, uint32_t previous, int inherited) {
+  if (!inherited)
+    ck_pr_and_64(&k->ctl->fast, ~SHMS__FAST_FROZEN);
+  shms__store_32(&k->ctl->freezer, inherited ? previous : 0);
+}
+
+void shms__freeze(struct shms *h, const struct shms__cls *k) {
+  SHMS__ASSERT(cur[k->id].depth == 0); /* never from inside an operation on k */
+  /* Plain marks are read only after a barrier that made them visible. A freezer that cannot
+   * issue one cannot tell a live process that marks plainly from one at rest: it lets the
+   * class go again (such a process may need it to finish what it does, or to detach) and tries
+   * again later, until the barrier works or no such process is left. */
+  for (;;) {
+    int inherited;
+    uint32_t previous = stop(h, k, &inherited);
+    if (barrier_plain(h, k) == 0)
+      break;
+    back_off(k, previous, inherited);
+    for (int i = 0; i < 64; i++)
+      sched_yield();
+  }
   while (others_busy(h, k))
     sched_yield();
   frozen_by_me |= 1u << k->id;

@@ -935,6 +935,10 @@ typedef enum {
   SHMS_EVENT_REVOKED,          /* a grant not accepted within grant-timeout, given to the next */
   SHMS_EVENT_CELL_QUARANTINED, /* a holder quarantined its lease's cell (reason: its code) */
   SHMS_EVENT_DRAINED,          /* the segment started draining (pid: who drained it) */
+  /* A freezer's membarrier failed (pid: the freezer; reason: why; value: its errno): its
+   * freezes wait until the processes that mark operations with plain stores are gone
+   * (docs/protocol.md, "Plain marks"). Once per process. */
+  SHMS_EVENT_MEMBARRIER_FAILED,
 } shms_event_kind_t;
 
 /* shms_event.uid when none applies: (uid_t)-1, which is nobody's uid (POSIX keeps it for

@@ -41,7 +41,7 @@ build=build-perf
 out=perf/results
 bin=$build/bin
 benches=(bench_acquire bench_handoff bench_contended bench_worker bench_scaling bench_fairness
-  bench_memory bench_client bench_idle bench_events)
+  bench_memory bench_client bench_idle bench_events bench_freeze)
 
 echo "perf: building Release into $build/ ..." >&2
 # -g only adds debug information (for perf/record.sh); the code is the Release code.
@@ -104,6 +104,9 @@ for ((rep = 1; rep <= repeats; rep++)); do
     run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
   done
   run "$rep" bench_events --iters "$acq_iters"
+  for m in plain locked; do # a freeze with plain (membarrier) or locked operation marks
+    run "$rep" bench_freeze --marks "$m" --others 2
+  done
   for s in "${lock_systems[@]}" shmsched-noevents; do
     run "$rep" bench_handoff --system "$s" --rounds "$handoff_rounds" \
       --samples "$out/samples/handoff-$s.txt"

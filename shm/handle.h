@@ -58,6 +58,9 @@ struct shms {
    * per handle, not per call, so waits in short slices still get their checks. */
   uint64_t poll_due[SHMS_CLASS_COUNT];
   struct shms__proc *proc; /* our process entry (operation marks and counts); NULL for observers */
+  /* Our threads' marks are plain stores (the entry's SHMS__MARKS_PLAIN), kept beside proc, on
+   * the line every operation reads. */
+  uint32_t marks_plain;
   /* shms_interrupt: while set, this handle's waits return SHMS_ETIMEDOUT; the sleepers listed
    * are woken when it is set. */
   uint32_t interrupted;

@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 4u
+#define SHMS__LAYOUT_VERSION 5u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -218,6 +218,12 @@ struct shms__tenant {
 enum { SHMS__TENANT_INUSE = 1u, SHMS__TENANT_INRING = 2u, SHMS__TENANT_PENDING = 4u };
 
 #define SHMS__MARKS 16 /* threads per process with a plain-store operation mark */
+/* shms__proc.marks_used: bits 0..SHMS__MARKS-1 say which marks threads have claimed; PLAIN says
+ * that the process sets them with plain stores, registered for membarrier (shm/membarrier.h),
+ * so that a freezer must issue one before it reads them (docs/protocol.md, "Plain marks"). */
+#define SHMS__MARKS_CLAIMED ((1u << SHMS__MARKS) - 1)
+#define SHMS__MARKS_PLAIN   (1u << 31)
+_Static_assert(SHMS__MARKS < 31, "the PLAIN bit lies above every mark's bit");
 
 /* One attached process. Byte `offset of this entry` of the file is its liveness lock. */
 struct shms__proc {
@@ -228,7 +234,7 @@ struct shms__proc {
   uint64_t start_time; /* /proc/PID/stat starttime, ticks since boot */
   uint64_t attached_unix_ns;
   uint32_t ops[SHMS_CLASS_COUNT]; /* operations under way by threads without a mark (atomic) */
-  uint32_t marks_used;            /* which of marks[] threads have claimed */
+  uint32_t marks_used;            /* which of marks[] threads have claimed, | SHMS__MARKS_PLAIN */
   /* The record of the requests this process owns (core/owned.c): the head of a list through
    * their slots (SHMS__OWNED_REF, 0 empty), and nonzero while the process changes it (a
    * recovery that finds it so scans every slot instead). Written only by the owner. */

@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "crashpoint.h"
 #include "error.h"
+#include "membarrier.h"
 #include "procfs.h"
 
 static off_t lock_offset(const struct shms *h, uint32_t index) {
@@ -120,10 +121,13 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
     shms__store_32(&p->ops[c], 0); /* a dead predecessor's operations are not ours */
   for (int t = 0; t < SHMS__MARKS; t++)
     shms__store_32(&p->marks[t], 0);
-  shms__store_32(&p->marks_used, 0);
+  /* Whether our threads mark plainly: visible before any of them marks, hence a full fence (a
+   * freezer that reads our PLAIN bit too late must have set FROZEN before our first look at
+   * it: docs/protocol.md, "Plain marks"). */
+  shms__store_32(&p->marks_used, shms__membarrier_plain() ? SHMS__MARKS_PLAIN : 0u);
   shms__store_32(&p->own_dirty, 0); /* our record: empty, and whole */
   /* Identity fields must be visible before the entry reads as LIVE. */
-  ck_pr_fence_store();
+  ck_pr_fence_memory();
   shms__store_32(&p->state, SHMS__PROC_LIVE);
   return SHMS_OK;
 }

@@ -281,6 +281,9 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   if (registers) {
     h->proc = shms__proc_at(h, h->self);
     h->owner = SHMS__OWNER(h->self, shms__load_32(&h->proc->gen));
+    /* From the entry, which our first registration on this file set: every handle of the
+     * process on it marks the same way (shm/membarrier.h). */
+    h->marks_plain = (shms__load_32(&h->proc->marks_used) & SHMS__MARKS_PLAIN) != 0;
   }
   return SHMS_OK;
 }
