@@ -222,6 +222,40 @@ START_TEST(past_the_bound_an_unindexed_request_is_not_overtaken) {
 }
 END_TEST
 
+/* A request whose grant was revoked (LATE) and whose waiter came back is published again: its
+ * bound, long passed, holds from then, even with the dispatcher away (the test holds the baton).
+ * Without shms__overtake_arrived on the way back, the end was 0 (nothing indexed) and an
+ * acquire overtook it. */
+START_TEST(past_the_bound_an_unparked_request_is_not_overtaken) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_ticket late = sched_enqueue(h, "a", 0, 0); /* granted at once; nobody accepts it */
+  ck_assert_uint_eq(state_of(h, &late), SHMS_REQ_GRANTED);
+  sched_fake_now += 3000000 * US;                 /* past the default grant timeout (2 s) */
+  shms_ticket next = sched_enqueue(h, "b", 0, 0); /* its kick revokes late's grant */
+  ck_assert(slot_word(h, &late) & SHMS__SLOT_LATE);
+  shms_lease ln, ll;
+  ck_assert_shms_ok(shms_wait(h, &next, 0, &ln));
+  shms__op_enter(h, k);
+  ck_assert_shms_ok(shms__baton_acquire(h, k, 1000000000ull));
+  /* Its waiter comes back: queued again, not yet indexed. */
+  ck_assert_shms_err(shms_wait(h, &late, 0, &ll), SHMS_ETIMEDOUT, "still queued");
+  uint64_t w = slot_word(h, &late);
+  ck_assert(!(w & SHMS__SLOT_LATE) && !(w & SHMS__SLOT_INDEXED));
+  ck_assert_shms_ok(shms_release(h, &ln));
+  ck_assert(ck_pr_load_64(&k->ctl->fast) & SHMS__FAST_STRICT);
+  shms_request r = sched_req("c", 0);
+  ck_assert_shms_err(shms_try_acquire(h, &r, &ll), SHMS_EWOULDBLOCK, "queued work goes first");
+  shms__baton_done(h, k); /* its pass indexes the request and grants it the cell */
+  shms__op_leave(h, k);
+  ck_assert_shms_ok(shms_wait(h, &late, 0, &ll));
+  ck_assert_shms_ok(shms_release(h, &ll));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 /* What the queue gets past the bound, it gets in the dispatcher's order: tenants take turns. */
 START_TEST(past_the_bound_tenants_still_take_turns) {
   const char *name;
@@ -289,6 +323,7 @@ int main(void) {
   tcase_add_test(tc, within_the_bound_a_request_nobody_waits_on_is_granted_at_once);
   tcase_add_test(tc, past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acquire);
   tcase_add_test(tc, past_the_bound_an_unindexed_request_is_not_overtaken);
+  tcase_add_test(tc, past_the_bound_an_unparked_request_is_not_overtaken);
   tcase_add_test(tc, past_the_bound_tenants_still_take_turns);
   tcase_add_test(tc, a_torn_list_by_time_is_found_and_rebuilt);
   suite_add_tcase(s, tc);
