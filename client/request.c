@@ -60,10 +60,17 @@ int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64
 int shms__spin_then_sleep(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
                           uint64_t until_real, int kind) {
   /* Only before announcing: a waiter that already said it sleeps (woken by its poll) sleeps.
-   * A lease class's queued requests are its waiters, each of whom may spin; a worker class's
-   * are jobs, whose clients wait however many each has in flight. */
-  uint32_t waiters =
-      k->cfg->mode == SHMS_MODE_LEASE ? SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) : 1;
+   * A lease class's queued requests are its waiters, each of whom may spin, and each holder but
+   * the one whose release we wait for needs a CPU too: a holder descheduled by a spinner on its
+   * CPU gives nothing back until the spinner sleeps (docs/performance.md, "Contended
+   * throughput"). A worker class's are jobs, whose clients wait however many each has in
+   * flight. */
+  uint32_t waiters = 1;
+  if (k->cfg->mode == SHMS_MODE_LEASE) {
+    uint64_t f = shms__load_64(&k->ctl->fast);
+    uint32_t held = shms__cells_held(k, f);
+    waiters = SHMS__FAST_QUEUED(f) + (held > 1 ? held - 1 : 0);
+  }
   struct shms__slot *s = shms__slot_at(k, i);
   if (!(w & SHMS__SLOT_SLEEPING) &&
       shms__spin(h, &h->spin[k->id][kind], &s->word, w, until_real, waiters) != SHMS__SPUN_NOT)
@@ -163,6 +170,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   shms__slot_publish(k, i, seq);
   SHMS__STEP();
   shms__hbm_set(k->sattn, k->nslots, i);
+  shms__overtake_arrived(k, s->enqueue_ns); /* after the bit: docs/protocol.md */
   SHMS__STEP();
   recheck_after_publish(h, k, i, seq);
   shms__kick(h, k);

@@ -11,11 +11,11 @@
  *     row the next 2^f - 1 waits (at most 63) of that kind sleep at once, then one tries again.
  *     Holds longer than the window so cost about one window in 64 waits; one success resets;
  *   - room to spin: never with one online CPU; never more than online CPUs - 1 threads of a
- *     handle at once; not when the class's queued requests (its waiters, who may all spin)
- *     leave no CPU for a holder: with as many waiters as CPUs, spinners take the CPU the holder
- *     needs to release. The machine's other load is not looked at: a spin gives it back within
- *     the window, and a holder that other work keeps off the CPU shows as failed spins, which
- *     the back-off answers.
+ *     handle at once; not when the class's queued requests (its waiters, who may all spin) and
+ *     its holders but one (the caller counts them: client/request.c) leave no CPU for a holder:
+ *     spinners would take the CPU a holder needs to release. The machine's other load is not
+ *     looked at: a spin gives it back within the window, and a holder that other work keeps
+ *     off the CPU shows as failed spins, which the back-off answers.
  */
 #include <ck_pr.h>
 #include <errno.h>

@@ -86,6 +86,14 @@ uint32_t shms__fast_free_field(const struct shms__cls *k) {
   return field;
 }
 
+uint32_t shms__cells_held(const struct shms__cls *k, uint64_t f) {
+  uint32_t valid = k->ncells >= 32 ? 0xffffffffu : (1u << k->ncells) - 1;
+  uint32_t free =
+      k->fast_map ? (uint32_t)__builtin_popcount(SHMS__FAST_LOW(f) & valid) : SHMS__FAST_LOW(f);
+  uint32_t gone = free + shms__load_32(&k->ctl->quarantined);
+  return gone < k->ncells ? k->ncells - gone : 0;
+}
+
 enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take_mode mode) {
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {

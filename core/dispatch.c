@@ -181,9 +181,12 @@ static void hand_off(const struct shms__cls *k, uint64_t now) {
 static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   if (shms__index_corrupt)
     shms__index_rebuild(k);
-  uint64_t now = shms__now_ns();
-  int budget = PASS_BUDGET;
-  for (int64_t i; budget > 0 && (i = shms__hbm_take(k->sattn, k->nslots)) >= 0; budget--) {
+  /* The end of overtaking as found before the arrivals are taken: what the update at the end may
+   * replace (shms__overtake_update). */
+  uint64_t now = shms__now_ns(), seen = shms__overtake_seen(k);
+  int budget = PASS_BUDGET, drained = 0;
+  for (int64_t i; budget > 0 && !(drained = (i = shms__hbm_take(k->sattn, k->nslots)) < 0);
+       budget--) {
     SHMS__STEP();
     shms__index_attend(h, k, (uint32_t)i);
   }
@@ -220,7 +223,7 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   }
   if (shms__index_corrupt)
     shms__index_rebuild(k);
-  shms__overtake_update(k);
+  shms__overtake_update(k, seen, drained);
   *exhausted = budget == 0;
   return PASS_BUDGET - budget + tenants;
 }

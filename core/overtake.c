@@ -10,7 +10,25 @@
 #include "../shm/clock.h"
 #include "sched.h"
 
-void shms__overtake_update(const struct shms__cls *k) {
+/* The earlier of two ends of overtaking, 0 standing for none (never). */
+static uint64_t earlier(uint64_t a, uint64_t b) { return a == 0 || (b != 0 && b < a) ? b : a; }
+
+void shms__overtake_arrived(const struct shms__cls *k, uint64_t enqueue_ns) {
+  if (k->overtake_ns == 0)
+    return;
+  /* Only ever earlier: a CAS loop that gives up once the end is no later than ours. The pass
+   * that indexes the request publishes the same end or, once it is granted, a later one. */
+  uint64_t mine = enqueue_ns + k->overtake_ns, end = shms__load_64(&k->ctl->overtake_end_ns);
+  while (earlier(end, mine) != end &&
+         !ck_pr_cas_64_value(&k->ctl->overtake_end_ns, end, mine, &end))
+    ;
+}
+
+uint64_t shms__overtake_seen(const struct shms__cls *k) {
+  return k->overtake_ns == 0 ? 0 : shms__load_64(&k->ctl->overtake_end_ns);
+}
+
+void shms__overtake_update(const struct shms__cls *k, uint64_t seen, int drained) {
   SHMS__ASSERT(shms__index_owned(k));
   if (k->overtake_ns == 0)
     return;
@@ -21,9 +39,16 @@ void shms__overtake_update(const struct shms__cls *k) {
     end = shms__slot_at(k, head - 1)->enqueue_ns + k->overtake_ns;
   else
     head = 0;
-  /* Stored only when they move: the line is the fast word's, in every acquirer's cache. */
-  if (shms__load_64(&ctl->overtake_end_ns) != end)
-    shms__store_64(&ctl->overtake_end_ns, end);
+  /* An enqueuer sets its attention bit, then brings the end forward (shms__overtake_arrived).
+   * One that did so before `seen` was read had its bit taken by this pass, which indexed its
+   * request: `end` counts it (unless the pass's budget ran out first: then keep `seen`). One that
+   * did so since has changed the word: the CAS fails and the earlier of the two stays. Stored
+   * only when it moves: the line is the fast word's, in every acquirer's cache. */
+  if (!drained)
+    end = earlier(end, seen);
+  uint64_t cur = seen;
+  while (cur != end && !ck_pr_cas_64_value(&ctl->overtake_end_ns, cur, end, &cur))
+    end = earlier(end, cur);
   if (shms__load_32(&ctl->oldest_slot) != head)
     shms__store_32(&ctl->oldest_slot, head);
   uint64_t w = shms__load_64(&ctl->fast), clear = SHMS__FAST_WOKEN;

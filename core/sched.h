@@ -91,10 +91,18 @@ uint64_t shms__fast_queue(const struct shms__cls *k, int32_t dqueued);
 /* Cell c has just become AVAILABLE: count it free (its bit, or one more); returns the new word. */
 uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c);
 
-/* Bounded overtaking (core/overtake.c). The baton holder, after a pass: publish the oldest indexed
- * request's end of overtaking and clear STRICT if that request is younger than the bound (or none
- * is left). */
-void shms__overtake_update(const struct shms__cls *k);
+/* Bounded overtaking (core/overtake.c). An enqueuer, once its request is published with its
+ * attention bit: bring the class's end of overtaking forward to its own (enqueue_ns + bound) if
+ * that is earlier, so that its bound holds before any pass has indexed it. */
+void shms__overtake_arrived(const struct shms__cls *k, uint64_t enqueue_ns);
+/* The baton holder, before a pass takes the arrivals' attention bits: the end of overtaking as
+ * it finds it (0 in a class that does not overtake). */
+uint64_t shms__overtake_seen(const struct shms__cls *k);
+/* The baton holder, after that pass (seen: as it found the end; drained: whether it took every
+ * attention bit): publish the oldest indexed request's end of overtaking, never later than that
+ * of a request published and not yet indexed, and clear STRICT if that request is younger than
+ * the bound (or none is left). */
+void shms__overtake_update(const struct shms__cls *k, uint64_t seen, int drained);
 /* After a release that set WOKEN: ask the oldest indexed request's waiter, asleep, to kick
  * (HELP, waking it). 1 if it did; 0 if none sleeps there (the caller kicks instead). */
 int shms__overtake_nudge(const struct shms__cls *k);
@@ -105,6 +113,9 @@ static inline int shms__fast_may_take(const struct shms__cls *k, uint64_t w) {
 }
 /* The free field the fast word should hold for cells in these states: recovery and audit. */
 uint32_t shms__fast_free_field(const struct shms__cls *k);
+/* Cells leased or granted, by fast word f and the quarantined count: each has a holder that
+ * needs a CPU to give it back (a waiter deciding whether to spin counts them). */
+uint32_t shms__cells_held(const struct shms__cls *k, uint64_t f);
 /*
  * Which free cells a taker may take: the fast path overtakes queued work only as
  * shms__fast_may_take allows (UNQUEUED); the

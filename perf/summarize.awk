@@ -253,29 +253,38 @@ END {
 
   print ""
   print "Targets of issue 15, contended throughput (for information):"
-  # Bounded overtaking (docs/protocol.md): shmsched's default bound (100 us) against posix-sem,
-  # with strict hand-off (shmsched-strict, overtake=0) beside it as the before.
+  # Bounded overtaking (docs/protocol.md, "Bounded overtaking"): shmsched's default bound
+  # (100 us) against posix-sem at 4 and 8 processes on 2 cells, at least 0.5x (goal 0.8x); with
+  # strict hand-off (shmsched-strict, overtake=0) beside it as the before, and 2 processes (each
+  # CPU its own cell: nothing ever queues) as the fast path's own ratio, the ceiling no queueing
+  # rule can lift. The bound: overtaking adds at most the bound (and one hold, none in this
+  # benchmark) to the longest wait strict hand-off shows in the same run.
+  c2 = fig("contended", "shmsched", "ops_per_s_p2")
+  s2 = fig("contended", "posix-sem", "ops_per_s_p2")
+  ceil = (c2 != "" && s2 != "" && s2 > 0) ? sprintf("%.2fx", c2 / s2) : "-"
   for (pi = 4; pi <= 8; pi += 4) {
     m = "ops_per_s_p" pi
     c = fig("contended", "shmsched", m)
     s = fig("contended", "posix-sem", m)
     st = fig("contended", "shmsched-strict", m)
     if (c != "" && s != "" && s > 0) {
-      d = sprintf("%.2fx (strict hand-off %s)", c / s, st == "" ? "-" : sprintf("%.3fx", st / s))
+      d = sprintf("%.2fx (strict hand-off %s; p2, nothing queued: %s)", c / s,
+                  st == "" ? "-" : sprintf("%.3fx", st / s), ceil)
       target("contended: p" pi " on 2 cells at least 0.5x posix-sem", c >= 0.5 * s, d)
       target("contended: p" pi " on 2 cells goal 0.8x posix-sem", c >= 0.8 * s, d)
+    } else {
+      target("contended: p" pi " on 2 cells at least 0.5x posix-sem", "", "")
+      target("contended: p" pi " on 2 cells goal 0.8x posix-sem", "", "")
     }
     mw = fig("contended", "shmsched", "max_wait_us_p" pi)
     mws = fig("contended", "shmsched-strict", "max_wait_us_p" pi)
     mean = fig("contended", "shmsched", "mean_wait_us_p" pi)
-    if (mw != "" && mws != "")
-      target("contended: p" pi " longest queue wait no longer than strict's", mw <= mws,
-             sprintf("%s us (strict %s us; mean %s us; bound 100 us)", num(mw), num(mws),
-                     num(mean)))
+    target("contended: p" pi " longest wait at most strict's + the bound",
+           mw == "" || mws == "" ? "" : mw <= mws + 100,
+           sprintf("%s us (strict %s us; mean %s us)", num(mw), num(mws), num(mean)))
   }
   j = fig("fairness", "shmsched", "jain_index")
   jst = fig("fairness", "shmsched-strict", "jain_index")
-  if (j != "")
-    target("fairness: Jain index at least 0.99 with overtaking", j >= 0.99,
-           sprintf("%.4f (strict hand-off %s)", j, jst == "" ? "-" : sprintf("%.4f", jst)))
+  target("fairness: Jain index at least 0.99 with overtaking", j == "" ? "" : j >= 0.99,
+         sprintf("%.4f (strict hand-off %s)", j, jst == "" ? "-" : sprintf("%.4f", jst)))
 }

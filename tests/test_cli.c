@@ -213,6 +213,44 @@ START_TEST(create_status_destroy) {
 }
 END_TEST
 
+/* The value of key in `status`'s section of class cls (text output in out). */
+static const char *class_value(const char *cls, const char *key, char *buf, size_t n) {
+  char head[64], needle[64];
+  snprintf(head, sizeof head, "\n# Class %s\n", cls);
+  snprintf(needle, sizeof needle, "\n%s: ", key);
+  const char *sec = strstr(out, head), *next, *at;
+  ck_assert_msg(sec != NULL, "no section for class %s:\n%s", cls, out);
+  next = strstr(sec + 1, "\n# ");
+  at = strstr(sec, needle);
+  ck_assert_msg(at != NULL && (next == NULL || at < next), "class %s lacks %s:\n%s", cls, key, out);
+  at += strlen(needle);
+  snprintf(buf, n, "%.*s", (int)strcspn(at, "\n"), at);
+  return buf;
+}
+
+/* status shows the overtake bound in force per class: the default, one set, strict hand-off (0),
+ * and 0 for the classes that never overtake. */
+START_TEST(status_shows_each_class_overtake_bound) {
+  const char *name = seg_name("cli-ot");
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=2,queue=8", "--class",
+                       "large:cells=1,queue=4,overtake=0", "--class",
+                       "extra-large:cells=1,queue=4,overtake=1ms", "--class",
+                       "small:cells=1,queue=4,mode=worker"),
+                   0);
+  ck_assert_int_eq(CLI("status", name), 0);
+  char v[64];
+  ck_assert_str_eq(class_value("standard", "overtake_ns", v, sizeof v), "100000");
+  ck_assert_str_eq(class_value("large", "overtake_ns", v, sizeof v), "0");
+  ck_assert_str_eq(class_value("extra-large", "overtake_ns", v, sizeof v), "1000000");
+  ck_assert_str_eq(class_value("small", "overtake_ns", v, sizeof v), "0");
+  ck_assert_int_eq(CLI("status", name, "--json"), 0);
+  ck_assert_msg(json_valid(out), "status --json is not valid JSON:\n%s", out);
+  ck_assert_msg(strstr(out, "\"overtake_ns\": 100000,") && strstr(out, "\"overtake_ns\": 1000000,"),
+                "JSON lacks the bounds:\n%s", out);
+  ck_assert_int_eq(CLI("destroy", name), 0);
+}
+END_TEST
+
 /* status shows the segment file's real group, by name and gid, however it came to have it. */
 START_TEST(status_shows_the_files_group) {
   const char *name = seg_name("group");
@@ -522,6 +560,7 @@ static Suite *cli_suite(void) {
   tcase_add_unchecked_fixture(tc, leftovers_setup, leftovers_teardown);
   tcase_add_test(tc, json_checker_sanity);
   tcase_add_test(tc, create_status_destroy);
+  tcase_add_test(tc, status_shows_each_class_overtake_bound);
   tcase_add_test(tc, status_counts_live_processes);
   tcase_add_test(tc, status_shows_the_files_group);
   tcase_add_test(tc, create_twice_leaves_first);

@@ -163,6 +163,99 @@ START_TEST(past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acqui
 }
 END_TEST
 
+/* A child that queues a request and waits for it; it exits 0 once it has had and returned a lease.
+ */
+static void queueing_child(const char *name) {
+  shms_t *h;
+  if (shms_attach(name, 0, &h) != SHMS_OK)
+    _exit(2);
+  shms_request r = sched_req("a", 0);
+  shms_lease l;
+  if (shms_acquire(h, &r, &l) != SHMS_OK)
+    _exit(3);
+  _exit(shms_release(h, &l) == SHMS_OK && shms_detach(h) == SHMS_OK ? 0 : 4);
+}
+
+/* The queue's request whose waiter sleeps: its slot, once there is one. */
+static int64_t sleeping_request(const struct shms__cls *k) {
+  for (uint32_t i = 0; i < k->nslots; i++) {
+    uint64_t w = ck_pr_load_64(&shms__slot_at(k, i)->word);
+    if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && (w & SHMS__SLOT_SLEEPING))
+      return i;
+  }
+  return -1;
+}
+
+/* The bound counts from a request's publication, not from the pass that indexes it: with the
+ * dispatcher away (a baton holder descheduled mid-pass, here the test holding the baton), a
+ * release past the bound still hands its cell to the queue. It once judged by the oldest indexed
+ * request only, so acquires overtook an unindexed one for as long as the holder stayed away. */
+START_TEST(past_the_bound_an_unindexed_request_is_not_overtaken) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_request r = sched_req("a", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms__op_enter(h, k);
+  ck_assert_shms_ok(shms__baton_acquire(h, k, 1000000000ull));
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0)
+    queueing_child(name);
+  int64_t slot;
+  while ((slot = sleeping_request(k)) < 0) /* published, and asleep waiting to be indexed */
+    ck_assert_int_eq(sched_yield(), 0);
+  ck_assert(!(ck_pr_load_64(&shms__slot_at(k, (uint32_t)slot)->word) & SHMS__SLOT_INDEXED));
+  sched_fake_now += 150 * US; /* past the bound since its enqueue */
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert(ck_pr_load_64(&k->ctl->fast) & SHMS__FAST_STRICT);
+  ck_assert_shms_err(shms_try_acquire(h, &r, &held), SHMS_EWOULDBLOCK, "queued work goes first");
+  /* The holder back: its pass indexes the request and grants it the cell. */
+  shms__baton_done(h, k);
+  shms__op_leave(h, k);
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+/* A request whose grant was revoked (LATE) and whose waiter came back is published again: its
+ * bound, long passed, holds from then, even with the dispatcher away (the test holds the baton).
+ * Without shms__overtake_arrived on the way back, the end was 0 (nothing indexed) and an
+ * acquire overtook it. */
+START_TEST(past_the_bound_an_unparked_request_is_not_overtaken) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_ticket late = sched_enqueue(h, "a", 0, 0); /* granted at once; nobody accepts it */
+  ck_assert_uint_eq(state_of(h, &late), SHMS_REQ_GRANTED);
+  sched_fake_now += 3000000 * US;                 /* past the default grant timeout (2 s) */
+  shms_ticket next = sched_enqueue(h, "b", 0, 0); /* its kick revokes late's grant */
+  ck_assert(slot_word(h, &late) & SHMS__SLOT_LATE);
+  shms_lease ln, ll;
+  ck_assert_shms_ok(shms_wait(h, &next, 0, &ln));
+  shms__op_enter(h, k);
+  ck_assert_shms_ok(shms__baton_acquire(h, k, 1000000000ull));
+  /* Its waiter comes back: queued again, not yet indexed. */
+  ck_assert_shms_err(shms_wait(h, &late, 0, &ll), SHMS_ETIMEDOUT, "still queued");
+  uint64_t w = slot_word(h, &late);
+  ck_assert(!(w & SHMS__SLOT_LATE) && !(w & SHMS__SLOT_INDEXED));
+  ck_assert_shms_ok(shms_release(h, &ln));
+  ck_assert(ck_pr_load_64(&k->ctl->fast) & SHMS__FAST_STRICT);
+  shms_request r = sched_req("c", 0);
+  ck_assert_shms_err(shms_try_acquire(h, &r, &ll), SHMS_EWOULDBLOCK, "queued work goes first");
+  shms__baton_done(h, k); /* its pass indexes the request and grants it the cell */
+  shms__op_leave(h, k);
+  ck_assert_shms_ok(shms_wait(h, &late, 0, &ll));
+  ck_assert_shms_ok(shms_release(h, &ll));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 /* What the queue gets past the bound, it gets in the dispatcher's order: tenants take turns. */
 START_TEST(past_the_bound_tenants_still_take_turns) {
   const char *name;
@@ -229,6 +322,8 @@ int main(void) {
   tcase_add_test(tc, within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtakes);
   tcase_add_test(tc, within_the_bound_a_request_nobody_waits_on_is_granted_at_once);
   tcase_add_test(tc, past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acquire);
+  tcase_add_test(tc, past_the_bound_an_unindexed_request_is_not_overtaken);
+  tcase_add_test(tc, past_the_bound_an_unparked_request_is_not_overtaken);
   tcase_add_test(tc, past_the_bound_tenants_still_take_turns);
   tcase_add_test(tc, a_torn_list_by_time_is_found_and_rebuilt);
   suite_add_tcase(s, tc);

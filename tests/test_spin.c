@@ -209,6 +209,40 @@ START_TEST(no_spin_without_a_cpu_to_spare) {
 }
 END_TEST
 
+/* A lease class's holders need CPUs too: with two cells held and one request queued, a waiter on
+ * two CPUs sleeps at once (a spinner would keep a descheduled holder off its CPU, and that
+ * holder's release is what it waits for), and on three it spins. The rule once counted only the
+ * queued requests, and spun here on two. */
+START_TEST(no_spin_while_holders_and_waiters_fill_the_cpus) {
+  const char *name;
+  shms_config cfg;
+  harness_config(&cfg, 2, 8);
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms__spin_set_window_ns(1); /* a spin, if any, loses at once */
+  shms_request r = sched_req("a", 0);
+  shms_lease l1, l2, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &l1));
+  ck_assert_shms_ok(shms_acquire(h, &r, &l2));
+  shms_ticket t = sched_enqueue(h, "a", 0, 0);
+  uint64_t lost = h->spin_lost;
+  shms__spin_set_cpus(2);
+  ck_assert_shms_err(shms_wait(h, &t, 1000000, &l), SHMS_ETIMEDOUT, "still queued");
+  ck_assert_uint_eq(h->spin_lost, lost); /* slept without spinning */
+  /* A waiter that announced its sleep sleeps: the next look is another request's. */
+  ck_assert_int_eq(shms_cancel(h, &t), 1);
+  ck_assert_shms_err(shms_wait(h, &t, 0, &l), SHMS_ECANCELLED, "cancelled");
+  t = sched_enqueue(h, "a", 0, 0);
+  shms__spin_set_cpus(3);
+  ck_assert_shms_err(shms_wait(h, &t, 1000000, &l), SHMS_ETIMEDOUT, "still queued");
+  ck_assert_uint_eq(h->spin_lost, lost + 1); /* spun (and lost) */
+  ck_assert_int_eq(shms_cancel(h, &t), 1);
+  ck_assert_shms_err(shms_wait(h, &t, 0, &l), SHMS_ECANCELLED, "cancelled");
+  ck_assert_shms_ok(shms_release(h, &l1));
+  ck_assert_shms_ok(shms_release(h, &l2));
+  sched_close(h, name);
+}
+END_TEST
+
 /* SHMSCHED_SPIN_US: 0..1000 microseconds; anything else fails the attach, saying why. */
 START_TEST(the_spin_window_comes_from_the_environment) {
   const char *name;
@@ -244,6 +278,7 @@ int main(void) {
   TCase *tc = tcase_create("spin");
   tcase_set_timeout(tc, 60);
   tcase_add_test(tc, a_spinning_waiter_takes_its_grant);
+  tcase_add_test(tc, no_spin_while_holders_and_waiters_fill_the_cpus);
   tcase_add_test(tc, a_spinning_waiter_that_is_cancelled_ends);
   tcase_add_test(tc, an_interrupt_cuts_a_spin_short);
   tcase_add_test(tc, a_spinning_worker_and_client_complete_a_job);

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple, Type, Union
@@ -30,6 +31,23 @@ def _choice(value: str, choices: Tuple[str, ...], what: str) -> int:
     return choices.index(value)
 
 
+_OVERTAKE_STRICT = (1 << 64) - 1  # SHMS_OVERTAKE_STRICT
+
+
+def _overtake_ns(name: str, overtake: Optional[float]) -> int:
+    """ClassConfig.overtake as shms_class_config.overtake_ns (0: the default)."""
+    if overtake is None:
+        return 0
+    if isinstance(overtake, bool) or not isinstance(overtake, (int, float)):
+        raise TypeError(f"class {name}: overtake must be a number of seconds or None, "
+                        f"not {type(overtake).__name__}")
+    if math.isnan(overtake) or math.isinf(overtake) or overtake < 0:
+        raise InvalidArgument(f"class {name}: overtake must be 0 (strict) or 1e-6..1 seconds, "
+                              f"got {overtake!r}")
+    # Rounded to the nanosecond: 1e-6 * 1e9 is 999.99... in binary floating point.
+    return _OVERTAKE_STRICT if overtake == 0 else int(round(overtake * 1e9))
+
+
 def _class_tuple(name: str, k: ClassConfig) -> tuple:
     mode = _choice(k.mode, _MODES, f"class {name}: mode")
     grant = 0 if k.grant_timeout is None else timeout_ns(k.grant_timeout, "grant_timeout")
@@ -37,7 +55,8 @@ def _class_tuple(name: str, k: ClassConfig) -> tuple:
     return (k.cells, k.queue, mode, payload, k.tenant_max_active,
             _choice(k.on_holder_death, _DEATH, f"class {name}: on_holder_death"),
             _choice(k.on_command_crash, _CRASH, f"class {name}: on_command_crash"),
-            tuple(k.allow), grant, _choice(k.tenant, _TENANT, f"class {name}: tenant"))
+            tuple(k.allow), grant, _choice(k.tenant, _TENANT, f"class {name}: tenant"),
+            _overtake_ns(name, k.overtake))
 
 
 def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, object]]], *,
@@ -123,7 +142,9 @@ class Segment:
                     cells=t[0], queue=t[1], mode=_MODES[t[2]], payload=t[3],
                     tenant_max_active=t[4], on_holder_death=_DEATH[t[5]],
                     on_command_crash=_CRASH[t[6]], allow=tuple(t[7]),
-                    grant_timeout=t[8] / 1e9 if t[8] else None, tenant=_TENANT[t[9]])
+                    grant_timeout=t[8] / 1e9 if t[8] else None, tenant=_TENANT[t[9]],
+                    overtake=(None if t[10] == 0 else 0 if t[10] == _OVERTAKE_STRICT
+                              else t[10] / 1e9))
                     for c, t in sorted(classes.items())},
                 starvation_after=starve / 1e9, max_tenants=tenants, max_processes=procs,
                 mode=mode, group=None if group < 0 else group,

@@ -42,6 +42,10 @@ class ClassConfig:
     #: whom tenant names belong to: "any", "user" (the caller's login name) or "group"
     #: (a group the caller is in); docs/security.md
     tenant: str = "any"
+    #: seconds a queued request may be overtaken by acquires that find a cell free; None: the
+    #: default (100 us); 0: strict hand-off; else 1e-6..1; lease classes without
+    #: tenant_max_active only (docs/protocol.md, "Bounded overtaking")
+    overtake: Optional[float] = None
 
 
 @dataclass(frozen=True)

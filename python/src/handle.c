@@ -116,9 +116,10 @@ static PyObject *class_tuple(const shms_class_config *k) {
     }
     PyTuple_SET_ITEM(allow, i, s);
   }
-  return Py_BuildValue("(IIIIIIINKI)", k->cells, k->queue, k->mode, k->payload,
+  return Py_BuildValue("(IIIIIIINKIK)", k->cells, k->queue, k->mode, k->payload,
                        k->tenant_max_active, k->on_holder_death, k->on_command_crash, allow,
-                       (unsigned long long)k->grant_timeout_ns, k->tenant_bind);
+                       (unsigned long long)k->grant_timeout_ns, k->tenant_bind,
+                       (unsigned long long)k->overtake_ns);
 }
 
 static PyObject *handle_config(HandleObject *self, PyObject *unused) {

@@ -131,6 +131,37 @@ def test_deadline_exceeded_is_a_timeout_error(make_segment):
         holder.release()
 
 
+def test_a_class_overtake_bound_is_configured_and_read_back(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=8),
+                      "large": shmsched.ClassConfig(cells=1, queue=8, overtake=0),
+                      "extra-large": shmsched.ClassConfig(cells=1, queue=8, overtake=0.001),
+                      "small": shmsched.ClassConfig(cells=1, queue=8, overtake=1e-6)})
+    with s.open() as seg:
+        got = {c: k.overtake for c, k in seg.config().classes.items()}
+        assert got == {"standard": None, "large": 0, "extra-large": 0.001, "small": 1e-6}
+        # Strict hand-off: a release with a request queued grants it, however young.
+        held = seg.try_acquire("large", tenant="a")
+        t = seg.enqueue("large", tenant="b")
+        held.release()
+        assert t.explain().state == "granted"
+        assert seg.try_acquire("large", tenant="a") is None
+        t.wait(0).release()
+    bad = [({"overtake": 1e-9}, shmsched.InvalidArgument, "overtake: must be 0 (strict) or 1us..1s"),
+           ({"overtake": 2.0}, shmsched.InvalidArgument, "overtake: must be 0 (strict) or 1us..1s"),
+           ({"overtake": -1.0}, shmsched.InvalidArgument, "overtake must be 0 (strict)"),
+           ({"overtake": float("inf")}, shmsched.InvalidArgument, "overtake must be 0 (strict)"),
+           ({"overtake": "1ms"}, TypeError, "overtake must be a number of seconds"),
+           ({"overtake": 0.001, "tenant_max_active": 1}, shmsched.InvalidArgument,
+            "tenant-max-active always queues"),
+           ({"overtake": 0.001, "mode": "worker"}, shmsched.InvalidArgument,
+            "only a lease class")]
+    for fields, exc, text in bad:
+        with pytest.raises(exc) as e:
+            shmsched.create("pyt-bad-overtake", {"standard": shmsched.ClassConfig(
+                cells=1, queue=1, **fields)})
+        assert text in str(e.value), (text, str(e.value))
+
+
 def test_observe_tenants_config_info_are_dataclasses(make_segment):
     s = make_segment({**STD, **WORK}, max_tenants=16, starvation_after=2.5)
     with s.open() as seg:

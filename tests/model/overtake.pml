@@ -22,6 +22,10 @@
  *    W asleep with a cell free and nobody left to hand it over);
  *  - the bound: once a release has found the bound passed and made the queue strict, no
  *    acquire takes a cell before W is granted (assertion);
+ *  - the bound counts from publication: whenever W is queued and has published itself
+ *    (shms__overtake_arrived), the class's end of overtaking is no later than W's, whatever the
+ *    passes do meanwhile, so a release can judge W's bound before any pass has indexed W or
+ *    finished (assertion);
  *  - conservation: cells free + held + granted = N_CELLS (assertion);
  *  - cycles (pan -DNP -l): every execution ends.
  *
@@ -36,6 +40,15 @@
  *                     publishes W as the oldest nudges nobody, and the pass then clears WOKEN:
  *                     W sleeps with a free cell (invalid end state). Spin found this against a
  *                     first version of this model that left the re-check out.
+ *  -DEND_AT_PASS      only the pass publishes the end (the design before): a release between
+ *                     W's publication and the end of the pass that indexes it cannot judge W's
+ *                     bound (assertion). A baton holder descheduled in that pass let acquires
+ *                     overtake W for a whole time slice (docs/performance.md).
+ *  -DSEEN_AT_END      the pass reads the end it may replace after taking the attention bits,
+ *                     not before: a request published, and its end brought forward, in
+ *                     between is neither indexed by the pass nor seen by its CAS (assertion).
+ *  -DNO_CAS           the pass stores its end with a plain store: an end brought forward
+ *                     during the pass is lost (assertion).
  */
 #ifndef N_CELLS
 #define N_CELLS 2
@@ -59,7 +72,10 @@ byte w_state = 0;
 bit w_help = 0;
 bit w_sleeping = 0; /* SHMS__SLOT_SLEEPING: W asleep on its word; whoever changes it clears it */
 bit w_indexed = 0;
-bit published = 0; /* ctl->oldest_slot / overtake_end_ns name W */
+bit published = 0; /* ctl->oldest_slot names W */
+bit end_w = 0;     /* ctl->overtake_end_ns is no later than W's (enqueue time + bound) */
+bit w_attn = 0;    /* W's attention bit: published, not yet indexed */
+bit w_arrived = 0; /* W has brought the end forward (or, -DEND_AT_PASS, would have) */
 bit aged = 0;      /* W has waited the bound (the clock) */
 
 byte held = N_CELLS; /* leases out: the holders' */
@@ -73,9 +89,13 @@ inline kick() { atomic { kicks++ } }
 
 /* A pass (core/dispatch.c: pass; grant; then shms__overtake_update). */
 inline pass() {
+#ifndef SEEN_AT_END
+  cur = end_w; /* shms__overtake_seen, before the attention bits are taken */
+#endif
   atomic {
+    /* shms__index_attend: W's attention bit taken, W indexed if still queued. */
     if
-    :: w_state == QUEUED && !w_indexed -> w_indexed = 1
+    :: w_attn -> w_attn = 0; if :: w_state == QUEUED && !w_indexed -> w_indexed = 1 :: else -> skip fi
     :: else -> skip
     fi;
     if
@@ -86,10 +106,22 @@ inline pass() {
     fi;
     conserve()
   }
+  /* shms__overtake_update: CAS the end of the oldest indexed request in over the end seen
+   * before the bits were taken, retrying with the earlier of its own and the word's while the
+   * CAS fails. (The pass here takes every bit: its budget never runs out.) */
+#ifdef SEEN_AT_END
+  cur = end_w;
+#endif
   atomic {
+    computed = (w_state == QUEUED && w_indexed);
+#ifdef NO_CAS
+    end_w = computed;
+#else
+    if :: end_w == cur -> end_w = computed :: else -> end_w = end_w || computed fi;
+#endif
     published = (w_state == QUEUED && w_indexed);
     woken = 0;
-    if :: !(published && aged) -> strict = 0 :: else -> skip fi
+    if :: !(end_w && aged) -> strict = 0 :: else -> skip fi
   }
 }
 
@@ -98,12 +130,13 @@ inline pass() {
  * the bound does not kick; the re-check is what grants a cell it freed while a pass was deciding
  * and publishing (before the nudge could name W), as spin shows without it (-DNO_RECHECK). */
 active proctype Dispatcher() {
+  bit cur, computed;
 end:
   do
   :: atomic { kicks > 0 -> kicks-- };
      pass();
 #ifndef NO_RECHECK
-     atomic { if :: free > 0 && w_indexed && w_state == QUEUED -> kicks++ :: else -> skip fi }
+     atomic { if :: (free > 0 && w_indexed && w_state == QUEUED) || w_attn -> kicks++ :: else -> skip fi }
 #endif
   od
 }
@@ -117,7 +150,12 @@ active proctype Clock() {
 
 /* A release (core/cell.c: shms__cell_release in a class that overtakes). */
 inline release(judged, nudge) {
-  judged = queued > 0 && published && aged; /* the clock, read before the CAS */
+  /* The end and the clock, read before the CAS. A queued W that has published itself has its
+   * end published: the bound holds from then, not from the pass that indexes W. */
+  atomic {
+    assert(!(w_state == QUEUED && w_arrived) || end_w);
+    judged = queued > 0 && end_w && aged
+  }
   atomic {
     held--; free++;
     nudge = 0;
@@ -182,8 +220,15 @@ gone:
 }
 
 active proctype Waiter() {
-  /* shms_enqueue: counted queued, published, then a kick indexes it. */
-  atomic { queued++; w_state = QUEUED };
+  /* shms_enqueue: counted queued (shms__fast_queue), then published with its attention bit. */
+  queued++;
+  atomic { w_state = QUEUED; w_attn = 1 };
+  /* shms__overtake_arrived: bring the end forward to W's (a CAS that only moves it earlier). */
+#ifdef END_AT_PASS
+  w_arrived = 1;
+#else
+  atomic { end_w = 1; w_arrived = 1 };
+#endif
   kick();
   do
   :: atomic { w_state == GRANTED -> granted--; held++; w_state = DONE; conserve() }; break
