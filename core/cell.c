@@ -138,7 +138,13 @@ static int64_t cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t st
   return SHMS__TAKE_NONE;
 }
 
-/* Map mode: one CAS takes the lowest free cell's bit, and with it the cell. */
+/* The cell each class's map-mode take last gave this thread: taken again when it is free, since
+ * its lines are likely still in this CPU's cache where another cell's come from another CPU's
+ * (two processes on two CPUs would otherwise trade cells). A hint: any free cell is as valid. */
+static SHMS__TLS uint8_t last_cell[SHMS_CLASS_COUNT];
+
+/* Map mode: one CAS takes a free cell's bit (this thread's last, else the lowest), and with it
+ * the cell. */
 static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
                            uint32_t state) {
   uint32_t valid = k->ncells >= 32 ? 0xffffffffu : (1u << k->ncells) - 1;
@@ -149,7 +155,8 @@ static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode,
     uint32_t map = SHMS__FAST_LOW(w) & valid;
     if (map == 0 || (mode != SHMS__TAKE_ANY && !shms__fast_may_take(k, w)))
       return SHMS__TAKE_NONE;
-    uint32_t c = (uint32_t)__builtin_ctz(map);
+    uint32_t last = last_cell[k->id];
+    uint32_t c = (map >> last) & 1u ? last : (uint32_t)__builtin_ctz(map);
     if (!ck_pr_cas_64_value(&k->ctl->fast, w, w & ~(1ull << c), &w))
       continue;
     struct shms__cell *cell = &k->cells[c];
@@ -161,6 +168,7 @@ static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode,
     /* Its bit was the right to it: nobody else writes an AVAILABLE cell's word (recovery waits
      * for us), so a plain store does, with the owner in it for recovery to judge. */
     shms__store_64(&cell->word, SHMS__CELL_WORD(SHMS__CELL_GEN(cw), owner, state));
+    last_cell[k->id] = (uint8_t)c;
     return c;
   }
 }

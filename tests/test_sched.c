@@ -38,6 +38,29 @@ START_TEST(acquire_and_release_round_trip) {
 }
 END_TEST
 
+/* A map-mode take prefers the cell this thread took last (its lines are in this CPU's cache):
+ * a user sees the same cell again while it is free, and the lowest free one otherwise. */
+START_TEST(a_thread_takes_its_last_cell_again_while_it_is_free) {
+  const char *name;
+  shms_t *h = sched_open(&name, 4, 8, NULL);
+  shms_request r = sched_req("alice", 0);
+  shms_lease a, b, c, d;
+  ck_assert_shms_ok(shms_acquire(h, &r, &a));
+  ck_assert_shms_ok(shms_acquire(h, &r, &b));
+  ck_assert_uint_eq(a.cell, 0); /* the lowest free, before this thread had taken any */
+  ck_assert_uint_eq(b.cell, 1);
+  ck_assert_shms_ok(shms_release(h, &a));
+  ck_assert_shms_ok(shms_release(h, &b));
+  ck_assert_shms_ok(shms_acquire(h, &r, &c));
+  ck_assert_uint_eq(c.cell, 1); /* the last one taken, though cell 0 is free and lower */
+  ck_assert_shms_ok(shms_acquire(h, &r, &d));
+  ck_assert_uint_eq(d.cell, 0); /* the last is held (by c): the lowest free */
+  ck_assert_shms_ok(shms_release(h, &c));
+  ck_assert_shms_ok(shms_release(h, &d));
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(bounds_and_denials) {
   shms_config cfg;
   harness_config(&cfg, 1, 2);
@@ -692,6 +715,7 @@ int main(void) {
   Suite *s = suite_create("sched");
   TCase *tc = harness_tcase("contract");
   tcase_add_test(tc, acquire_and_release_round_trip);
+  tcase_add_test(tc, a_thread_takes_its_last_cell_again_while_it_is_free);
   tcase_add_test(tc, bounds_and_denials);
   tcase_add_test(tc, tenants_take_round_robin_turns);
   tcase_add_test(tc, priority_then_deadline_then_enqueue_order);
