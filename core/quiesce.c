@@ -16,6 +16,7 @@
  */
 #include <ck_pr.h>
 #include <sched.h>
+#include <time.h>
 
 #include "../shm/atomic.h"
 #include "../shm/error.h"
@@ -300,14 +301,16 @@ void shms__freeze(struct shms *h, const struct shms__cls *k) {
    * issue one cannot tell a live process that marks plainly from one at rest: it lets the
    * class go again (such a process may need it to finish what it does, or to detach) and tries
    * again later, until the barrier works or no such process is left. */
-  for (;;) {
+  for (long pause_ns = 20000;; pause_ns = pause_ns < 5000000 ? pause_ns * 2 : pause_ns) {
     int inherited;
     uint32_t previous = stop(h, k, &inherited);
     if (barrier_plain(h, k) == 0)
       break;
     back_off(k, previous, inherited);
-    for (int i = 0; i < 64; i++)
-      sched_yield();
+    /* Asleep, and longer each time (20 us up to 5 ms): the plain markers may live for hours,
+     * and a retry that came round at once would burn a CPU and keep freezing the class under
+     * the operations they need to run, their detach's among them. */
+    nanosleep(&(struct timespec){.tv_nsec = pause_ns}, NULL);
   }
   while (others_busy(h, k))
     sched_yield();
