@@ -183,7 +183,8 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
     shms__index_rebuild(k);
   /* The end of overtaking as found before the arrivals are taken: what the update at the end may
    * replace (shms__overtake_update). */
-  uint64_t now = shms__now_ns(), seen = shms__overtake_seen(k);
+  uint64_t now = shms__now_ns(), seen[2];
+  shms__overtake_seen(k, seen);
   int budget = PASS_BUDGET, drained = 0;
   for (int64_t i; budget > 0 && !(drained = (i = shms__hbm_take(k->sattn, k->nslots)) < 0);
        budget--) {

@@ -13,22 +13,40 @@
 /* The earlier of two ends of overtaking, 0 standing for none (never). */
 static uint64_t earlier(uint64_t a, uint64_t b) { return a == 0 || (b != 0 && b < a) ? b : a; }
 
+/* The end of overtaking and the count of arrivals: one pair (shm/layout.h), [0] and [1]. */
+static uint64_t *end_pair(const struct shms__cls *k) { return &k->ctl->overtake_end_ns; }
+
 void shms__overtake_arrived(const struct shms__cls *k, uint64_t enqueue_ns) {
   if (k->overtake_ns == 0)
     return;
-  /* Only ever earlier: a CAS loop that gives up once the end is no later than ours. The pass
-   * that indexes the request publishes the same end or, once it is granted, a later one. */
-  uint64_t mine = enqueue_ns + k->overtake_ns, end = shms__load_64(&k->ctl->overtake_end_ns);
-  while (earlier(end, mine) != end &&
-         !ck_pr_cas_64_value(&k->ctl->overtake_end_ns, end, mine, &end))
-    ;
+  /* Only ever earlier, and counted even when the end is no later than ours already: a pass that
+   * read the pair before us then fails its CAS and keeps the earlier of its end and the word's.
+   * Uncounted, an arrival that left the end alone was invisible to that pass, which could then
+   * replace the end of an older request it granted by a later one, or none, while ours was still
+   * waiting for its attention bit to be taken: acquires overtook it past its bound until the
+   * next pass (a time slice when the baton holder was descheduled: docs/performance.md). The
+   * pass that indexes the request publishes the same end or, once it is granted, a later one. */
+  uint64_t mine = enqueue_ns + k->overtake_ns, *pair = end_pair(k);
+  uint64_t cur[2] = {shms__load_64(&pair[0]), shms__load_64(&pair[1])}, set[2], was[2];
+  for (;;) {
+    set[0] = earlier(cur[0], mine);
+    set[1] = cur[1] + 1;
+    if (ck_pr_cas_64_2_value(pair, cur, set, was))
+      return;
+    cur[0] = was[0];
+    cur[1] = was[1];
+  }
 }
 
-uint64_t shms__overtake_seen(const struct shms__cls *k) {
-  return k->overtake_ns == 0 ? 0 : shms__load_64(&k->ctl->overtake_end_ns);
+void shms__overtake_seen(const struct shms__cls *k, uint64_t seen[2]) {
+  /* Two loads, not one snapshot: the pass's CAS compares both words, so a pair torn by an
+   * arrival in between only makes it fail and look again. */
+  uint64_t *pair = end_pair(k);
+  seen[0] = k->overtake_ns == 0 ? 0 : shms__load_64(&pair[0]);
+  seen[1] = k->overtake_ns == 0 ? 0 : shms__load_64(&pair[1]);
 }
 
-void shms__overtake_update(const struct shms__cls *k, uint64_t seen, int drained) {
+void shms__overtake_update(const struct shms__cls *k, const uint64_t seen[2], int drained) {
   SHMS__ASSERT(shms__index_owned(k));
   if (k->overtake_ns == 0)
     return;
@@ -42,13 +60,21 @@ void shms__overtake_update(const struct shms__cls *k, uint64_t seen, int drained
   /* An enqueuer sets its attention bit, then brings the end forward (shms__overtake_arrived).
    * One that did so before `seen` was read had its bit taken by this pass, which indexed its
    * request: `end` counts it (unless the pass's budget ran out first: then keep `seen`). One that
-   * did so since has changed the word: the CAS fails and the earlier of the two stays. Stored
-   * only when it moves: the line is the fast word's, in every acquirer's cache. */
+   * did so since has counted itself in the pair, whether or not it moved the end: the CAS fails
+   * and the earlier of the two stays. Stored only when it moves: the line is the fast word's, in
+   * every acquirer's cache. */
   if (!drained)
-    end = earlier(end, seen);
-  uint64_t cur = seen;
-  while (cur != end && !ck_pr_cas_64_value(&ctl->overtake_end_ns, cur, end, &cur))
-    end = earlier(end, cur);
+    end = earlier(end, seen[0]);
+  uint64_t *pair = end_pair(k), cur[2] = {seen[0], seen[1]}, set[2], was[2];
+  while (cur[0] != end) {
+    set[0] = end;
+    set[1] = cur[1];
+    if (ck_pr_cas_64_2_value(pair, cur, set, was))
+      break;
+    end = earlier(end, was[0]);
+    cur[0] = was[0];
+    cur[1] = was[1];
+  }
   if (shms__load_32(&ctl->oldest_slot) != head)
     shms__store_32(&ctl->oldest_slot, head);
   uint64_t w = shms__load_64(&ctl->fast), clear = SHMS__FAST_WOKEN;

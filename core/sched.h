@@ -95,14 +95,14 @@ uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c);
  * attention bit: bring the class's end of overtaking forward to its own (enqueue_ns + bound) if
  * that is earlier, so that its bound holds before any pass has indexed it. */
 void shms__overtake_arrived(const struct shms__cls *k, uint64_t enqueue_ns);
-/* The baton holder, before a pass takes the arrivals' attention bits: the end of overtaking as
- * it finds it (0 in a class that does not overtake). */
-uint64_t shms__overtake_seen(const struct shms__cls *k);
-/* The baton holder, after that pass (seen: as it found the end; drained: whether it took every
+/* The baton holder, before a pass takes the arrivals' attention bits: the end of overtaking and
+ * the count of arrivals as it finds them (both 0 in a class that does not overtake). */
+void shms__overtake_seen(const struct shms__cls *k, uint64_t seen[2]);
+/* The baton holder, after that pass (seen: as it found the pair; drained: whether it took every
  * attention bit): publish the oldest indexed request's end of overtaking, never later than that
  * of a request published and not yet indexed, and clear STRICT if that request is younger than
  * the bound (or none is left). */
-void shms__overtake_update(const struct shms__cls *k, uint64_t seen, int drained);
+void shms__overtake_update(const struct shms__cls *k, const uint64_t seen[2], int drained);
 /* After a release that set WOKEN: ask the oldest indexed request's waiter, asleep, to kick
  * (HELP, waking it). 1 if it did; 0 if none sleeps there (the caller kicks instead). */
 int shms__overtake_nudge(const struct shms__cls *k);

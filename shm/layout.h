@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 5u
+#define SHMS__LAYOUT_VERSION 6u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -80,9 +80,13 @@ struct shms__class_ctl {
    * release that finds requests queued (docs/protocol.md, "Bounded overtaking"), on this line,
    * which the release has in its cache already: the oldest indexed request (slot index + 1, 0
    * for none), whose waiter a release nudges, and when it will have waited the class's bound
-   * (its enqueue time + overtake; 0 for none). */
+   * (its enqueue time + overtake; 0 for none). The end is the first word of a 16-byte pair
+   * whose second counts the enqueuers that published an end (core/overtake.c): a pass's
+   * CMPXCHG16B over the pair then fails after any such arrival, even one whose end was no
+   * earlier and so left the end as it was. */
   uint32_t oldest_slot;
-  uint64_t overtake_end_ns;
+  uint64_t overtake_end_ns __attribute__((aligned(16)));
+  uint64_t overtake_arrivals;
   /* Line 1: the dispatcher baton: 0 free, else (1 << 32) | the holder's owner id. */
   uint64_t baton SHMS__ALIGNED;
   /* Line 2: the observation seqlock and the figures it keeps coherent. */

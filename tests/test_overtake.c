@@ -8,12 +8,14 @@
 #include <ck_pr.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/sched.h"
 #include "sched_util.h"
+#include "shm/crashpoint.h"
 #include "shm/handle.h"
 
 #define US (1000ull)
@@ -256,6 +258,96 @@ START_TEST(past_the_bound_an_unparked_request_is_not_overtaken) {
 }
 END_TEST
 
+/*
+ * A request published during the pass that grants an older one is not overtaken: the pass took
+ * the attention bits before it arrived, and its end was no earlier than the older request's, so
+ * its arrival once left the end as it was. The pass then replaced the end by none (nothing left
+ * indexed) and, until a later pass indexed the newcomer (a time slice, with the baton holder
+ * descheduled), acquires overtook it past its bound. The arrival now counts itself in the end's
+ * pair and the pass's CAS fails. Checked at every crash point of the releasing process once the
+ * newcomer (a child's) is published: the end is never none, nor later than its own.
+ */
+static struct {
+  const struct shms__cls *k;
+  uint32_t older;   /* the older request's slot */
+  int go;           /* the pipe that starts the child */
+  int64_t newcomer; /* its slot once published, -1 before */
+  uint64_t end;     /* its end of overtaking */
+  unsigned checks, violations;
+  uint64_t seen_end; /* the end at the first violation */
+} arrival;
+
+static void publish_newcomer_then_watch(void) {
+  const struct shms__cls *k = arrival.k;
+  if (arrival.newcomer < 0) {
+    uint64_t w = ck_pr_load_64(&shms__slot_at(k, arrival.older)->word);
+    if (SHMS__SLOT_STATE(w) != SHMS__SLOT_GRANTED)
+      return; /* the pass has not granted the older request yet: its bits are taken by now */
+    if (write(arrival.go, "g", 1) != 1)
+      abort();
+    /* Its enqueue waits to be indexed, which takes this pass's end: asleep, it has published. */
+    while ((arrival.newcomer = sleeping_request(k)) < 0)
+      sched_yield();
+    return;
+  }
+  uint64_t w = ck_pr_load_64(&shms__slot_at(k, (uint32_t)arrival.newcomer)->word);
+  if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED)
+    return;
+  uint64_t end = ck_pr_load_64(&k->ctl->overtake_end_ns);
+  arrival.checks++;
+  if ((end == 0 || end > arrival.end) && arrival.violations++ == 0)
+    arrival.seen_end = end;
+}
+
+START_TEST(a_request_published_while_the_pass_grants_an_older_one_is_not_overtaken) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_request r = sched_req("a", 0);
+  shms_lease held, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket older = sched_enqueue(h, "a", 0, 0); /* indexed: its end is the class's */
+  ck_assert_uint_eq(ck_pr_load_64(&k->ctl->overtake_end_ns), sched_fake_now + 100 * US);
+  sched_fake_now += 150 * US; /* the older request past its bound: the release is strict */
+  int go[2];
+  ck_assert_int_eq(pipe(go), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *c;
+    char g;
+    if (shms_attach(name, 0, &c) != SHMS_OK || read(go[0], &g, 1) != 1)
+      _exit(2);
+    shms_request cr = sched_req("b", 0);
+    shms_lease cl;
+    if (shms_acquire(c, &cr, &cl) != SHMS_OK || shms_release(c, &cl) != SHMS_OK)
+      _exit(3);
+    _exit(shms_detach(c) == SHMS_OK ? 0 : 4);
+  }
+  arrival.k = k;
+  arrival.older = older.slot;
+  arrival.go = go[1];
+  arrival.newcomer = -1;
+  arrival.end = sched_fake_now + 100 * US; /* the child's clock is ours, as of the fork */
+  shms__test_step_check(publish_newcomer_then_watch);
+  ck_assert_shms_ok(shms_release(h, &held)); /* strict: its kick's pass grants the older */
+  shms__test_step_check(NULL);
+  ck_assert_msg(arrival.newcomer >= 0, "the pass never granted the older request");
+  ck_assert_uint_gt(arrival.checks, 0);
+  ck_assert_msg(arrival.violations == 0,
+                "%u of %u crash points saw the end of overtaking at %llu, the newcomer's %llu",
+                arrival.violations, arrival.checks, (unsigned long long)arrival.seen_end,
+                (unsigned long long)arrival.end);
+  ck_assert_shms_ok(shms_wait(h, &older, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l)); /* the newcomer's turn: past its bound too */
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 /* What the queue gets past the bound, it gets in the dispatcher's order: tenants take turns. */
 START_TEST(past_the_bound_tenants_still_take_turns) {
   const char *name;
@@ -324,6 +416,7 @@ int main(void) {
   tcase_add_test(tc, past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acquire);
   tcase_add_test(tc, past_the_bound_an_unindexed_request_is_not_overtaken);
   tcase_add_test(tc, past_the_bound_an_unparked_request_is_not_overtaken);
+  tcase_add_test(tc, a_request_published_while_the_pass_grants_an_older_one_is_not_overtaken);
   tcase_add_test(tc, past_the_bound_tenants_still_take_turns);
   tcase_add_test(tc, a_torn_list_by_time_is_found_and_rebuilt);
   suite_add_tcase(s, tc);

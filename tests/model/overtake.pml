@@ -14,6 +14,14 @@
  * Bounds: N_CELLS cells, all held at the start by the holders H; each holder releases and
  * takes a cell again on the fast path ROUNDS times (a take that finds none gives up: the
  * holder then leaves the class), then releases for good. W enqueues at the start and waits.
+ * An older request R is queued and indexed from the start, its end (no later than W's) in the
+ * class's word: the pass grants it first, and its waiter takes the cell and keeps it (its
+ * release would be one more holder's).
+ *
+ * (-DNO_OLDER leaves R out, for the larger bounds.) The end of overtaking is a value: none,
+ * R's, or W's (R's the earlier). It is one word of a
+ * pair with a count of arrivals; an arrival moves the end earlier if its own is, and counts
+ * itself either way; the pass replaces the pair by CAS over the pair it read.
  * One Dispatcher process stands for everyone's kicks, as in grant.pml (baton.pml checks that a
  * kick is never lost to the baton).
  *
@@ -49,6 +57,12 @@
  *                     between is neither indexed by the pass nor seen by its CAS (assertion).
  *  -DNO_CAS           the pass stores its end with a plain store: an end brought forward
  *                     during the pass is lost (assertion).
+ *  -DNO_COUNT         an arrival whose end is no earlier than the word's leaves the pair as it
+ *                     is (the design before): W arrives behind R's end during the pass that
+ *                     grants R, the pass's CAS succeeds and publishes no end, and W waits
+ *                     unbounded until the next pass (assertion). Traced on the machine: the
+ *                     baton holder descheduled before its re-check let acquires overtake a
+ *                     published request for a whole time slice (docs/performance.md).
  */
 #ifndef N_CELLS
 #define N_CELLS 2
@@ -61,9 +75,19 @@
 #define GRANTED 2
 #define DONE    3
 
+/* Ends of overtaking, earliest first after NONE. */
+#define NONE  0
+#define R_END 1
+#define W_END 2
+#define earlier(a, b) ((a) == NONE -> (b) : ((b) == NONE -> (a) : ((a) < (b) -> (a) : (b))))
+
 /* The fast word. */
 byte free = 0;  /* free cells */
+#ifdef NO_OLDER
 byte queued = 0;
+#else
+byte queued = 1; /* R */
+#endif
 bit strict = 0; /* SHMS__FAST_STRICT */
 bit woken = 0;  /* SHMS__FAST_WOKEN */
 
@@ -73,10 +97,25 @@ bit w_help = 0;
 bit w_sleeping = 0; /* SHMS__SLOT_SLEEPING: W asleep on its word; whoever changes it clears it */
 bit w_indexed = 0;
 bit published = 0; /* ctl->oldest_slot names W */
-bit end_w = 0;     /* ctl->overtake_end_ns is no later than W's (enqueue time + bound) */
+#ifdef NO_OLDER
+byte endv = NONE; /* ctl->overtake_end_ns */
+#else
+byte endv = R_END; /* ctl->overtake_end_ns: R's from the start */
+#endif
+byte arrivals = 0; /* ctl->overtake_arrivals */
+#define end_w (endv != NONE && endv <= W_END) /* the end is no later than W's */
 bit w_attn = 0;    /* W's attention bit: published, not yet indexed */
 bit w_arrived = 0; /* W has brought the end forward (or, -DEND_AT_PASS, would have) */
-bit aged = 0;      /* W has waited the bound (the clock) */
+bit aged = 0;      /* W has waited the bound (the clock); R, older, has too by then */
+
+/* R: queued and indexed at the start. */
+#ifdef NO_OLDER
+byte r_state = 0;
+bit r_indexed = 0;
+#else
+byte r_state = QUEUED;
+bit r_indexed = 1;
+#endif
 
 byte held = N_CELLS; /* leases out: the holders' */
 byte granted = 0;    /* cells granted to W, not yet accepted */
@@ -90,7 +129,9 @@ inline kick() { atomic { kicks++ } }
 /* A pass (core/dispatch.c: pass; grant; then shms__overtake_update). */
 inline pass() {
 #ifndef SEEN_AT_END
-  cur = end_w; /* shms__overtake_seen, before the attention bits are taken */
+  /* shms__overtake_seen, before the attention bits are taken. Two loads in the code: a pair torn
+   * by an arrival between them only makes the CAS below fail, so one step here. */
+  atomic { cur = endv; cur_arrivals = arrivals };
 #endif
   atomic {
     /* shms__index_attend: W's attention bit taken, W indexed if still queued. */
@@ -98,11 +139,18 @@ inline pass() {
     :: w_attn -> w_attn = 0; if :: w_state == QUEUED && !w_indexed -> w_indexed = 1 :: else -> skip fi
     :: else -> skip
     fi;
+    /* grant: the oldest indexed request first. */
     if
-    :: w_state == QUEUED && w_indexed && free > 0 ->
-       free--; granted++; w_state = GRANTED; w_help = 0; w_sleeping = 0; queued--; owed = 0;
+    :: r_state == QUEUED && r_indexed && free > 0 ->
+       free--; held++; r_state = DONE; r_indexed = 0; queued--; /* granted, and accepted */
        if :: queued == 0 -> strict = 0; woken = 0 :: else -> skip fi
-    :: else -> skip
+    :: else ->
+       if
+       :: w_state == QUEUED && w_indexed && free > 0 ->
+          free--; granted++; w_state = GRANTED; w_help = 0; w_sleeping = 0; queued--; owed = 0;
+          if :: queued == 0 -> strict = 0; woken = 0 :: else -> skip fi
+       :: else -> skip
+       fi
     fi;
     conserve()
   }
@@ -110,18 +158,26 @@ inline pass() {
    * before the bits were taken, retrying with the earlier of its own and the word's while the
    * CAS fails. (The pass here takes every bit: its budget never runs out.) */
 #ifdef SEEN_AT_END
-  cur = end_w;
+  atomic { cur = endv; cur_arrivals = arrivals };
 #endif
   atomic {
-    computed = (w_state == QUEUED && w_indexed);
+    if
+    :: r_state == QUEUED && r_indexed -> computed = R_END
+    :: else -> if :: w_state == QUEUED && w_indexed -> computed = W_END :: else -> computed = NONE fi
+    fi;
 #ifdef NO_CAS
-    end_w = computed;
+    endv = computed;
+#elif defined(NO_COUNT)
+    if :: endv == cur -> endv = computed :: else -> endv = earlier(endv, computed) fi;
 #else
-    if :: end_w == cur -> end_w = computed :: else -> end_w = end_w || computed fi;
+    if
+    :: endv == cur && arrivals == cur_arrivals -> endv = computed
+    :: else -> endv = earlier(endv, computed)
+    fi;
 #endif
     published = (w_state == QUEUED && w_indexed);
     woken = 0;
-    if :: !(end_w && aged) -> strict = 0 :: else -> skip fi
+    if :: !(endv != NONE && aged) -> strict = 0 :: else -> skip fi
   }
 }
 
@@ -130,13 +186,18 @@ inline pass() {
  * the bound does not kick; the re-check is what grants a cell it freed while a pass was deciding
  * and publishing (before the nudge could name W), as spin shows without it (-DNO_RECHECK). */
 active proctype Dispatcher() {
-  bit cur, computed;
+  byte cur, cur_arrivals, computed;
 end:
   do
   :: atomic { kicks > 0 -> kicks-- };
      pass();
 #ifndef NO_RECHECK
-     atomic { if :: (free > 0 && w_indexed && w_state == QUEUED) || w_attn -> kicks++ :: else -> skip fi }
+     atomic {
+       if
+       :: (free > 0 && ((w_indexed && w_state == QUEUED) || (r_indexed && r_state == QUEUED))) || w_attn -> kicks++
+       :: else -> skip
+       fi
+     }
 #endif
   od
 }
@@ -159,8 +220,10 @@ inline release(judged, nudge) {
   atomic {
     held--; free++;
     nudge = 0;
-    /* The property: a cell freed by a release that found the bound passed is the queue's. */
-    if :: judged && w_state == QUEUED -> owed = 1 :: else -> skip fi;
+    /* The property: a cell freed by a release that found W's bound passed is the queue's. (A
+     * release that judged by R's end before W published its own made the queue R's only: once R
+     * is granted, acquires may overtake until W's end is known.) */
+    if :: judged && w_state == QUEUED && (w_arrived || w_indexed) -> owed = 1 :: else -> skip fi;
     if
     :: queued > 0 ->
 #ifndef STRICT_AFTER_PUT
@@ -223,11 +286,14 @@ active proctype Waiter() {
   /* shms_enqueue: counted queued (shms__fast_queue), then published with its attention bit. */
   queued++;
   atomic { w_state = QUEUED; w_attn = 1 };
-  /* shms__overtake_arrived: bring the end forward to W's (a CAS that only moves it earlier). */
+  /* shms__overtake_arrived: bring the end forward to W's (a CAS that only moves it earlier),
+   * counting the arrival in the pair whether or not it moved. */
 #ifdef END_AT_PASS
   w_arrived = 1;
+#elif defined(NO_COUNT)
+  atomic { endv = earlier(endv, W_END); w_arrived = 1 };
 #else
-  atomic { end_w = 1; w_arrived = 1 };
+  atomic { endv = earlier(endv, W_END); arrivals++; w_arrived = 1 };
 #endif
   kick();
   do
