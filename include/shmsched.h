@@ -200,7 +200,7 @@ typedef struct {
 #define SHMS_DEFAULT_EVENTS           1024u
 #define SHMS_EVENTS_MIN               16u
 #define SHMS_EVENTS_MAX               1048576u
-#define SHMS_DEFAULT_OVERTAKE_NS      (100ull * 1000)
+#define SHMS_DEFAULT_OVERTAKE_NS      (300ull * 1000)
 #define SHMS_OVERTAKE_STRICT          UINT64_MAX /* overtake: never (strict hand-off) */
 #define SHMS_OVERTAKE_MIN_NS          1000ull
 #define SHMS_OVERTAKE_MAX_NS          (1000ull * 1000 * 1000)

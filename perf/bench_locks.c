@@ -160,6 +160,12 @@ int bl_wait_stats(const bl_shared *sh, uint64_t *max_ns, uint64_t *mean_ns) {
   *mean_ns = waits ? st.total_wait_ns / waits : 0;
   return 1;
 }
+uint64_t bl_overtake_ns(const bl_shared *sh) {
+  if (strncmp(sh->sys->name, "shmsched", 8) != 0 || strcmp(sh->sys->name, "shmsched-strict") == 0)
+    return 0;
+  uint64_t x = bench_overtake();
+  return x == 0 ? SHMS_DEFAULT_OVERTAKE_NS : x == SHMS_OVERTAKE_STRICT ? 0 : x;
+}
 static void shmsched_destroy(bl_shared *sh) { shms_destroy(sh->segment, SHMS_DESTROY_FORCE); }
 
 /* ---- posix-sem ---------------------------------------------------------- */

@@ -64,6 +64,9 @@ void bl_destroy(bl_shared *sh);
 /* shmsched systems: the class's longest and mean queue wait so far (shms_observe), before
  * bl_destroy; 1 if read, 0 for another system. */
 int bl_wait_stats(const bl_shared *sh, uint64_t *max_ns, uint64_t *mean_ns);
+/* shmsched systems: the overtake bound the class was made with, in force (0: strict hand-off);
+ * 0 for another system. */
+uint64_t bl_overtake_ns(const bl_shared *sh);
 
 static inline void bl_acquire(bl_proc *p) { p->sys->acquire(p); }
 static inline void bl_release(bl_proc *p) { p->sys->release(p); }

@@ -239,13 +239,13 @@ START_TEST(status_shows_each_class_overtake_bound) {
                    0);
   ck_assert_int_eq(CLI("status", name), 0);
   char v[64];
-  ck_assert_str_eq(class_value("standard", "overtake_ns", v, sizeof v), "100000");
+  ck_assert_str_eq(class_value("standard", "overtake_ns", v, sizeof v), "300000");
   ck_assert_str_eq(class_value("large", "overtake_ns", v, sizeof v), "0");
   ck_assert_str_eq(class_value("extra-large", "overtake_ns", v, sizeof v), "1000000");
   ck_assert_str_eq(class_value("small", "overtake_ns", v, sizeof v), "0");
   ck_assert_int_eq(CLI("status", name, "--json"), 0);
   ck_assert_msg(json_valid(out), "status --json is not valid JSON:\n%s", out);
-  ck_assert_msg(strstr(out, "\"overtake_ns\": 100000,") && strstr(out, "\"overtake_ns\": 1000000,"),
+  ck_assert_msg(strstr(out, "\"overtake_ns\": 300000,") && strstr(out, "\"overtake_ns\": 1000000,"),
                 "JSON lacks the bounds:\n%s", out);
   ck_assert_int_eq(CLI("destroy", name), 0);
 }
