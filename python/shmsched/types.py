@@ -43,7 +43,7 @@ class ClassConfig:
     #: (a group the caller is in); docs/security.md
     tenant: str = "any"
     #: seconds a queued request may be overtaken by acquires that find a cell free; None: the
-    #: default (100 us); 0: strict hand-off; else 1e-6..1; lease classes without
+    #: default (300 us); 0: strict hand-off; else 1e-6..1; lease classes without
     #: tenant_max_active only (docs/protocol.md, "Bounded overtaking")
     overtake: Optional[float] = None
 
