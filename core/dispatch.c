@@ -32,6 +32,13 @@ static int work_pending(const struct shms__cls *k) {
   if (shms__hbm_any(k->sattn, k->nslots) || shms__hbm_any(k->tattn, k->ntenants))
     return 1;
   uint64_t f = shms__load_64(&k->ctl->fast);
+  /* A nudge in flight (WOKEN, set by a release since this holder's last pass): its pass is owed
+   * even with no cell free now. The release that set it, or the waiter it nudged, kicked into
+   * this holder; if an acquire has taken the cell it freed meanwhile, the next release of that
+   * cell finds WOKEN set and does nothing, so without this pass to clear WOKEN the queue would
+   * wait for its 1 s poll (docs/protocol.md, "Why no wake-up is lost"). */
+  if (f & SHMS__FAST_WOKEN)
+    return 1;
   if (shms__load_32(&k->ctl->ring_len) == 0)
     return 0;
   /* A free cell for the ring, or none but a grant due for revocation. */
@@ -258,6 +265,7 @@ static void run(struct shms *h, const struct shms__cls *k) {
     int stop = idle >= IDLE_LIMIT || total >= RUN_LIMIT;
     if ((exhausted && passes >= MAX_PASSES) || stop)
       hand_off(k, shms__now_ns());
+    SHMS__STEP(); /* a holder dead between its pass and letting go: recovery takes the baton */
     /* An atomic exchange: everything the pass wrote is visible before the baton reads free,
      * and (a full barrier) the re-check below is not ordered before it. A process that failed to
      * take the baton published its work first, so one of us sees the other. */

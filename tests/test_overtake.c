@@ -348,6 +348,60 @@ START_TEST(a_request_published_while_the_pass_grants_an_older_one_is_not_overtak
 }
 END_TEST
 
+/*
+ * A nudge in flight owes the queue a pass even if the cell its release freed is gone by the
+ * holder's re-check. Between a baton holder's pass and its re-check, a release within the bound
+ * sets WOKEN (its nudge finds nobody asleep: it kicks, into the held baton) and an acquire
+ * overtakes and takes the cell. The re-check found no cell free and let go with WOKEN still set,
+ * so the acquire's own release, finding a nudge in flight, did nothing: the request waited with
+ * the cell free for its 1 s poll (seen in the contended benchmark; overtake.pml's
+ * NO_WOKEN_RECHECK). The step after the holder's pass is where the test slips both in.
+ */
+static struct {
+  shms_t *h;
+  shms_lease *held, *taken;
+  int done;
+} between;
+
+static void release_and_overtake_after_the_pass(void) {
+  if (between.done)
+    return;
+  between.done = 1;
+  shms_request r = sched_req("c", 0);
+  if (shms_release(between.h, between.held) != SHMS_OK ||
+      shms_try_acquire(between.h, &r, between.taken) != SHMS_OK)
+    abort();
+}
+
+START_TEST(a_nudge_in_flight_gets_its_pass_though_its_cell_was_overtaken) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 100 * US);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_request r = sched_req("a", 0);
+  shms_lease held, taken, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t = sched_enqueue(h, "b", 0, 0); /* indexed; nobody waits on it: no nudge lands */
+  between.h = h;
+  between.held = &held;
+  between.taken = &taken;
+  between.done = 0;
+  shms__test_step_check(release_and_overtake_after_the_pass);
+  shms__kick(h, k); /* a pass with nothing to do, then the step, then the re-check */
+  shms__test_step_check(NULL);
+  ck_assert(between.done);
+  /* The slot's word, not shms_explain: an explain kicks, and its pass would clear WOKEN. */
+  ck_assert_uint_eq(SHMS__SLOT_STATE(slot_word(h, &t)), SHMS__SLOT_QUEUED); /* overtaken */
+  ck_assert_shms_ok(shms_release(h, &taken));
+  ck_assert_msg(SHMS__SLOT_STATE(slot_word(h, &t)) == SHMS__SLOT_GRANTED,
+                "the cell is free and the request still queued (fast word %#llx)",
+                (unsigned long long)ck_pr_load_64(&k->ctl->fast));
+  ck_assert_shms_ok(shms_wait(h, &t, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 /* What the queue gets past the bound, it gets in the dispatcher's order: tenants take turns. */
 START_TEST(past_the_bound_tenants_still_take_turns) {
   const char *name;
@@ -417,6 +471,7 @@ int main(void) {
   tcase_add_test(tc, past_the_bound_an_unindexed_request_is_not_overtaken);
   tcase_add_test(tc, past_the_bound_an_unparked_request_is_not_overtaken);
   tcase_add_test(tc, a_request_published_while_the_pass_grants_an_older_one_is_not_overtaken);
+  tcase_add_test(tc, a_nudge_in_flight_gets_its_pass_though_its_cell_was_overtaken);
   tcase_add_test(tc, past_the_bound_tenants_still_take_turns);
   tcase_add_test(tc, a_torn_list_by_time_is_found_and_rebuilt);
   suite_add_tcase(s, tc);

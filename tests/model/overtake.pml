@@ -22,8 +22,8 @@
  * R's, or W's (R's the earlier). It is one word of a
  * pair with a count of arrivals; an arrival moves the end earlier if its own is, and counts
  * itself either way; the pass replaces the pair by CAS over the pair it read.
- * One Dispatcher process stands for everyone's kicks, as in grant.pml (baton.pml checks that a
- * kick is never lost to the baton).
+ * One Dispatcher process stands for everyone's kicks and holds the baton while it passes: a kick
+ * while it does is left to its re-check, as in the code (baton.pml checks that protocol).
  *
  * Checks (tests/model/CMakeLists.txt):
  *  - no lost wake-up: W is granted whatever the interleaving (an invalid end state otherwise:
@@ -57,6 +57,12 @@
  *                     between is neither indexed by the pass nor seen by its CAS (assertion).
  *  -DNO_CAS           the pass stores its end with a plain store: an end brought forward
  *                     during the pass is lost (assertion).
+ *  -DNO_WOKEN_RECHECK the holder's re-check does not count WOKEN as work: a release sets WOKEN
+ *                     and nudges (or kicks into the busy holder), an acquire takes the cell it
+ *                     freed before the re-check, which then finds no cell free, and the
+ *                     acquire's own release finds WOKEN set and does nothing: W sleeps with a
+ *                     free cell (invalid end state). Seen in the contended benchmark as a
+ *                     request left to its 1 s poll (docs/performance.md).
  *  -DNO_COUNT         an arrival whose end is no earlier than the word's leaves the pair as it
  *                     is (the design before): W arrives behind R's end during the pass that
  *                     grants R, the pass's CAS succeeds and publishes no end, and W waits
@@ -120,11 +126,15 @@ bit r_indexed = 1;
 byte held = N_CELLS; /* leases out: the holders' */
 byte granted = 0;    /* cells granted to W, not yet accepted */
 byte kicks = 0;      /* passes owed */
+bit busy = 0;        /* the Dispatcher holds the baton: a kick now is left to its re-check */
 bit owed = 0;        /* a release made the queue strict for W: no take until W is granted */
 
 inline conserve() { assert(free + held + granted == N_CELLS) }
 
-inline kick() { atomic { kicks++ } }
+/* shms__kick: a kick that finds the baton held does nothing: the holder's re-check after it lets
+ * go is what must see the kicker's work (the two are ordered by full barriers: the kicker's
+ * change before its look at the baton, the holder's release of the baton before its look). */
+inline kick() { atomic { if :: !busy -> kicks++ :: else -> skip fi } }
 
 /* A pass (core/dispatch.c: pass; grant; then shms__overtake_update). */
 inline pass() {
@@ -189,12 +199,17 @@ active proctype Dispatcher() {
   byte cur, cur_arrivals, computed;
 end:
   do
-  :: atomic { kicks > 0 -> kicks-- };
+  :: atomic { kicks > 0 -> kicks = 0; busy = 1 };
      pass();
+     busy = 0;
 #ifndef NO_RECHECK
+     /* work_pending: attention bits, a free cell for the ring, or a nudge in flight (WOKEN). */
      atomic {
        if
        :: (free > 0 && ((w_indexed && w_state == QUEUED) || (r_indexed && r_state == QUEUED))) || w_attn -> kicks++
+#ifndef NO_WOKEN_RECHECK
+       :: woken -> kicks++
+#endif
        :: else -> skip
        fi
      }
