@@ -165,6 +165,15 @@ START_TEST(past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acqui
 }
 END_TEST
 
+/* The child has had its lease and exited 0; the segment audits clean; close it. */
+static void child_done_then_close(shms_t *h, const char *name, pid_t pid) {
+  int status;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  audit_clean(h);
+  sched_close(h, name);
+}
+
 /* A child that queues a request and waits for it; it exits 0 once it has had and returned a lease.
  */
 static void queueing_child(const char *name) {
@@ -216,11 +225,7 @@ START_TEST(past_the_bound_an_unindexed_request_is_not_overtaken) {
   /* The holder back: its pass indexes the request and grants it the cell. */
   shms__baton_done(h, k);
   shms__op_leave(h, k);
-  int status;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-  audit_clean(h);
-  sched_close(h, name);
+  child_done_then_close(h, name, pid);
 }
 END_TEST
 
@@ -340,11 +345,7 @@ START_TEST(a_request_published_while_the_pass_grants_an_older_one_is_not_overtak
                 (unsigned long long)arrival.end);
   ck_assert_shms_ok(shms_wait(h, &older, 0, &l));
   ck_assert_shms_ok(shms_release(h, &l)); /* the newcomer's turn: past its bound too */
-  int status;
-  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-  audit_clean(h);
-  sched_close(h, name);
+  child_done_then_close(h, name, pid);
 }
 END_TEST
 
