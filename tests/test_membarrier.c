@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -228,6 +229,41 @@ static int barrier_failure_seen(shms_t *h, uint64_t *cursor, pid_t pid) {
   return 0;
 }
 
+/*
+ * Where a_freezer_without_a_barrier_waits_for_plain_markers is, for a report if it hangs. It
+ * hung twice in CI under ASan (never in hundreds of runs here): past its time the test writes
+ * its step, the class's fast word and freezer, the freezer thread's barrier calls and every
+ * process entry in use, once, and then waits on for Check's timeout.
+ */
+static struct {
+  int step;
+  shms_t *h;
+  pid_t child;
+} hang;
+
+static void hang_report(int sig) {
+  (void)sig;
+  char line[256];
+  const struct shms__cls *k = &hang.h->cls[SHMS_CLASS_STANDARD];
+  int n = snprintf(line, sizeof line,
+                   "hang report: step %d, fast %#llx, freezer %#x, barrier calls %u, child %d\n",
+                   hang.step, (unsigned long long)shms__load_64(&k->ctl->fast),
+                   shms__load_32(&k->ctl->freezer), shms__test_membarrier_calls(), (int)hang.child);
+  if (write(2, line, (size_t)n) < 0)
+    return;
+  for (uint32_t i = 0; i < hang.h->layout.procs_count; i++) {
+    const struct shms__proc *p = shms__proc_at(hang.h, i);
+    if (shms__load_32((uint32_t *)&p->state) == SHMS__PROC_FREE)
+      continue;
+    n = snprintf(line, sizeof line, "  entry %u: pid %u state %u marks_used %#x ops %u\n", i,
+                 shms__load_32((uint32_t *)&p->pid), shms__load_32((uint32_t *)&p->state),
+                 shms__load_32((uint32_t *)&p->marks_used),
+                 shms__load_32((uint32_t *)&p->ops[SHMS_CLASS_STANDARD]));
+    if (write(2, line, (size_t)n) < 0)
+      return;
+  }
+}
+
 START_TEST(a_freezer_without_a_barrier_waits_for_plain_markers) {
   if (!kernel_has_membarrier())
     return; /* nobody can mark plainly here: nothing to wait for */
@@ -255,7 +291,11 @@ START_TEST(a_freezer_without_a_barrier_waits_for_plain_markers) {
       _exit(13);
     _exit(shms_detach(c) == SHMS_OK ? 0 : 14);
   }
+  hang = (typeof(hang)){.step = 1, .h = h, .child = pid};
+  signal(SIGALRM, hang_report);
+  alarm(SHMS_TEST_TIMEOUT * 2 / 3);
   get(out[0]); /* the child is inside its operation */
+  hang.step = 2;
   uint64_t cursor = 0;
   struct freezer f = {.h = h};
   pthread_t t;
@@ -264,18 +304,23 @@ START_TEST(a_freezer_without_a_barrier_waits_for_plain_markers) {
   while (!barrier_failure_seen(h, &cursor, getpid()))
     sched_yield();
   ck_assert_uint_eq(shms__load_32(&f.done), 0);
+  hang.step = 3;
   put(in[1]); /* out of the operation, still attached: its marks prove nothing */
   get(out[0]);
+  hang.step = 4;
   /* The freezer tries again and again (each time after the child was out), and waits on. */
   uint32_t calls = shms__test_membarrier_calls();
   while (shms__test_membarrier_calls() < calls + 3 && !shms__load_32(&f.done))
     sched_yield();
   ck_assert_uint_eq(shms__load_32(&f.done), 0);
+  hang.step = 5;
   put(in[1]); /* gone: the freeze goes on */
   int st;
   ck_assert_int_eq(waitpid(pid, &st, 0), pid);
   ck_assert_int_eq(st, 0);
+  hang.step = 6;
   ck_assert_int_eq(pthread_join(t, NULL), 0);
+  alarm(0);
   ck_assert_uint_eq(f.violations, 0);
   /* Said once per process: a second freeze (nobody marks plainly now) records nothing. */
   audit(h);
