@@ -31,7 +31,7 @@ void shms__overtake_arrived(const struct shms__cls *k, uint64_t enqueue_ns) {
   for (;;) {
     set[0] = earlier(cur[0], mine);
     set[1] = cur[1] + 1;
-    if (ck_pr_cas_64_2_value(pair, cur, set, was))
+    if (shms__cas_pair(pair, cur, set, was))
       return;
     cur[0] = was[0];
     cur[1] = was[1];
@@ -69,7 +69,7 @@ void shms__overtake_update(const struct shms__cls *k, const uint64_t seen[2], in
   while (cur[0] != end) {
     set[0] = end;
     set[1] = cur[1];
-    if (ck_pr_cas_64_2_value(pair, cur, set, was))
+    if (shms__cas_pair(pair, cur, set, was))
       break;
     end = earlier(end, was[0]);
     cur[0] = was[0];

@@ -23,4 +23,27 @@
 #define shms__store_32(p, v) ck_pr_store_32((p), (v))
 #endif
 
+#include <stdint.h>
+
+/*
+ * A CAS of two adjacent words (target 16-byte aligned): CMPXCHG16B, with *was given the two
+ * words found. Concurrency Kit's x86-64 port has it; its builtins port, which the
+ * ThreadSanitizer build uses, does not, so there it is the compiler's 16-byte atomic (which
+ * TSan instruments).
+ */
+static inline int shms__cas_pair(uint64_t *target, const uint64_t expect[2], const uint64_t set[2],
+                                 uint64_t was[2]) {
+#if defined(CK_F_PR_CAS_64_2_VALUE) && !defined(__SANITIZE_THREAD__)
+  return ck_pr_cas_64_2_value(target, (uint64_t *)expect, (uint64_t *)set, was);
+#else
+  unsigned __int128 e = (unsigned __int128)expect[1] << 64 | expect[0];
+  unsigned __int128 s = (unsigned __int128)set[1] << 64 | set[0];
+  int ok = __atomic_compare_exchange_n((unsigned __int128 *)(void *)target, &e, s, 0,
+                                       __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  was[0] = (uint64_t)e;
+  was[1] = (uint64_t)(e >> 64);
+  return ok;
+#endif
+}
+
 #endif
