@@ -95,6 +95,18 @@ int shms_recover_dead(shms_t *h, unsigned flags, shms_event_fn on_event, void *c
   return rc;
 }
 
+int shms_upkeep(shms_t *h) {
+  shms__clear_detail();
+  int rc = shms__handle_check_member(h);
+  if (rc != SHMS_OK)
+    return rc;
+  uint32_t stamped = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    if (h->cls[c].id >= 0)
+      stamped += shms__stamp_leases(&h->cls[c]);
+  return (int)stamped;
+}
+
 int shms_recover(shms_t *h, shms_recovery *out) {
   return shms_recover_dead(h, SHMS_RECOVER_FULL, NULL, NULL, out);
 }

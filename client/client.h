@@ -15,11 +15,13 @@ int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, 
 /*
  * The fast path of an acquire: a free cell taken now for the tenant packed in tenant
  * (SHMS__NAME_WORDS words) if the queue lets us, as one operation; SHMS_EWOULDBLOCK (no detail)
- * if not. shms__try_now: the same, its would-block with try_acquire's detail.
+ * if not. shms__try_now: the same, its would-block with try_acquire's detail. stamp: whether the
+ * lease's start time is read now (a prepared acquire leaves it to shms__stamp_leases, saving the
+ * clock: docs/protocol.md, "Lease start times").
  */
-int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
                    shms_lease *lease);
-int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
                   shms_lease *lease);
 /* try_acquire in a class with tenant-max-active: queue req, look once, withdraw it. */
 int shms__try_limited(struct shms *h, const struct shms__cls *k, const shms_request *req,
@@ -71,7 +73,8 @@ enum shms__spun shms__spin(struct shms *h, struct shms__spin *st, const uint64_t
 /* The dispatcher asked the waiter of slot i (word w) to carry on its work. */
 void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w);
 /* A waiter slept a whole poll interval on request i (sequence seq): make sure nothing dead holds
- * it up (docs/protocol.md, "Guards"): its attention bit again if stranded, the baton's holder. */
+ * it up (docs/protocol.md, "Guards"): its attention bit again if stranded, the baton's holder;
+ * and stamp the start of leases taken without one. */
 void shms__poll_checks(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
 /* Until when (real clock) a wait with timeout_ns and slot s's deadline may sleep; 0: no limit. */
 uint64_t shms__sleep_limit(const struct shms__slot *s, uint64_t until_real);

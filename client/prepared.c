@@ -39,21 +39,21 @@ _Static_assert(P_WORDS == sizeof(shms_prepared) / sizeof(uint64_t), "shms_prepar
 
 /*
  * The check word of the words a prepared request keeps for use (the tenant, the class and flags,
- * the priority): each word mixed with the handle's key and multiplied by its own odd constant,
- * the products summed, then an xorshift-multiply finish. A change to any one word changes the
- * sum (an odd multiplier is invertible modulo 2^64) and the finish is a bijection, so it is
- * always seen; changes to several cancel out by chance alone. The products are independent: a
- * few cycles on every prepared acquire. The incarnation and the handle's number are compared
- * whole instead.
+ * the priority): each word mixed with the handle's key and rotated by its own amount, the six
+ * summed, then an xorshift-multiply finish. A change to any one word changes the sum (xor with a
+ * key and a rotation are bijections, and so is adding the rest) and the finish is a bijection,
+ * so it is always seen; changes to several cancel out by chance alone (two words swapped land
+ * under different rotations). Rotations and adds, one multiply: a few cycles on every prepared
+ * acquire (six multiplies cost 0.3-0.5 ns more, docs/performance.md). The incarnation and the
+ * handle's number are compared whole instead.
  */
+static inline uint64_t rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }
+
 static inline uint64_t seal(const uint64_t key[2], const uint64_t *w) {
   _Static_assert(P_CHECK - P_TENANT == 6, "seal() covers six words");
-  uint64_t x = (w[P_TENANT] ^ key[0]) * 0x9e3779b97f4a7c15ull +
-               (w[P_TENANT + 1] ^ key[1]) * 0xbf58476d1ce4e5b9ull +
-               (w[P_TENANT + 2] ^ key[0]) * 0x94d049bb133111ebull +
-               (w[P_TENANT + 3] ^ key[1]) * 0x2545f4914f6cdd1dull +
-               (w[P_CLASS] ^ key[0]) * 0xa0761d6478bd642full +
-               (w[P_PRIORITY] ^ key[1]) * 0xe7037ed1a0b428dbull;
+  uint64_t x = (w[P_TENANT] ^ key[0]) + rotl(w[P_TENANT + 1] ^ key[1], 11) +
+               rotl(w[P_TENANT + 2] ^ key[0], 23) + rotl(w[P_TENANT + 3] ^ key[1], 37) +
+               rotl(w[P_CLASS] ^ key[0], 47) + rotl(w[P_PRIORITY] ^ key[1], 59);
   x ^= x >> 32;
   x *= 0x8ebc6af09c88c6e3ull;
   return x ^ (x >> 29);
@@ -132,13 +132,16 @@ __attribute__((noinline, cold)) static int refuse(const struct shms *h, const ui
 }
 
 /*
- * The prologue of a prepared call: h a member handle, p this handle's prepared request, whole
- * (copied into w first: what is checked is what is used), then what can change since it was
- * prepared: the caller's credentials where the class's rules name them, the segment's state,
- * the class's quarantine. Then *k is the class.
+ * The prologue of a prepared call: h a member handle, p this handle's prepared request, whole,
+ * then what can change since it was prepared: the caller's credentials where the class's rules
+ * name them, the segment's state, the class's quarantine. Then *wp is p's words and *kp the
+ * class. The words are used where they are, not copied: the prepared request is only read while
+ * in use (api.md), and a caller writing it meanwhile races itself; the fast path then records
+ * the name it read for observers only (a fast-path lease has no tenant record), and the queued
+ * path validates its request again.
  */
 static int check_prepared(struct shms *h, const shms_prepared *p, const shms_lease *lease,
-                          uint64_t *w, struct shms__cls **kp) {
+                          const uint64_t **wp, struct shms__cls **kp) {
   shms__clear_detail();
   int rc = shms__handle_check_member(h);
   if (rc != SHMS_OK)
@@ -147,7 +150,7 @@ static int check_prepared(struct shms *h, const shms_prepared *p, const shms_lea
     return shms__fail(SHMS_EINVAL, "prepared request is NULL");
   if (lease == NULL)
     return shms__fail(SHMS_EINVAL, "lease is NULL");
-  memcpy(w, p->opaque, P_WORDS * sizeof *w);
+  const uint64_t *w = p->opaque;
   uint32_t cls = (uint32_t)w[P_CLASS], flags = (uint32_t)(w[P_CLASS] >> 32);
   /* One branch for the three ways to be refused; which one, off the fast path. The class is in
    * range once sealed, but an index into h is checked whatever the seal says. */
@@ -166,6 +169,7 @@ static int check_prepared(struct shms *h, const shms_prepared *p, const shms_lea
   if (shms__load_32(&k->ctl->quarantined) >= k->ncells)
     return shms__fail(SHMS_EQUARANTINED, "every cell of class %s is quarantined",
                       shms_class_name(k->id));
+  *wp = w;
   *kp = k;
   return SHMS_OK;
 }
@@ -179,13 +183,13 @@ static shms_request request_of(const uint64_t *w, char name[SHMS_TENANT_MAX + 1]
 }
 
 int shms_acquire_prepared(shms_t *h, const shms_prepared *p, shms_lease *lease) {
-  uint64_t w[P_WORDS];
+  const uint64_t *w = NULL;
   struct shms__cls *k = NULL;
-  int rc = check_prepared(h, p, lease, w, &k);
+  int rc = check_prepared(h, p, lease, &w, &k);
   if (rc != SHMS_OK)
     return rc;
   if (!((w[P_CLASS] >> 32) & P_LIMITED) &&
-      (rc = shms__take_now(h, k, &w[P_TENANT], lease)) != SHMS_EWOULDBLOCK)
+      (rc = shms__take_now(h, k, &w[P_TENANT], 0, lease)) != SHMS_EWOULDBLOCK)
     return rc;
   char name[SHMS_TENANT_MAX + 1];
   shms_request req = request_of(w, name);
@@ -193,13 +197,13 @@ int shms_acquire_prepared(shms_t *h, const shms_prepared *p, shms_lease *lease) 
 }
 
 int shms_try_acquire_prepared(shms_t *h, const shms_prepared *p, shms_lease *lease) {
-  uint64_t w[P_WORDS];
+  const uint64_t *w = NULL;
   struct shms__cls *k = NULL;
-  int rc = check_prepared(h, p, lease, w, &k);
+  int rc = check_prepared(h, p, lease, &w, &k);
   if (rc != SHMS_OK)
     return rc;
   if (!((w[P_CLASS] >> 32) & P_LIMITED))
-    return shms__try_now(h, k, &w[P_TENANT], lease);
+    return shms__try_now(h, k, &w[P_TENANT], 0, lease);
   char name[SHMS_TENANT_MAX + 1];
   shms_request req = request_of(w, name);
   return shms__try_limited(h, k, &req, lease);

@@ -81,6 +81,7 @@ int shms__spin_then_sleep(struct shms *h, const struct shms__cls *k, uint32_t i,
 void shms__poll_checks(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq) {
   SHMS__OP_VOID(h, k, shms__slot_reattend(k, i, seq));
   shms__baton_check_holder(h, k);
+  shms__stamp_leases(k); /* a waiter learns how long the holders it waits for have held */
 }
 
 void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w) {
@@ -331,8 +332,10 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
 /* The fast path: a free cell and nobody queued; one CAS on the fast word (and one on the cell
  * in a class too large for the fast word's map of free cells). SHMS__LOOK_AGAIN: frozen, enter
  * the ordinary way (which waits) and look again. */
-static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
-                       shms_lease *lease, int entering) {
+static inline __attribute__((always_inline)) int take_now_op(struct shms *h,
+                                                             const struct shms__cls *k,
+                                                             const uint64_t *tenant, int stamp,
+                                                             shms_lease *lease, int entering) {
   int64_t r = shms__cell_take(k, entering ? SHMS__TAKE_ENTERING : SHMS__TAKE_UNQUEUED, h->owner,
                               SHMS__CELL_LEASED);
   if (r == SHMS__TAKE_FROZEN)
@@ -343,7 +346,7 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t
   uint64_t token;
   SHMS__STEP();
   shms__store_32(&k->cells[c].uid, shms__load_32(&h->proc->uid)); /* with the name: layout.h */
-  int rc = shms__cell_start(k, c, 0, tenant, 0, &gen, &token);
+  int rc = shms__cell_start(k, c, 0, tenant, 0, stamp ? shms__coarse_now_ns() : 0, &gen, &token);
   if (rc != SHMS_OK) {
     shms__exhaust_and_check(h, k, c);
     return shms__fail(rc, "class %s: cell %u's token sequence is exhausted (cell quarantined)",
@@ -358,16 +361,24 @@ static int take_now_op(struct shms *h, const struct shms__cls *k, const uint64_t
  * The fast path as one operation: marked without a fence of its own, since its
  * first step is the locked CAS that both reserves and checks FROZEN.
  */
-int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
-                   shms_lease *lease) {
-  int rc = take_now_op(h, k, tenant, lease, shms__op_enter_fast(h, k));
-  shms__op_leave(h, k);
-  return rc == SHMS__LOOK_AGAIN ? SHMS__OP(h, k, take_now_op(h, k, tenant, lease, 0)) : rc;
+__attribute__((noinline, cold)) static int take_entered(struct shms *h, const struct shms__cls *k,
+                                                        const uint64_t *tenant, int stamp,
+                                                        shms_lease *lease) {
+  return SHMS__OP(h, k, take_now_op(h, k, tenant, stamp, lease, 0));
 }
 
-int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
+                   shms_lease *lease) {
+  int rc = take_now_op(h, k, tenant, stamp, lease, shms__op_enter_fast(h, k));
+  shms__op_leave(h, k);
+  /* Frozen: enter the ordinary way, which waits, and look again (out of line: the fast path's
+   * frame stays small). */
+  return rc == SHMS__LOOK_AGAIN ? take_entered(h, k, tenant, stamp, lease) : rc;
+}
+
+int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
                   shms_lease *lease) {
-  int rc = shms__take_now(h, k, tenant, lease);
+  int rc = shms__take_now(h, k, tenant, stamp, lease);
   return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
 }
 
@@ -378,7 +389,7 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   if (rc != SHMS_OK)
     return rc;
   if (k->cfg->tenant_max_active == 0)
-    return shms__try_now(h, k, tenant, lease);
+    return shms__try_now(h, k, tenant, 1, lease);
   return shms__try_limited(h, k, req, lease);
 }
 
@@ -408,7 +419,7 @@ int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
     return rc;
   /* An immediate grant never takes a request slot. */
   if (k->cfg->tenant_max_active == 0 &&
-      (rc = shms__take_now(h, k, tenant, lease)) != SHMS_EWOULDBLOCK)
+      (rc = shms__take_now(h, k, tenant, 1, lease)) != SHMS_EWOULDBLOCK)
     return rc;
   return shms__acquire_queued(h, req, lease);
 }

@@ -194,7 +194,7 @@ void shms__cell_tenant(const struct shms__cls *k, uint32_t c, char *out) {
 }
 
 int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, const uint64_t *name,
-                     uint32_t slot, uint32_t *gen, uint64_t *token) {
+                     uint32_t slot, uint64_t start_ns, uint32_t *gen, uint64_t *token) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
@@ -211,10 +211,26 @@ int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, con
   for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
     shms__store_64(&cell->tenant_name[i], name[i]);
   shms__store_32(&cell->slot, slot);
-  shms__store_64(&cell->lease_start_ns, shms__coarse_now_ns());
+  shms__store_64(&cell->lease_start_ns, start_ns);
   *gen = SHMS__CELL_GEN(w);
   *token = next;
   return SHMS_OK;
+}
+
+uint32_t shms__stamp_leases(const struct shms__cls *k) {
+  uint32_t stamped = 0;
+  for (uint32_t c = 0; c < k->ncells; c++) {
+    struct shms__cell *cell = &k->cells[c];
+    if (SHMS__CELL_STATE(shms__load_64(&cell->word)) != SHMS__CELL_LEASED ||
+        shms__load_64(&cell->lease_start_ns) != 0)
+      continue;
+    /* The lease may end, and another begin unstamped, between the look and the CAS: the stamp
+     * then goes to the newer one, early by that window at most (the clock is read just before).
+     * A stamp on a cell freed meanwhile is harmless: every lease start writes its own. */
+    if (ck_pr_cas_64(&cell->lease_start_ns, 0, shms__coarse_now_ns()))
+      stamped++;
+  }
+  return stamped;
 }
 
 void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {

@@ -130,7 +130,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   if (limited)
     ck_pr_inc_32(&shms__tenant_at(k, ref)->active);
   shms__store_32(&k->cells[c].uid, shms__load_32(&s->uid)); /* with the name: see layout.h */
-  if (shms__cell_start(k, c, limited ? ref : 0, name, i + 1, &gen, &token) != SHMS_OK) {
+  if (shms__cell_start(k, c, limited ? ref : 0, name, i + 1, shms__coarse_now_ns(), &gen, &token) !=
+      SHMS_OK) {
     /* Settle the request first, so its waiter learns why, before the quarantine may fail
      * everyone else for lack of cells. */
     shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);

@@ -122,12 +122,10 @@ static void unmark(struct shms *h, const struct shms__cls *k, struct thread_op *
     shms__store_32(t->word, *t->word & ~(1u << k->id));
 }
 
-void shms__op_enter(struct shms *h, const struct shms__cls *k) {
-  struct thread_op *t = &cur[k->id];
-  if (t->depth > 0) {
-    t->depth++;
-    return;
-  }
+/* The outermost enter's rare steps, out of line so that the common one needs no frame: this
+ * thread's first operation on h (its mark claimed), or FROZEN found set (waited out). */
+__attribute__((noinline, cold)) static void enter_slow(struct shms *h, const struct shms__cls *k,
+                                                       struct thread_op *t) {
   if (t->proc != h->proc) {
     t->proc = h->proc;
     t->word = thread_mark(h);
@@ -135,13 +133,30 @@ void shms__op_enter(struct shms *h, const struct shms__cls *k) {
   for (;;) {
     mark(h, k, t, 1);
     if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN))
-      break;
+      return;
     unmark(h, k, t);
     /* Outside any operation while it waits: a recovery it runs brackets its own operations,
      * which must be marked like anyone's (a depth left raised here once made the dispatch
      * after such a recovery run unmarked, under the next freezer's audit). */
     wait_unfrozen(h, k);
   }
+}
+
+void shms__op_enter(struct shms *h, const struct shms__cls *k) {
+  struct thread_op *t = &cur[k->id];
+  if (t->depth > 0) {
+    t->depth++;
+    return;
+  }
+  if (__builtin_expect(t->proc == h->proc, 1)) {
+    mark(h, k, t, 1);
+    if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN)) {
+      t->depth = 1;
+      return;
+    }
+    unmark(h, k, t);
+  }
+  enter_slow(h, k, t);
   t->depth = 1;
 }
 

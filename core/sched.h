@@ -157,12 +157,16 @@ int64_t shms__cell_take(const struct shms__cls *k, enum shms__take_mode mode, ui
 /*
  * Start a lease on claimed cell c: take its next token and record the
  * tenant (the record whose limit it counts in, and the name of the tenant it
- * serves: SHMS__NAME_WORDS words, shms__tenant_pack), slot and start time.
+ * serves: SHMS__NAME_WORDS words, shms__tenant_pack), slot and start time
+ * (shms__coarse_now_ns(), or 0: not stamped yet, shms__stamp_leases).
  * SHMS_ESEQEXHAUSTED if its token sequence is used up: the caller settles
  * what it was granting, then shms__cell_exhausted.
  */
 int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, const uint64_t *name,
-                     uint32_t slot, uint32_t *gen, uint64_t *token);
+                     uint32_t slot, uint64_t start_ns, uint32_t *gen, uint64_t *token);
+/* Stamp now as the start of every lease of k taken without one (a prepared acquire's fast path:
+ * docs/protocol.md, "Lease start times"); returns how many it stamped. Any member, any time. */
+uint32_t shms__stamp_leases(const struct shms__cls *k);
 /* The tenant name cell c records (shms__cell_start) into out, SHMS_TENANT_MAX + 1 bytes. Only
  * meaningful while the lease or grant it was recorded for is the cell's. */
 void shms__cell_tenant(const struct shms__cls *k, uint32_t c, char *out);

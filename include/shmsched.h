@@ -408,7 +408,8 @@ typedef struct {
   int alive;           /* that process still holds its lock */
   char tenant[SHMS_TENANT_MAX + 1]; /* granted, leased (quarantined: the last lease's) tenant */
   uint64_t since_ns; /* granted, leased (quarantined: the last lease's): CLOCK_MONOTONIC time of
-                        the grant */
+                        the grant; 0 while not known (a prepared acquire's lease, until the
+                        next shms_upkeep or waiter's poll stamps it) */
   int reason;        /* quarantined: why (a reason code, or the holder's own) */
   uint64_t leases;   /* leases handed out on this cell since creation */
   /* Leased (lease classes): the ticket of the request that took the lease; seq 0 when there is
@@ -1039,6 +1040,15 @@ enum {
  */
 SHMS_EXTERN int shms_recover_dead(shms_t *h, unsigned flags, shms_event_fn on_event, void *ctx,
                                   shms_recovery *out);
+
+/*
+ * The periodic upkeep that the supervisor runs at every tick (any member may):
+ * stamps the start time of every lease taken by shms_acquire_prepared's fast
+ * path, which leaves it unstamped to spare the clock read (shms_cell_info's
+ * since_ns reads 0 until then). Returns the number of leases stamped, or an
+ * error (SHMS_EINVAL: not a member handle). Never blocks; any thread.
+ */
+SHMS_EXTERN int shms_upkeep(shms_t *h);
 
 /*
  * Audit every invariant (cell conservation, each request in one state,

@@ -30,8 +30,8 @@ variants=("$@")
 # Each variant: file, then a sed script applied to it (checked: the edit must change the file).
 edit_for() {
   case "$1" in
-  noclock) # the lease's start time: no clock read (observers would see 0)
-    echo 'core/cell.c' 's/shms__store_64(&cell->lease_start_ns, shms__coarse_now_ns());/shms__store_64(\&cell->lease_start_ns, 0);/' ;;
+  noclock) # a plain acquire's lease start time: no clock read (what a prepared acquire does)
+    echo 'client/request.c' 's/stamp ? shms__coarse_now_ns() : 0/0/' ;;
   nomark) # the release's operation mark: a plain store instead of the locked exchange
     echo 'core/quiesce.c' 's/ck_pr_fas_32(t->word, v);/shms__store_32(t->word, v);/' ;;
   nocellcas) # the release's CAS on the cell word: a plain store

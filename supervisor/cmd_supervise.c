@@ -314,6 +314,7 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   notify_ready();
   while (!removed(&v)) {
     sup_cells_tell(h, &v.cells, say_line);
+    shms_upkeep(h); /* cannot fail on our member handle; a lease's start is all it writes */
     if (scan(&v))
       recover(&v, 0);
     if (wait_event(&v, sigfd))

@@ -24,8 +24,10 @@ struct lease_row {
   const char *holder_state;        /* holder_state(): "running", "stopped", "dead", "" (none) */
   char holder_code;                /* /proc's letter, '-' for none */
   char ticket[SHMS_TICKET_STRLEN]; /* "" for none */
-  char user[64];           /* granted, leased, quarantined: the lease's uid's login name, else "" */
-  uint64_t age_ns;         /* granted, leased: since the grant; else 0 */
+  char user[64];   /* granted, leased, quarantined: the lease's uid's login name, else "" */
+  uint64_t age_ns; /* granted, leased: since the grant; else 0 */
+  int aged; /* age_ns is known: granted or leased, and its start stamped (a prepared acquire's
+               lease reads no start until the supervisor's next tick: docs/protocol.md) */
   const char *reason;      /* quarantined: the reason word, else "" */
   char quarantined_at[40]; /* quarantined: ISO time, "" when unknown */
 };
@@ -168,8 +170,10 @@ static void emit_cells(const struct status_view *v, int c, const struct sink *s)
         ci->state == SHMS_CELL_QUARANTINED)
       cli_user_name(ci->uid, r.user, sizeof r.user);
     if ((ci->state == SHMS_CELL_GRANTED || ci->state == SHMS_CELL_LEASED) && ci->since_ns != 0 &&
-        v->now_ns > ci->since_ns)
+        v->now_ns >= ci->since_ns) {
       r.age_ns = v->now_ns - ci->since_ns;
+      r.aged = 1;
+    }
     if (ci->state == SHMS_CELL_QUARANTINED) {
       r.reason = ci->reason < 0 ? shms_err_name(ci->reason) : "";
       if (ci->quarantined_unix_ns != 0)
@@ -263,7 +267,7 @@ static void text_cell(void *f, const struct lease_row *r) {
     fprintf(f, " uid=%u user=%s", c->uid, r->user);
   if (r->ticket[0] != '\0')
     fprintf(f, " ticket=%s", r->ticket);
-  if (c->state == SHMS_CELL_GRANTED || c->state == SHMS_CELL_LEASED)
+  if (r->aged)
     fprintf(f, " age_ns=%" PRIu64, r->age_ns);
   if (c->state == SHMS_CELL_QUARANTINED) {
     if (r->reason[0] != '\0')
@@ -363,7 +367,6 @@ static void json_cells_begin(void *ctx, uint32_t n) {
 static void json_cell(void *ctx, const struct lease_row *r) {
   struct json_out *j = &((struct json_ctx *)ctx)->j;
   const shms_cell_info *c = r->c;
-  int held = c->state == SHMS_CELL_GRANTED || c->state == SHMS_CELL_LEASED;
   int quarantined = c->state == SHMS_CELL_QUARANTINED;
   char code[2] = {r->holder_code, '\0'};
   json_begin_object(j, NULL);
@@ -395,7 +398,7 @@ static void json_cell(void *ctx, const struct lease_row *r) {
     json_str(j, "ticket", r->ticket);
   else
     json_null(j, "ticket");
-  if (held)
+  if (r->aged)
     json_u64(j, "lease_age_ns", r->age_ns);
   else
     json_null(j, "lease_age_ns");

@@ -12,6 +12,7 @@
 #include "core/sched.h"
 #include "sched_util.h"
 #include "shm/atomic.h"
+#include "shm/clock.h"
 #include "shm/handle.h"
 
 /* What the class looks like from outside: enough to see that a refused call changed nothing. */
@@ -262,6 +263,80 @@ START_TEST(without_a_free_cell_it_queues) {
 }
 END_TEST
 
+/* The start time cell c records for its lease (0: not stamped yet). */
+static uint64_t cell_since(shms_t *h, uint32_t c) {
+  shms_cell_info cells[4];
+  uint32_t n = 0;
+  ck_assert_shms_ok(shms_cells(h, SHMS_CLASS_STANDARD, cells, 4, &n));
+  ck_assert_uint_lt(c, n);
+  return cells[c].since_ns;
+}
+
+/* A prepared acquire's fast path leaves its lease's start unstamped, sparing the clock: the next
+ * shms_upkeep (the supervisor's tick) stamps it with the time it looked, once. A plain acquire's
+ * lease is stamped at once, and upkeep leaves it be. */
+START_TEST(a_prepared_lease_is_stamped_by_upkeep) {
+  shms_set_clock(sched_fake_clock, NULL);
+  const char *name;
+  shms_t *h = sched_open(&name, 2, 8, NULL);
+  shms_prepared p = prepare(h, "alice");
+  shms_request r = sched_req("bob", 0);
+  shms_lease a, b;
+  uint64_t t0 = sched_fake_now;
+  ck_assert_shms_ok(shms_acquire_prepared(h, &p, &a));
+  ck_assert_shms_ok(shms_acquire(h, &r, &b));
+  ck_assert_uint_eq(cell_since(h, a.cell), 0);
+  ck_assert_uint_eq(cell_since(h, b.cell), t0);
+  sched_fake_now += 5000000;
+  ck_assert_int_eq(shms_upkeep(h), 1);
+  ck_assert_uint_eq(cell_since(h, a.cell), t0 + 5000000);
+  ck_assert_uint_eq(cell_since(h, b.cell), t0);
+  sched_fake_now += 5000000;
+  ck_assert_int_eq(shms_upkeep(h), 0); /* stamped once: the age does not restart */
+  ck_assert_uint_eq(cell_since(h, a.cell), t0 + 5000000);
+  /* The next lease on the cell starts unstamped again: never the previous one's time. */
+  ck_assert_shms_ok(shms_release(h, &a));
+  ck_assert_shms_ok(shms_acquire_prepared(h, &p, &a));
+  ck_assert_uint_eq(cell_since(h, a.cell), 0);
+  ck_assert_int_eq(shms_upkeep(h), 1);
+  ck_assert_uint_eq(cell_since(h, a.cell), sched_fake_now);
+  /* Upkeep writes: an observer handle may not. */
+  shms_t *o = NULL;
+  ck_assert_shms_ok(shms_attach(name, SHMS_ATTACH_OBSERVER, &o));
+  ck_assert_shms_err(shms_upkeep(o), SHMS_EINVAL, "observer");
+  ck_assert_shms_ok(shms_detach(o));
+  ck_assert_shms_ok(shms_release(h, &a));
+  ck_assert_shms_ok(shms_release(h, &b));
+  sched_close(h, name);
+  shms_set_clock(NULL, NULL);
+}
+END_TEST
+
+/* Without a supervisor, a waiter stamps the leases it waits behind when it checks on them after
+ * sleeping a whole poll interval (1 s): whoever waits learns how long the holders have held. */
+START_TEST(a_waiter_stamps_the_prepared_lease_it_waits_behind) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  shms_prepared p = prepare(h, "alice");
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire_prepared(h, &p, &held));
+  ck_assert_uint_eq(cell_since(h, held.cell), 0);
+  struct waiter w = {.h = h, .p = &p, .rc = 1};
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, acquire_thread, &w), 0);
+  /* The waiter's first poll is 1 s after it sleeps: allow ten. */
+  uint64_t until = shms__real_now_ns() + 10ull * 1000000000ull, since = 0;
+  while ((since = cell_since(h, held.cell)) == 0 && shms__real_now_ns() < until)
+    sched_yield();
+  ck_assert_uint_ne(since, 0);
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert_int_eq(pthread_join(t, NULL), 0);
+  ck_assert_shms_ok(w.rc);
+  ck_assert_shms_ok(shms_release(h, &w.lease));
+  sched_close(h, name);
+}
+END_TEST
+
 struct worker {
   shms_t *h;
   const shms_prepared *p;
@@ -334,6 +409,8 @@ int main(void) {
   tcase_add_test(tc, without_a_free_cell_it_queues);
   tcase_add_test(tc, tenant_limits_still_apply);
   tcase_add_test(tc, threads_share_one_prepared_request);
+  tcase_add_test(tc, a_prepared_lease_is_stamped_by_upkeep);
+  tcase_add_test(tc, a_waiter_stamps_the_prepared_lease_it_waits_behind);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
