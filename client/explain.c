@@ -31,8 +31,8 @@ static uint32_t ring_position(const struct shms__cls *k, uint32_t ref) {
 static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
                            shms_explanation *out) {
   const struct shms__slot *s = shms__slot_at(k, i);
-  uint64_t now = shms__now_ns();
-  out->waited_ns = now > s->enqueue_ns ? now - s->enqueue_ns : 0;
+  uint64_t now = shms__now_ns(), since = shms__load_64((uint64_t *)&s->enqueue_ns);
+  out->waited_ns = now > since ? now - since : 0;
   out->ring_length = k->ctl->ring_len;
   out->tenants_ahead = UINT32_MAX;
   if (!(w & SHMS__SLOT_INDEXED) || s->tenant == 0 || s->tenant > k->ntenants)
@@ -41,7 +41,7 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
   out->tenants_ahead = ring_position(k, s->tenant);
   out->tenant_queued = t->queued;
   out->ahead_in_tenant = shms__order_ahead(k, t, i, now);
-  out->aged = now >= s->enqueue_ns && now - s->enqueue_ns >= k->starvation_ns;
+  out->aged = now >= since && now - since >= k->starvation_ns;
   if (SHMS__FAST_LOW(shms__load_64(&k->ctl->fast)) == 0)
     out->blocked_by |= k->cfg->mode == SHMS_MODE_WORKER ? SHMS_BLOCK_NO_WORKER : SHMS_BLOCK_NO_CELL;
   if (shms__tenant_at_limit(k, s->tenant))

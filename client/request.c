@@ -170,6 +170,13 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   shms__fast_queue(k, 1);
   shms__slot_publish(k, i, seq);
   SHMS__STEP();
+  /* The request's time is its publication's, taken again just before the bit that lets a pass
+   * see it (fill's stamp stands until then for observers and recovery): its wait, its age and
+   * the end of its overtaking count from here. An enqueuer descheduled while it fills and
+   * publishes (a time slice, 4 ms, on a busy machine) is not queued meanwhile, and nobody can
+   * grant what nobody sees: counted, its own delay read as a queue wait past the bound
+   * (docs/protocol.md, "Request slots"). */
+  shms__store_64(&s->enqueue_ns, shms__now_ns()); /* explain may read it now */
   shms__hbm_set(k->sattn, k->nslots, i);
   shms__overtake_arrived(k, s->enqueue_ns); /* after the bit: docs/protocol.md */
   SHMS__STEP();

@@ -404,6 +404,54 @@ START_TEST(a_nudge_in_flight_gets_its_pass_though_its_cell_was_overtaken) {
 END_TEST
 
 /* What the queue gets past the bound, it gets in the dispatcher's order: tenants take turns. */
+/* A step hook: the enqueuer of the class's only claimed slot descheduled for 5 ms once it has
+ * filled it, before it publishes (the test clock moves on meanwhile). */
+static struct {
+  const struct shms__cls *k;
+  int done;
+} delay;
+
+static void deschedule_after_fill(void) {
+  for (uint32_t i = 0; i < delay.k->nslots && !delay.done; i++) {
+    const struct shms__slot *s = shms__slot_at(delay.k, i);
+    if (SHMS__SLOT_STATE(ck_pr_load_64(&s->word)) == SHMS__SLOT_CLAIMED &&
+        ck_pr_load_64(&s->enqueue_ns) == sched_fake_now) {
+      sched_fake_now += 5000 * US;
+      delay.done = 1;
+    }
+  }
+}
+
+/* An enqueuer descheduled between filling its slot and publishing it: nobody could see the
+ * request meanwhile, so its bound and its wait count from its publication. A release half the
+ * bound after that is not strict (stamped at fill, the request would be 5 ms past its 1 ms
+ * bound) and the grant records half the bound as the wait, not 5.5 ms. */
+START_TEST(the_bound_and_the_wait_count_from_publication) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 1000 * US);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_request r = sched_req("a", 0);
+  shms_lease held, l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  delay.k = k;
+  delay.done = 0;
+  shms__test_step_check(deschedule_after_fill);
+  shms_ticket t = sched_enqueue(h, "a", 0, 0);
+  shms__test_step_check(NULL);
+  ck_assert_int_eq(delay.done, 1);
+  ck_assert_uint_eq(ck_pr_load_64(&k->ctl->overtake_end_ns), sched_fake_now + 1000 * US);
+  sched_fake_now += 500 * US;
+  ck_assert_shms_ok(shms_release(h, &held));
+  ck_assert_uint_eq(ck_pr_load_64(&k->ctl->fast) & SHMS__FAST_STRICT, 0);
+  ck_assert_shms_ok(shms_wait(h, &t, 0, &l)); /* nobody asleep to nudge: the release's kick */
+  shms_class_stats st = sched_stats(h);
+  ck_assert_uint_eq(st.max_wait_ns, 500 * US);
+  ck_assert_shms_ok(shms_release(h, &l));
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(past_the_bound_tenants_still_take_turns) {
   const char *name;
   shms_t *h = open_class(&name, 1, 100 * US);
@@ -473,6 +521,7 @@ int main(void) {
   tcase_add_test(tc, past_the_bound_an_unparked_request_is_not_overtaken);
   tcase_add_test(tc, a_request_published_while_the_pass_grants_an_older_one_is_not_overtaken);
   tcase_add_test(tc, a_nudge_in_flight_gets_its_pass_though_its_cell_was_overtaken);
+  tcase_add_test(tc, the_bound_and_the_wait_count_from_publication);
   tcase_add_test(tc, past_the_bound_tenants_still_take_turns);
   tcase_add_test(tc, a_torn_list_by_time_is_found_and_rebuilt);
   suite_add_tcase(s, tc);
