@@ -253,22 +253,26 @@ END {
 
   print ""
   print "Targets of issue 15, contended throughput (for information):"
-  # Bounded overtaking (docs/protocol.md, "Bounded overtaking"): shmsched's default bound
-  # (100 us) against posix-sem at 4 and 8 processes on 2 cells, at least 0.5x (goal 0.8x); with
-  # strict hand-off (shmsched-strict, overtake=0) beside it as the before, and 2 processes (each
-  # CPU its own cell: nothing ever queues) as the fast path's own ratio, the ceiling no queueing
-  # rule can lift. The bound: overtaking adds at most the bound (and one hold, none in this
-  # benchmark) to the longest wait strict hand-off shows in the same run.
-  c2 = fig("contended", "shmsched", "ops_per_s_p2")
+  # Bounded overtaking (docs/protocol.md, "Bounded overtaking"): shmsched's default bound against
+  # posix-sem at 4 and 8 processes on 2 cells, at least 0.5x (goal 0.8x). Judged, as
+  # acquire+release is, on the prepared acquire (shmsched-prepared), with shms_acquire's ratio,
+  # strict hand-off's (shmsched-strict, overtake=0: the before) and 2 processes' beside it (each
+  # CPU its own cell: nothing ever queues; the fast path's own ratio, the ceiling no queueing
+  # rule can lift). The bound: overtaking adds at most the bound (and one hold, none in this
+  # benchmark) to the longest wait strict hand-off shows in the same run; judged on the longer
+  # of the two acquires' longest waits.
+  c2 = fig("contended", "shmsched-prepared", "ops_per_s_p2")
   s2 = fig("contended", "posix-sem", "ops_per_s_p2")
   ceil = (c2 != "" && s2 != "" && s2 > 0) ? sprintf("%.2fx", c2 / s2) : "-"
   for (pi = 4; pi <= 8; pi += 4) {
     m = "ops_per_s_p" pi
-    c = fig("contended", "shmsched", m)
+    c = fig("contended", "shmsched-prepared", m)
+    pl = fig("contended", "shmsched", m)
     s = fig("contended", "posix-sem", m)
     st = fig("contended", "shmsched-strict", m)
     if (c != "" && s != "" && s > 0) {
-      d = sprintf("%.2fx (strict hand-off %s; p2, nothing queued: %s)", c / s,
+      d = sprintf("%.2fx prepared (shms_acquire %s; strict hand-off %s; p2, nothing queued: %s)",
+                  c / s, pl == "" ? "-" : sprintf("%.2fx", pl / s),
                   st == "" ? "-" : sprintf("%.3fx", st / s), ceil)
       target("contended: p" pi " on 2 cells at least 0.5x posix-sem", c >= 0.5 * s, d)
       target("contended: p" pi " on 2 cells goal 0.8x posix-sem", c >= 0.8 * s, d)
@@ -276,7 +280,10 @@ END {
       target("contended: p" pi " on 2 cells at least 0.5x posix-sem", "", "")
       target("contended: p" pi " on 2 cells goal 0.8x posix-sem", "", "")
     }
+    mwp = fig("contended", "shmsched-prepared", "max_wait_us_p" pi)
     mw = fig("contended", "shmsched", "max_wait_us_p" pi)
+    if (mwp != "" && (mw == "" || mwp + 0 > mw + 0))
+      mw = mwp
     mws = fig("contended", "shmsched-strict", "max_wait_us_p" pi)
     mean = fig("contended", "shmsched", "mean_wait_us_p" pi)
     bound = fig("contended", "shmsched", "overtake_us_p" pi)
