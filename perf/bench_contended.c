@@ -8,8 +8,12 @@
  * Output: `contended,SYSTEM,ops_per_s_pP,V,ops/s` (total over all processes), `jain_procs_pP`
  * (Jain's index of the processes' counts) and, for shmsched, `max_wait_us_pP` and
  * `mean_wait_us_pP` (the queue's waits, shms_observe) and `overtake_us_pP` (the class's bound,
- * 0 for strict hand-off: what perf/summarize.awk judges the longest wait against).
- * Usage: bench_contended --system NAME [--procs P] [--cells C] [--ms MS]
+ * 0 for strict hand-off: what perf/summarize.awk judges the longest wait against). With
+ * --latency 1 every acquire is timed too (two clock reads per operation, so the throughput is
+ * not comparable) and `max_acquire_us_pP` is the longest any process saw: the caller's view,
+ * its own preemption inside the call included (docs/performance.md, "The wait counts from
+ * publication"); perf/run.sh does not run it.
+ * Usage: bench_contended --system NAME [--procs P] [--cells C] [--ms MS] [--latency 1]
  */
 #include <stdio.h>
 #include <sys/wait.h>
@@ -24,7 +28,10 @@ struct shared {
   uint32_t ready __attribute__((aligned(64))); /* processes attached */
   uint32_t go __attribute__((aligned(64)));    /* 1: start; 2: stop */
   uint64_t ops[MAX_PROCS];
+  uint64_t max_acquire_ns[MAX_PROCS]; /* --latency: each process's longest acquire */
 };
+
+static int latency; /* --latency 1: time every acquire (costs two clock reads per operation) */
 
 static void worker(bl_shared *sh, struct shared *s, int i) {
   bu_pin(i);
@@ -35,22 +42,29 @@ static void worker(bl_shared *sh, struct shared *s, int i) {
   __atomic_add_fetch(&s->ready, 1, __ATOMIC_SEQ_CST);
   while (bu_load32(&s->go) == 0) /* not "until 1": a late starter may see 2 (stop) first */
     __builtin_ia32_pause();
-  uint64_t n = 0;
+  uint64_t n = 0, longest = 0;
   while (bu_load32(&s->go) == 1) {
+    uint64_t t0 = latency ? bu_now_ns() : 0;
     bl_acquire(&p);
+    if (latency) {
+      uint64_t took = bu_now_ns() - t0;
+      longest = took > longest ? took : longest;
+    }
     bl_release(&p);
     n++;
   }
   s->ops[i] = n;
+  s->max_acquire_ns[i] = longest;
   bl_close(&p);
   _exit(0);
 }
 
 int main(int argc, char **argv) {
-  bu_args_init(argc, argv, "--system NAME [--procs P] [--cells C] [--ms MS]");
+  bu_args_init(argc, argv, "--system NAME [--procs P] [--cells C] [--ms MS] [--latency 1]");
   const char *name = bu_arg_str("system", "shmsched");
   long procs = bu_arg_long("procs", 2), cells = bu_arg_long("cells", 2);
   long ms = bu_arg_long("ms", 500);
+  latency = (int)bu_arg_long("latency", 0);
   bu_args_done();
   const struct bl_system *sys = bl_find(name);
   if (!sys || procs < 1 || procs > MAX_PROCS || cells < 1)
@@ -99,6 +113,13 @@ int main(int argc, char **argv) {
   }
   snprintf(metric, sizeof metric, "jain_procs_p%ld", procs);
   bu_row("contended", name, metric, sumsq > 0 ? sum * sum / ((double)procs * sumsq) : 0, "index");
+  if (latency) {
+    uint64_t longest = 0;
+    for (int i = 0; i < procs; i++)
+      longest = s->max_acquire_ns[i] > longest ? s->max_acquire_ns[i] : longest;
+    snprintf(metric, sizeof metric, "max_acquire_us_p%ld", procs);
+    bu_row("contended", name, metric, (double)longest / 1e3, "us");
+  }
   if (waits) {
     snprintf(metric, sizeof metric, "max_wait_us_p%ld", procs);
     bu_row("contended", name, metric, (double)max_wait / 1e3, "us");
