@@ -12,7 +12,14 @@
  * (submit 0, submit 1, wait 0, submit 2, wait 1, wait 2); the Canceller cancels
  * job 0 if it finds it granted. One Dispatcher process stands for every kick
  * (baton.pml checks the baton itself); the worker reads the baton as the code
- * does. Nobody dies: a dispatcher is never dead here, so a worker that undoes a
+ * does. That abstraction is sound only while its guard is the code's
+ * work_pending (core/dispatch.c), the re-check a baton holder makes for the
+ * kicks that found the baton held: attention bits, or a free cell with tenants
+ * in the ring. It is, for a worker class: no overtaking (WOKEN, whose absence
+ * from that re-check overtake.pml's NO_WOKEN_RECHECK shows was a lost wake-up,
+ * never arises), and each maker of that work kicks (an enqueue, a worker's
+ * bind, a finished job with requests queued, a returned grant, a dead worker's
+ * cell gone offline with its job queued again). Nobody dies: a dispatcher is never dead here, so a worker that undoes a
  * grant must only ever undo one that is already dead (settled by a canceller
  * between its two steps), never a live one.
  *
