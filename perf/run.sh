@@ -41,7 +41,7 @@ build=build-perf
 out=perf/results
 bin=$build/bin
 benches=(bench_acquire bench_handoff bench_contended bench_worker bench_scaling bench_fairness
-  bench_memory bench_client bench_idle bench_events bench_freeze)
+  bench_memory bench_client bench_idle bench_events bench_freeze bench_stalls)
 
 echo "perf: building Release into $build/ ..." >&2
 # -g only adds debug information (for perf/record.sh); the code is the Release code.
@@ -68,10 +68,10 @@ cleanup() {
 trap cleanup EXIT
 
 if ((quick)); then
-  acq_iters=100000 handoff_rounds=100 cont_ms=50 worker_rounds=100 worker_ms=50
+  acq_iters=100000 handoff_rounds=100 cont_ms=50 worker_rounds=100 worker_ms=50 stall_ms=50
   scaling_ops=500 fair_ms=100 fair_warmup=50 client_rounds=3 idle_ms=1200 idle_settle=100
 else
-  acq_iters=2000000 handoff_rounds=2000 cont_ms=500 worker_rounds=2000 worker_ms=500
+  acq_iters=2000000 handoff_rounds=2000 cont_ms=500 worker_rounds=2000 worker_ms=500 stall_ms=2000
   scaling_ops=20000 fair_ms=1000 fair_warmup=200 client_rounds=20 idle_ms=2000 idle_settle=500
 fi
 lock_systems=(shmsched posix-sem sysv-sem-undo jobserver-pipe futex posix-mq robust-mutex)
@@ -123,6 +123,9 @@ for ((rep = 1; rep <= repeats; rep++)); do
       run "$rep" bench_contended --system "$s" --procs "$p" --cells 2 --ms "$cont_ms"
     done
   done
+  # What the machine itself takes from a running process (its daemons, interrupts, the
+  # hypervisor): the floor under every longest wait below.
+  run "$rep" bench_stalls --ms "$stall_ms"
   # Strict hand-off (overtake=0) beside the default bound: bounded overtaking's before/after;
   # and the prepared acquire, the path issue 15's throughput targets are judged on.
   for p in 4 8; do

@@ -292,6 +292,12 @@ END {
            sprintf("%s us (strict %s us, bound %s us; mean %s us)", num(mw), num(mws), num(bound),
                    num(mean)))
   }
+  # The floor under both longest waits: what the machine takes from a running process (a holder
+  # kept off its CPU holds its cell meanwhile, whatever the queueing rule).
+  g2 = fig("stalls", "machine", "gaps_over_2ms_per_s")
+  gl = fig("stalls", "machine", "longest_gap_us")
+  if (g2 != "" && gl != "")
+    printf "    the machine itself took a CPU away for over 2 ms %s times a second, the longest %s us (bench_stalls)\n", num(g2), num(gl)
   j = fig("fairness", "shmsched", "jain_index")
   jst = fig("fairness", "shmsched-strict", "jain_index")
   target("fairness: Jain index at least 0.99 with overtaking", j == "" ? "" : j >= 0.99,
