@@ -258,12 +258,16 @@ END {
   # acquire+release is, on the prepared acquire (shmsched-prepared), with shms_acquire's ratio,
   # strict hand-off's (shmsched-strict, overtake=0: the before) and 2 processes' beside it (each
   # CPU its own cell: nothing ever queues; the fast path's own ratio, the ceiling no queueing
-  # rule can lift). The bound: overtaking adds at most the bound (and one hold, none in this
-  # benchmark) to the longest wait strict hand-off shows in the same run; judged on the longer
-  # of the two acquires' longest waits.
+  # rule can lift).
+  # The longest wait is judged against the documented bound: overtaking adds at most the bound
+  # plus one hold to the wait strict hand-off gives, in the same run. The benchmark's holders do
+  # no work, but a holder the machine keeps off its CPU holds its cell all that while: one hold
+  # here is at most the machine's longest stall (bench_stalls, the same run). Judged on the
+  # longer of the two acquires' longest waits; strict's + the bound alone is printed beside.
   c2 = fig("contended", "shmsched-prepared", "ops_per_s_p2")
   s2 = fig("contended", "posix-sem", "ops_per_s_p2")
   ceil = (c2 != "" && s2 != "" && s2 > 0) ? sprintf("%.2fx", c2 / s2) : "-"
+  hold = fig("stalls", "machine", "longest_gap_us")
   for (pi = 4; pi <= 8; pi += 4) {
     m = "ops_per_s_p" pi
     c = fig("contended", "shmsched-prepared", m)
@@ -287,17 +291,16 @@ END {
     mws = fig("contended", "shmsched-strict", "max_wait_us_p" pi)
     mean = fig("contended", "shmsched", "mean_wait_us_p" pi)
     bound = fig("contended", "shmsched", "overtake_us_p" pi)
-    target("contended: p" pi " longest wait at most strict's + the bound",
-           mw == "" || mws == "" || bound == "" ? "" : mw <= mws + bound,
-           sprintf("%s us (strict %s us, bound %s us; mean %s us)", num(mw), num(mws), num(bound),
+    target("contended: p" pi " longest wait <= strict's + bound + hold",
+           mw == "" || mws == "" || bound == "" || hold == "" ? "" : mw <= mws + bound + hold,
+           sprintf("%s us (strict %s us + bound %s us + one hold, at most the machine's longest stall %s us; strict + bound alone: %s; mean %s us)",
+                   num(mw), num(mws), num(bound), num(hold),
+                   mw == "" || mws == "" || bound == "" ? "-" : (mw <= mws + bound ? "met" : "not met"),
                    num(mean)))
   }
-  # The floor under both longest waits: what the machine takes from a running process (a holder
-  # kept off its CPU holds its cell meanwhile, whatever the queueing rule).
   g2 = fig("stalls", "machine", "gaps_over_2ms_per_s")
-  gl = fig("stalls", "machine", "longest_gap_us")
-  if (g2 != "" && gl != "")
-    printf "    the machine itself took a CPU away for over 2 ms %s times a second, the longest %s us (bench_stalls)\n", num(g2), num(gl)
+  if (g2 != "" && hold != "")
+    printf "    the machine itself took a CPU away for over 2 ms %s times a second, the longest %s us (bench_stalls)\n", num(g2), num(hold)
   j = fig("fairness", "shmsched", "jain_index")
   jst = fig("fairness", "shmsched-strict", "jain_index")
   target("fairness: Jain index at least 0.99 with overtaking", j == "" ? "" : j >= 0.99,
