@@ -16,7 +16,6 @@
 
 static void fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
                  unsigned options) {
-  s->enqueue_ns = shms__now_ns();
   s->deadline_ns = req->deadline_ns;
   s->priority = req->priority;
   shms__store_32(&s->owner, h->owner); /* reapers read it without owning the slot */
@@ -168,15 +167,16 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   /* Count it queued before it can be granted: a grant takes it off the count. */
   SHMS__STEP();
   shms__fast_queue(k, 1);
+  /* The request's time is its publication's, taken at the last moment before the QUEUED store,
+   * the first thing that can show the request to anyone (a pass that takes a stale attention
+   * bit of the slot indexes it from then on, by this time): its wait, its age and the end of its
+   * overtaking count from here. An enqueuer descheduled while it fills and publishes (a time
+   * slice, 4 ms, on a busy machine) is not queued meanwhile, and nobody can grant what nobody
+   * sees: stamped as it filled the slot, its own delay read as a queue wait past the bound
+   * (docs/protocol.md, "Request slots"). */
+  s->enqueue_ns = shms__now_ns();
   shms__slot_publish(k, i, seq);
   SHMS__STEP();
-  /* The request's time is its publication's, taken again just before the bit that lets a pass
-   * see it (fill's stamp stands until then for observers and recovery): its wait, its age and
-   * the end of its overtaking count from here. An enqueuer descheduled while it fills and
-   * publishes (a time slice, 4 ms, on a busy machine) is not queued meanwhile, and nobody can
-   * grant what nobody sees: counted, its own delay read as a queue wait past the bound
-   * (docs/protocol.md, "Request slots"). */
-  shms__store_64(&s->enqueue_ns, shms__now_ns()); /* explain may read it now */
   shms__hbm_set(k->sattn, k->nslots, i);
   shms__overtake_arrived(k, s->enqueue_ns); /* after the bit: docs/protocol.md */
   SHMS__STEP();
