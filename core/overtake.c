@@ -27,23 +27,20 @@ void shms__overtake_arrived(const struct shms__cls *k, uint64_t enqueue_ns) {
    * next pass (a time slice when the baton holder was descheduled: docs/performance.md). The
    * pass that indexes the request publishes the same end or, once it is granted, a later one. */
   uint64_t mine = enqueue_ns + k->overtake_ns, *pair = end_pair(k);
-  uint64_t cur[2] = {shms__load_64(&pair[0]), shms__load_64(&pair[1])}, set[2], was[2];
-  for (;;) {
+  uint64_t cur[2] = {shms__load_64(&pair[0]), shms__load_64(&pair[1])}, set[2];
+  do {
     set[0] = earlier(cur[0], mine);
     set[1] = cur[1] + 1;
-    if (shms__cas_pair(pair, cur, set, was))
-      return;
-    cur[0] = was[0];
-    cur[1] = was[1];
-  }
+  } while (!shms__cas_pair(pair, cur, set));
 }
 
 void shms__overtake_seen(const struct shms__cls *k, uint64_t seen[2]) {
   /* Two loads, not one snapshot: the pass's CAS compares both words, so a pair torn by an
    * arrival in between only makes it fail and look again. */
   uint64_t *pair = end_pair(k);
-  seen[0] = k->overtake_ns == 0 ? 0 : shms__load_64(&pair[0]);
-  seen[1] = k->overtake_ns == 0 ? 0 : shms__load_64(&pair[1]);
+  int overtakes = k->overtake_ns != 0;
+  seen[0] = overtakes ? shms__load_64(&pair[0]) : 0;
+  seen[1] = overtakes ? shms__load_64(&pair[1]) : 0;
 }
 
 void shms__overtake_update(const struct shms__cls *k, const uint64_t seen[2], int drained) {
@@ -65,15 +62,13 @@ void shms__overtake_update(const struct shms__cls *k, const uint64_t seen[2], in
    * every acquirer's cache. */
   if (!drained)
     end = earlier(end, seen[0]);
-  uint64_t *pair = end_pair(k), cur[2] = {seen[0], seen[1]}, set[2], was[2];
+  uint64_t *pair = end_pair(k), cur[2] = {seen[0], seen[1]}, set[2];
   while (cur[0] != end) {
     set[0] = end;
     set[1] = cur[1];
-    if (shms__cas_pair(pair, cur, set, was))
+    if (shms__cas_pair(pair, cur, set))
       break;
-    end = earlier(end, was[0]);
-    cur[0] = was[0];
-    cur[1] = was[1];
+    end = earlier(end, cur[0]);
   }
   if (shms__load_32(&ctl->oldest_slot) != head)
     shms__store_32(&ctl->oldest_slot, head);

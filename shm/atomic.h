@@ -26,24 +26,26 @@
 #include <stdint.h>
 
 /*
- * A CAS of two adjacent words (target 16-byte aligned): CMPXCHG16B, with *was given the two
- * words found. Concurrency Kit's x86-64 port has it; its builtins port, which the
- * ThreadSanitizer build uses, does not, so there it is the compiler's 16-byte atomic (which
- * TSan instruments).
+ * A CAS of two adjacent words (target 16-byte aligned) from cur to set: CMPXCHG16B. On failure
+ * cur is given the two words found, as a CAS loop wants them. Concurrency Kit's x86-64 port has
+ * it; its builtins port, which the ThreadSanitizer build uses, does not, so there it is the
+ * compiler's 16-byte atomic (which TSan instruments).
  */
-static inline int shms__cas_pair(uint64_t *target, const uint64_t expect[2], const uint64_t set[2],
-                                 uint64_t was[2]) {
+static inline int shms__cas_pair(uint64_t *target, uint64_t cur[2], const uint64_t set[2]) {
+  uint64_t was[2];
 #if defined(CK_F_PR_CAS_64_2_VALUE) && !defined(__SANITIZE_THREAD__)
-  return ck_pr_cas_64_2_value(target, (uint64_t *)expect, (uint64_t *)set, was);
+  int ok = ck_pr_cas_64_2_value(target, cur, (uint64_t *)set, was);
 #else
-  unsigned __int128 e = (unsigned __int128)expect[1] << 64 | expect[0];
+  unsigned __int128 e = (unsigned __int128)cur[1] << 64 | cur[0];
   unsigned __int128 s = (unsigned __int128)set[1] << 64 | set[0];
   int ok = __atomic_compare_exchange_n((unsigned __int128 *)(void *)target, &e, s, 0,
                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   was[0] = (uint64_t)e;
   was[1] = (uint64_t)(e >> 64);
-  return ok;
 #endif
+  cur[0] = was[0];
+  cur[1] = was[1];
+  return ok;
 }
 
 #endif

@@ -403,7 +403,6 @@ START_TEST(a_nudge_in_flight_gets_its_pass_though_its_cell_was_overtaken) {
 }
 END_TEST
 
-/* What the queue gets past the bound, it gets in the dispatcher's order: tenants take turns. */
 /* A step hook: the enqueuer of the class's only claimed slot descheduled for 5 ms once it has
  * filled it (its tenant's name is in), before it publishes (the test clock moves on meanwhile). */
 static struct {
@@ -452,6 +451,7 @@ START_TEST(the_bound_and_the_wait_count_from_publication) {
 }
 END_TEST
 
+/* What the queue gets past the bound, it gets in the dispatcher's order: tenants take turns. */
 START_TEST(past_the_bound_tenants_still_take_turns) {
   const char *name;
   shms_t *h = open_class(&name, 1, 100 * US);
