@@ -11,6 +11,7 @@
 #include "../shm/atomic.h"
 #include "../shm/cgroup.h"
 #include "../shm/error.h"
+#include "../shm/pidns.h"
 #include "../shm/proc.h"
 #include "../shm/procfs.h"
 #include "client.h"
@@ -49,6 +50,11 @@ int shms_command_set(shms_t *h, pid_t pgid) {
     return rc;
   if (pgid <= 1)
     return shms__fail(SHMS_EINVAL, "process group %d is not a command's", (int)pgid);
+  /* The group is named by /proc's numbers, and killed by ours: they must be the same. */
+  if (!shms__procfs_ours())
+    return shms__fail(
+        SHMS_EPERM, "the /proc mounted here shows another pid namespace than this process's: "
+                    "a command cannot be recorded (mount this namespace's: unshare --mount-proc)");
   uint64_t start = shms__proc_start_time(pgid);
   if (start == 0)
     return shms__fail(SHMS_ENOTFOUND, "no process %d to name the group by", (int)pgid);

@@ -854,7 +854,8 @@ SHMS_EXTERN int shms_worker_close(shms_worker_t *w);
  * process-table entry) first SIGKILLs the cgroup and the recorded group (the group only when
  * its leader is the recorded process, by start time, or is gone) and waits until none of it
  * is alive. A cell is never handed on while its previous holder's command runs; when that
- * cannot be proven (another user's processes, a process that does not die), a dead holder's
+ * cannot be proven (another user's processes, a process that does not die, a group of a pid
+ * namespace that cannot be seen from the disposing process), a dead holder's
  * lease is quarantined whatever the class's on-holder-death says. shms_detach ends the
  * recorded command and the cgroup the same way. Without a cgroup, a descendant that left the
  * process group (setsid) escapes this.
@@ -875,7 +876,11 @@ SHMS_EXTERN int shms_command_cgroup(shms_t *h, char *path, size_t cap);
 /*
  * Record process group pgid (its leader has pid pgid and must be alive: its start time is
  * read now) as the command this process runs. Replaces an earlier record. SHMS_EINVAL for a
- * pgid <= 1, SHMS_ENOTFOUND when no process pgid exists: the earlier record stays.
+ * pgid <= 1, SHMS_ENOTFOUND when no process pgid exists, SHMS_EPERM when the /proc mounted
+ * here is not this process's pid namespace's (its numbers could not be proven): the earlier
+ * record stays. The group is recorded with the process's pid namespace: a process of another
+ * namespace kills it only once it has proven which group that is there, and leaves it alone
+ * (its lease quarantined) when it cannot.
  */
 SHMS_EXTERN int shms_command_set(shms_t *h, pid_t pgid);
 /* Forget the recorded command: call it once the command's whole tree is gone. */

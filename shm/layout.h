@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 6u
+#define SHMS__LAYOUT_VERSION 7u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -251,13 +251,17 @@ struct shms__proc {
    * runs under its leases or jobs (shms_command_set), which must die with it: a process group,
    * named by its leader's pid and start time, and whether it has its own cgroup. Written by the
    * process itself; read, killed and cleared by whoever disposes of what it left once it is
-   * dead (shms__proc_kill_command), under the entry's lock. */
+   * dead (shms__proc_kill_command), under the entry's lock. Its pid, and the command's group,
+   * are numbers of the pid namespace named by pidns (shm/pidns.h): another namespace's
+   * process may be told by the same numbers. */
   uint32_t uid SHMS__ALIGNED;
   uint32_t gid;
   uint32_t cmd_flags; /* 0: no command; else SHMS__CMD_SET, | SHMS__CMD_CGROUP; stored last */
   int32_t cmd_pgid;
   uint64_t cmd_start_time; /* the group leader's start time (/proc/PID/stat field 22) */
-  uint8_t reserved2[40];
+  uint64_t pidns_ino;      /* the process's pid namespace (struct shms__pidns), set at claim */
+  uint64_t pidns_init_start;
+  uint8_t reserved2[24];
 } SHMS__ALIGNED;
 
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };

@@ -15,6 +15,7 @@
 #include "crashpoint.h"
 #include "error.h"
 #include "membarrier.h"
+#include "pidns.h"
 #include "procfs.h"
 
 static off_t lock_offset(const struct shms *h, uint32_t index) {
@@ -115,6 +116,10 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
   shms__store_32(&p->gid, (uint32_t)getegid());
   shms__store_32((uint32_t *)&p->pid, (uint32_t)getpid());
   shms__store_64(&p->start_time, shms__proc_start_time(getpid()));
+  struct shms__pidns ns;
+  shms__pidns_self(&ns);
+  shms__store_64(&p->pidns_ino, ns.ino);
+  shms__store_64(&p->pidns_init_start, ns.init_start);
   shms__store_64(&p->attached_unix_ns, realtime_ns());
   shms__store_32(&p->role, role);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
@@ -259,23 +264,31 @@ static int group_alive(pid_t pgid) {
 }
 
 /*
- * SIGKILL process group pgid, whose leader started at start_time, and wait until no process of
- * it is alive. A pid in use as a group id is never given to a new process, so a process with
- * the leader's pid and another start time means the group has no member left; with no process
- * of that pid at all, the group may still have members, and the kill reaches them. 1 gone.
+ * SIGKILL process group pgid of namespace ns, whose leader started at start_time, and wait
+ * until no process of it is alive: only once the group is proven to be that one here
+ * (shm/pidns.h); a number of another namespace is never signalled as it is. 1 gone; 0 not, with
+ * *why saying why.
  */
-static int kill_group(pid_t pgid, uint64_t start_time) {
+static int kill_group(const struct shms__pidns *ns, pid_t pgid, uint64_t start_time,
+                      const char **why) {
   if (pgid <= 1)
     return 1;
-  uint64_t now_start = shms__proc_start_time(pgid);
-  if (now_start != 0 && now_start != start_time)
+  pid_t here = 0;
+  int found = shms__pidns_group(ns, pgid, start_time, &here, why);
+  if (found == SHMS__GROUP_GONE)
     return 1;
-  if (kill(-pgid, SIGKILL) != 0 && errno != ESRCH)
+  if (found == SHMS__GROUP_UNPROVEN || here <= 1)
+    return 0;
+  if (kill(-here, SIGKILL) != 0 && errno != ESRCH) {
+    *why = errno == EPERM ? "not permitted to kill it" : strerror(errno);
     return 0; /* another user's: not ours to prove gone */
+  }
   uint64_t until = mono_ns() + KILL_WAIT_NS;
-  while (group_alive(pgid)) {
-    if (mono_ns() >= until)
+  while (group_alive(here)) {
+    if (mono_ns() >= until) {
+      *why = "still alive after SIGKILL";
       return 0;
+    }
     struct timespec ms = {0, 1000L * 1000};
     nanosleep(&ms, NULL);
   }
@@ -296,10 +309,12 @@ int shms__proc_end_command(const struct shms *h, uint32_t index) {
                       errno == EBUSY ? "still has live processes after SIGKILL" : strerror(errno));
   SHMS__STEP(); /* a killer dying here leaves the record: the next one kills again */
   pid_t pgid = (pid_t)shms__load_32((uint32_t *)&p->cmd_pgid);
-  if ((flags & SHMS__CMD_SET) && !kill_group(pgid, shms__load_64(&p->cmd_start_time)))
-    return shms__fail(SHMS_EBUSY, "process entry %u: its command's process group %d: %s", index,
-                      (int)pgid,
-                      errno == EPERM ? "not permitted to kill it" : "still alive after SIGKILL");
+  struct shms__pidns ns = {shms__load_64(&p->pidns_ino), shms__load_64(&p->pidns_init_start)};
+  const char *why = "";
+  if ((flags & SHMS__CMD_SET) && !kill_group(&ns, pgid, shms__load_64(&p->cmd_start_time), &why))
+    return shms__fail(SHMS_EBUSY,
+                      "process entry %u: its command's process group %d (pid namespace %llu): %s",
+                      index, (int)pgid, (unsigned long long)ns.ino, why);
   SHMS__STEP();
   shms__store_32(&p->cmd_flags, 0);
   return SHMS_OK;
