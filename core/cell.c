@@ -8,6 +8,7 @@
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/hbm.h"
+#include "fair.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -240,13 +241,42 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
   shms__hbm_set(k->tattn, k->ntenants, ref - 1);
 }
 
+/* What the end of a counted lease (or grant) needs of its cell, read before the CAS that ends it:
+ * after it, the cell may carry the next lease. */
+struct ending {
+  uint32_t tenant;
+  uint64_t start_ns, charged_ns;
+};
+
+static struct ending ending_of(const struct shms__cls *k, const struct shms__cell *cell) {
+  struct ending e = {cell->tenant, 0, 0};
+  if (e.tenant != 0 && k->timed) {
+    e.start_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
+    e.charged_ns = shms__load_64((uint64_t *)&cell->charged_ns);
+  }
+  return e;
+}
+
+/* The tenant's count of leases goes down; in a class fair by time, its charge is corrected to
+ * what the lease held (used: 0 for a grant returned unused), before the count (fair.h). */
+static void ended(const struct shms__cls *k, const struct ending *e, int used) {
+  if (e->tenant == 0 || e->tenant > k->ntenants)
+    return;
+  if (k->timed) {
+    uint64_t now = used ? shms__coarse_now_ns() : 0;
+    uint64_t held = used && e->start_ns != 0 && now > e->start_ns ? now - e->start_ns : 0;
+    shms__fair_ended(k, e->tenant, used, held, e->charged_ns);
+  }
+  shms__tenant_lease_ended(k, e->tenant);
+}
+
 int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
   SHMS__ASSERT(shms__in_op(k));
   if (c >= k->ncells)
     return 0; /* a torn grant's cell: recovery recounts */
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
-  uint32_t tenant = cell->tenant;
+  struct ending e = ending_of(k, cell);
   /* Only the grant made at gen, and from any owner: the word's owner is the grantee's, and
    * a worker cell's grants all name clients. Never exposed, yet the generation moves on: a
    * grant returned and the cell granted again must never read as the same word (a worker
@@ -256,7 +286,7 @@ int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
     if (ck_pr_cas_64_value(&cell->word, w, SHMS__CELL_WORD(gen + 1, owner, SHMS__CELL_AVAILABLE),
                            &w)) {
       SHMS__STEP();
-      shms__tenant_lease_ended(k, tenant);
+      ended(k, &e, 0);
       shms__fast_put(k, c);
       SHMS__STEP();
       return 1;
@@ -268,7 +298,7 @@ int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
 int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect, int reason) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  uint32_t tenant = cell->tenant;
+  struct ending e = ending_of(k, cell);
   uint64_t q =
       SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, SHMS__CELL_OWNER(expect), SHMS__CELL_QUARANTINED);
   if (!ck_pr_cas_64(&cell->word, expect, q))
@@ -277,7 +307,7 @@ int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect
   shms__store_64(&cell->quarantined_unix_ns, shms__wall_now_ns());
   ck_pr_inc_32(&k->ctl->quarantined);
   ck_pr_inc_64(&k->ctl->quarantines);
-  shms__tenant_lease_ended(k, tenant);
+  ended(k, &e, 1);
   return 1;
 }
 
@@ -318,14 +348,15 @@ uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner) {
 enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  uint32_t tenant = cell->tenant;
+  struct ending e = ending_of(k, cell);
+  uint32_t tenant = e.tenant;
   /* The generation moves on: this lease (and any copy of it) can never return the cell again. */
   uint64_t free_word = SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE);
   if (!ck_pr_cas_64(&cell->word, expect, free_word))
     return SHMS__RELEASE_RACED;
   SHMS__STEP();
   if (tenant != 0)
-    shms__tenant_lease_ended(k, tenant);
+    ended(k, &e, 1);
   if (!k->fast_map)
     shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
   SHMS__STEP();
@@ -356,11 +387,11 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  uint32_t tenant = cell->tenant;
+  struct ending e = ending_of(k, cell);
   if (!ck_pr_cas_64(&cell->word, expect,
                     SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE)))
     return 0;
-  shms__tenant_lease_ended(k, tenant);
+  ended(k, &e, 1);
   shms__fast_put(k, c);
   return 1;
 }

@@ -13,6 +13,7 @@
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/hbm.h"
+#include "fair.h"
 #include "report.h"
 #include "sched.h"
 #include "tenant.h"
@@ -79,6 +80,8 @@ static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited
 /* After a grant attempt to ring head ref: a tenant with work left takes its turn again last. */
 static void after_turn(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (k->timed)
+    return; /* its next turn is ordered by its charge (shms__fair_granted) */
   if ((t->flags & SHMS__TENANT_INRING) && k->ctl->ring_head == ref)
     shms__index_corrupt |= shms__ring_rotate(k);
 }
@@ -123,14 +126,15 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   int64_t taken = shms__cell_take(k, SHMS__TAKE_ANY, s->owner, SHMS__CELL_GRANTED);
   if (taken < 0)
     return 0;
-  uint32_t limited = k->cfg->tenant_max_active != 0, c = (uint32_t)taken, gen;
+  /* The lease counts against its tenant: for its limit, or for its charge's correction. */
+  uint32_t counted = k->cfg->tenant_max_active != 0 || k->timed, c = (uint32_t)taken, gen;
   uint64_t token, name[SHMS__NAME_WORDS];
   memcpy(name, s->tenant_name, sizeof name); /* NUL-padded by the enqueuer's strncpy */
   SHMS__STEP();
-  if (limited)
+  if (counted)
     ck_pr_inc_32(&shms__tenant_at(k, ref)->active);
   shms__store_32(&k->cells[c].uid, shms__load_32(&s->uid)); /* with the name: see layout.h */
-  if (shms__cell_start(k, c, limited ? ref : 0, name, i + 1, shms__coarse_now_ns(), &gen, &token) !=
+  if (shms__cell_start(k, c, counted ? ref : 0, name, i + 1, shms__coarse_now_ns(), &gen, &token) !=
       SHMS_OK) {
     /* Settle the request first, so its waiter learns why, before the quarantine may fail
      * everyone else for lack of cells. */
@@ -139,6 +143,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__exhaust_and_check(h, k, c);
     return 1;
   }
+  if (k->timed)
+    shms__index_corrupt |= shms__fair_granted(k, ref, c);
   SHMS__STEP();
   shms__store_32(&s->cell, c);         /* waiters read it while polling */
   shms__store_32(&s->generation, gen); /* settlers read it to return the cell */
@@ -215,7 +221,7 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
       if (swept++ || !shms__revoke_wanted(k, now) || shms__revoke_due(h, k, now) == 0)
         break;
     }
-    uint32_t ref = k->ctl->ring_head;
+    uint32_t ref = k->timed ? shms__fair_first(k) : k->ctl->ring_head;
     /* Every index read from the segment is checked before use: a bad one means a torn or
      * corrupt index, rebuilt from the slots' state words. */
     if (ref > k->ntenants) {

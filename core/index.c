@@ -9,6 +9,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/hbm.h"
+#include "fair.h"
 #include "order.h"
 #include "sched.h"
 #include "tenant.h"
@@ -155,6 +156,8 @@ void shms__index_attend_tenant(const struct shms__cls *k, uint32_t ref) {
   SHMS__ASSERT(shms__index_owned(k));
   if (ref == 0 || ref > k->ntenants || !(shms__tenant_at(k, ref)->flags & SHMS__TENANT_INUSE))
     return;
+  if (k->timed) /* before the record may go: what its ended leases owe it */
+    shms__index_corrupt |= shms__fair_settle(k, ref);
   shms__index_corrupt |= shms__ring_update(k, ref);
   shms__index_corrupt |= shms__tenant_put_if_idle(k, ref);
 }

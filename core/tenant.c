@@ -2,6 +2,7 @@
 #include "tenant.h"
 
 #include "../shm/atomic.h"
+#include "fair.h"
 #include "sched.h"
 #include <ck_pr.h>
 #include <string.h>
@@ -100,7 +101,7 @@ static int ring_append(const struct shms__cls *k, uint32_t ref) {
   ctl->ring_tail = ref;
   t->flags |= SHMS__TENANT_INRING;
   shms__store_32(&ctl->ring_len, ctl->ring_len + 1);
-  return 0;
+  return k->timed ? shms__fair_join(k, ref) : 0;
 }
 
 int shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
@@ -121,7 +122,7 @@ int shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
   t->ring_prev = t->ring_next = 0;
   t->flags &= ~SHMS__TENANT_INRING;
   shms__store_32(&ctl->ring_len, ctl->ring_len - 1);
-  return 0;
+  return k->timed ? shms__fair_leave(k, ref) : 0;
 }
 
 int shms__ring_update(const struct shms__cls *k, uint32_t ref) {
@@ -187,11 +188,20 @@ static void reset_record(struct shms__tenant *t) {
   t->granted = keep.granted;
   t->total_wait_ns = keep.total_wait_ns;
   t->max_wait_ns = keep.max_wait_ns;
+  /* Its charge, and what its leases still under way will correct it by (fair.h). */
+  t->vt = keep.vt;
+  t->turn = keep.turn;
+  t->est_ns = keep.est_ns;
+  t->corr_ns = keep.corr_ns;
+  t->done_ns = keep.done_ns;
+  t->done_n = keep.done_n;
 }
 
 uint32_t shms__tenant_reset(const struct shms__cls *k) {
   struct shms__class_ctl *ctl = k->ctl;
   uint32_t first = ring_snapshot(k);
+  if (k->timed)
+    shms__fair_reset(k); /* the ring's members join the heap again as they rejoin the ring */
   for (uint32_t i = 0; i < k->ntb; i++)
     k->tbuckets[i] = 0;
   for (uint32_t i = 0; i < k->ntenants; i++)

@@ -137,6 +137,13 @@ typedef enum { SHMS_ON_CRASH_RELEASE, SHMS_ON_CRASH_QUARANTINE } shms_on_crash_t
  * that trust each other, enforced for untrusting users only by a setgid front end.
  */
 typedef enum { SHMS_TENANT_ANY, SHMS_TENANT_USER, SHMS_TENANT_GROUP } shms_tenant_bind_t;
+/*
+ * What a class divides fairly between tenants with queued work (docs/contract.md, "Fairness").
+ * GRANTS: turns, one grant each, whatever a lease costs. TIME: cell-time (cells x seconds
+ * held): a tenant whose leases last longer is granted less often. The zero value is the default,
+ * SHMS_FAIRNESS_GRANTS.
+ */
+typedef enum { SHMS_FAIRNESS_DEFAULT, SHMS_FAIRNESS_GRANTS, SHMS_FAIRNESS_TIME } shms_fairness_t;
 
 #define SHMS_TENANT_MAX  31           /* bytes in a tenant name */
 #define SHMS_ALLOW_MAX   16           /* tenants in one class's allow list */
@@ -173,6 +180,10 @@ typedef struct {
    * 0: SHMS_DEFAULT_OVERTAKE_NS; SHMS_OVERTAKE_STRICT: never (strict hand-off); else
    * 1us..1s. Worker classes and classes with tenant-max-active: 0 (they never overtake). */
   uint64_t overtake_ns;
+  /* shms_fairness_t; 0: the default. TIME is for lease classes, and a class fair by time
+   * hands every cell to its queue while requests wait (it does not overtake). */
+  uint32_t fairness;
+  uint32_t reserved; /* 0 */
 } shms_class_config;
 
 typedef struct {

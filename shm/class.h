@@ -20,6 +20,7 @@ struct shms__cls {
   struct shms__tenant *tenants;
   uint32_t *tbuckets, *abuckets;
   uint64_t *sfree, *sattn, *tattn;
+  uint32_t *theap; /* a class fair by time: its tenants with a turn, a binary heap (core/fair.c) */
   uint32_t ncells, nslots, slot_size, ntenants, ntb, nab;
   int fast_map;           /* the fast word holds a map of free cells, not a count (core/sched.h) */
   uint64_t starvation_ns; /* the segment's starvation-after */
@@ -28,6 +29,7 @@ struct shms__cls {
   /* How long a queued request may be overtaken by the fast path (default applied); 0: never
    * (strict hand-off: a worker class, tenant-max-active, or overtake=0). */
   uint64_t overtake_ns;
+  int timed; /* fair by cell-time (shms_fairness_t TIME), not by grants */
 };
 
 static inline struct shms__slot *shms__slot_at(const struct shms__cls *k, uint32_t i) {

@@ -130,6 +130,21 @@ static int validate_class(const shms_config *cfg, int c) {
   if (k->overtake_ns != 0 && k->overtake_ns != SHMS_OVERTAKE_STRICT &&
       (k->overtake_ns < SHMS_OVERTAKE_MIN_NS || k->overtake_ns > SHMS_OVERTAKE_MAX_NS))
     return shms__fail(SHMS_EINVAL, "class %s: overtake: must be 0 (strict) or 1us..1s", cn);
+  if (k->fairness > SHMS_FAIRNESS_TIME)
+    return shms__fail(SHMS_EINVAL, "class %s: fairness: must be time or grants", cn);
+  if (k->fairness == SHMS_FAIRNESS_TIME && k->mode == SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL,
+                      "class %s: fairness: a worker class is fair by grants (time is for lease "
+                      "classes)",
+                      cn);
+  if (k->fairness == SHMS_FAIRNESS_TIME && k->overtake_ns != 0 &&
+      k->overtake_ns != SHMS_OVERTAKE_STRICT)
+    return shms__fail(SHMS_EINVAL,
+                      "class %s: fairness: a class fair by time hands its cells to the queue "
+                      "(overtake must be 0)",
+                      cn);
+  if (k->reserved != 0)
+    return shms__fail(SHMS_EINVAL, "class %s: reserved: must be 0", cn);
   if (k->on_command_crash != SHMS_ON_CRASH_RELEASE &&
       k->on_command_crash != SHMS_ON_CRASH_QUARANTINE)
     return shms__fail(SHMS_EINVAL, "class %s: on-command-crash: must be release or quarantine", cn);

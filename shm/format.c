@@ -87,6 +87,7 @@ static int check_classes(const struct shms__header *h, const struct shms__layout
     CHECK_FIELD(cls, "sfree_off", got->sfree_off, want->sfree_off);
     CHECK_FIELD(cls, "sattn_off", got->sattn_off, want->sattn_off);
     CHECK_FIELD(cls, "tattn_off", got->tattn_off, want->tattn_off);
+    CHECK_FIELD(cls, "theap_off", got->theap_off, want->theap_off);
   }
   return SHMS_OK;
 }

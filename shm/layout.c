@@ -62,6 +62,8 @@ uint64_t shms__layout_compute(const shms_config *cfg, struct shms__layout *out) 
     off += line_up((uint64_t)shms__hbm_words(d->slots_count) * sizeof(uint64_t));
     d->tattn_off = off;
     off += line_up((uint64_t)shms__hbm_words(d->tenants_count) * sizeof(uint64_t));
+    d->theap_off = off;
+    off += line_up((uint64_t)d->tenants_count * sizeof(uint32_t));
   }
   out->procs_off = off;
   out->procs_count = cfg->max_processes;

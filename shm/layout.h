@@ -38,6 +38,7 @@ struct shms__class_desc {
   uint64_t sfree_off;    /* hbm over slots: free slots */
   uint64_t sattn_off;    /* hbm over slots: slots that need the dispatcher's attention */
   uint64_t tattn_off;    /* hbm over tenants: tenants that need the dispatcher's attention */
+  uint64_t theap_off;    /* tenants_count x uint32_t: a class fair by time: its tenants by turn */
   uint32_t cells_count;
   uint32_t slots_count;
   uint32_t slot_size;
@@ -127,6 +128,16 @@ struct shms__class_ctl {
    * past every bound); written beside total_wait_ns inside obs_seq's write section, under the
    * baton, so observers read it coherent with the wait total. */
   uint64_t wait_buckets[SHMS_WAIT_BUCKETS] SHMS__ALIGNED;
+  /* Line 8, a class fair by time (core/fair.c), written under the baton: the charge of the
+   * last tenant granted before its grant, which a tenant that takes turns again starts from (no
+   * credit banked while away); the count of turns taken, which orders the turns of tenants
+   * charged alike; the tenants in the heap; what a lease of a tenant new to the class is
+   * expected to hold (the last tenant's estimate whose leases ended). */
+  uint64_t vtime SHMS__ALIGNED;
+  uint64_t turns;
+  uint32_t heap_len;
+  uint32_t reserved2;
+  uint64_t hold_est_ns;
 };
 
 /*
@@ -161,7 +172,11 @@ struct shms__cell {
    * (the request's, when the dispatcher grants). Written and valid as tenant_name is; kept
    * after the lease ends, like the name, for a quarantined cell's report. */
   uint32_t uid;
-  uint8_t reserved[20];
+  uint32_t reserved0;
+  /* A class fair by time: what the grant charged its tenant for this lease (ns), returned or
+   * corrected to what it held when it ends (core/fair.c). Written with `tenant` at the grant. */
+  uint64_t charged_ns;
+  uint8_t reserved[8];
 } SHMS__ALIGNED;
 
 /*
@@ -214,7 +229,16 @@ struct shms__tenant {
   uint32_t prio_first; /* the first group's first request (cached), slot index + 1 */
   uint32_t age_head;   /* the oldest request, slot index + 1 */
   uint32_t age_tail;   /* the newest request, slot index + 1 */
-  uint8_t reserved[28];
+  /* A class fair by time (core/fair.c): written under the baton, but for the three figures of
+   * ended leases, which their releasers add to (atomic) and the baton holder takes. */
+  uint64_t vt;       /* cell-time charged, in SHMS__VT_PER_NS units per ns at weight 1 */
+  uint64_t turn;     /* the class's turn count when it last took a turn: ties go to the oldest */
+  uint64_t est_ns;   /* what its next lease is expected to hold (ns): charged at its grant */
+  uint64_t corr_ns;  /* atomic: held minus charged, of leases ended since (two's complement) */
+  uint64_t done_ns;  /* atomic: what those leases held */
+  uint32_t done_n;   /* atomic: how many they were */
+  uint32_t heap_pos; /* its place in the class's heap + 1; 0 when not in it */
+  uint8_t reserved[40];
 } SHMS__ALIGNED;
 
 /* PENDING: kept through an index rebuild with its turn in the old ring, which it takes again
@@ -335,10 +359,10 @@ _Static_assert(SHMS_QUEUE_MAX < 0xffffffu, "a slot reference holds index + 1 in 
  * locks may lie beyond the end of a file), one per owner id (shm/proc.h). */
 #define SHMS__LOCK_OWNERS ((uint64_t)1 << 40)
 
-_Static_assert(sizeof(struct shms__class_ctl) == 8 * (size_t)SHMS__LINE, "class ctl is 8 lines");
+_Static_assert(sizeof(struct shms__class_ctl) == 9 * (size_t)SHMS__LINE, "class ctl is 9 lines");
 _Static_assert(sizeof(struct shms__cell) == 2 * (size_t)SHMS__LINE, "cell is two lines");
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
-_Static_assert(sizeof(struct shms__tenant) == 2 * (size_t)SHMS__LINE, "tenant is two lines");
+_Static_assert(sizeof(struct shms__tenant) == 3 * (size_t)SHMS__LINE, "tenant is three lines");
 _Static_assert(sizeof(struct shms__proc) == 3 * (size_t)SHMS__LINE, "proc entry is three lines");
 
 /* Whether a class's fast word holds a map of its free cells (a lease class of at most 32

@@ -20,6 +20,7 @@ static const char *const key_names[CLI_KEY_COUNT] = {
     [CLI_KEY_ON_COMMAND_CRASH] = "on-command-crash",
     [CLI_KEY_TENANT] = "tenant",
     [CLI_KEY_OVERTAKE] = "overtake",
+    [CLI_KEY_FAIRNESS] = "fairness",
 };
 
 const char *cli_class_key_name(int key) {
@@ -175,6 +176,12 @@ static int set_value(shms_class_config *k, int key, const char *v, char *err, si
     return parse_tenant_bind(k, v, err, n);
   case CLI_KEY_OVERTAKE:
     return parse_overtake(k, v, err, n);
+  case CLI_KEY_FAIRNESS: {
+    uint32_t timed = 0;
+    int rc = pick(v, "grants", "time", &timed, "fairness", err, n);
+    k->fairness = timed ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_GRANTS;
+    return rc;
+  }
   default:
     return SHMS_EINVAL;
   }
@@ -190,7 +197,7 @@ int cli_class_set(struct cli_class_build *b, const char *key, const char *value,
   if (i < 0) {
     snprintf(err, n,
              "%s: unknown key (expected cells, queue, mode, payload, tenant-max-active, allow, "
-             "on-holder-death, on-command-crash, grant-timeout, tenant or overtake)",
+             "on-holder-death, on-command-crash, grant-timeout, tenant, overtake or fairness)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

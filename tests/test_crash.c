@@ -30,9 +30,11 @@ struct run {
   int has_ticket;
 };
 
+enum { LEASE, WORKER, TIMED };
+
 struct scenario {
   const char *what;
-  int worker;                                 /* a worker class instead of a lease class */
+  int kind; /* LEASE: a lease class; WORKER: a worker class; TIMED: a lease class fair by time */
   void (*before)(struct run *);               /* survivor, before the victim starts */
   void (*victim_pre)(struct run *, shms_t *); /* victim, unarmed */
   void (*middle)(struct run *);               /* survivor, after victim_pre */
@@ -52,15 +54,19 @@ static void recv_msg(int fd, void *p, size_t n) {
 static const shms_request lease_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "t"};
 static const shms_request job_req = {.cls = SHMS_CLASS_SMALL, .tenant = "t"};
 
-static shms_t *fresh(struct run *r, int worker) {
+static shms_t *fresh(struct run *r, int kind) {
   shms_config cfg;
   shms_config_init(&cfg);
-  if (worker)
+  if (kind == WORKER)
     cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
         .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 64};
   else
     cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){
-        .configured = 1, .cells = 1, .queue = 4, .on_holder_death = SHMS_ON_DEATH_RELEASE};
+        .configured = 1,
+        .cells = 1,
+        .queue = 4,
+        .on_holder_death = SHMS_ON_DEATH_RELEASE,
+        .fairness = kind == TIMED ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_DEFAULT};
   return sched_open(&r->name, 0, 0, &cfg);
 }
 
@@ -123,7 +129,7 @@ static void count_unmarked(void) { unmarked_steps += !shms__test_op_marked(); }
  */
 static int run_once(const struct scenario *sc, uint32_t k) {
   struct run r = {0};
-  r.h = fresh(&r, sc->worker);
+  r.h = fresh(&r, sc->kind);
   ck_assert(pipe(r.to_victim) == 0 && pipe(r.from_victim) == 0 && pipe(r.victim_owner) == 0);
   if (sc->before)
     sc->before(&r);
@@ -440,8 +446,17 @@ static const struct scenario scenarios[] = {
      op_cancel, after_cancel_granted},
     {"revoke a late grant", 0, survivor_queues_and_is_granted, victim_runs_late, NULL,
      op_revoke_acquire, after_revoke},
-    {"worker take and complete", 1, NULL, victim_opens_worker, survivor_submits, op_take_complete,
-     after_job},
+    {"worker take and complete", WORKER, NULL, victim_opens_worker, survivor_submits,
+     op_take_complete, after_job},
+    /* A class fair by time: its grants charge, its lease ends correct the charge. */
+    {"by time: release, dispatch and grant", TIMED, NULL, victim_holds, survivor_queues, op_release,
+     after_survivor_granted},
+    {"by time: accept and release", TIMED, survivor_holds, victim_queues, survivor_grants,
+     op_accept_release, after_idle},
+    {"by time: cancel a granted request", TIMED, survivor_queues_and_is_granted,
+     victim_learns_ticket, NULL, op_cancel, after_cancel_granted},
+    {"by time: revoke a late grant", TIMED, survivor_queues_and_is_granted, victim_runs_late, NULL,
+     op_revoke_acquire, after_revoke},
 };
 
 START_TEST(every_crash_point_recovers) { run_all_points(&scenarios[_i]); }

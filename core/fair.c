@@ -1,0 +1,190 @@
+/* Fairness by cell-time: the heap of tenants with a turn, charges and their corrections (fair.h).
+ */
+#include "fair.h"
+
+#include <ck_pr.h>
+
+#include "../shm/atomic.h"
+#include "sched.h"
+#include "tenant.h"
+
+/* Past this virtual time every charge is moved back by REBASE (a long-lived busy class). */
+#define REBASE_AT (1ull << 62)
+#define REBASE    (1ull << 61)
+
+static int valid_ref(const struct shms__cls *k, uint32_t ref) {
+  return ref >= 1 && ref <= k->ntenants;
+}
+
+/* Whether a's turn comes before b's: less charged (by quanta), else the older turn. */
+static int before(const struct shms__tenant *a, const struct shms__tenant *b) {
+  uint64_t qa = a->vt >> SHMS__FAIR_QUANTUM_SHIFT, qb = b->vt >> SHMS__FAIR_QUANTUM_SHIFT;
+  return qa != qb ? qa < qb : a->turn < b->turn;
+}
+
+static void place(const struct shms__cls *k, uint32_t pos, uint32_t ref) {
+  k->theap[pos] = ref;
+  shms__tenant_at(k, ref)->heap_pos = pos + 1;
+}
+
+/* Move the member at pos up or down to its place. 1 if a link read is out of range. */
+static int sift(const struct shms__cls *k, uint32_t pos) {
+  uint32_t n = k->ctl->heap_len, ref = k->theap[pos];
+  if (!valid_ref(k, ref))
+    return 1;
+  const struct shms__tenant *t = shms__tenant_at(k, ref);
+  while (pos > 0) {
+    uint32_t up = (pos - 1) / 2, pref = k->theap[up];
+    if (!valid_ref(k, pref))
+      return 1;
+    if (!before(t, shms__tenant_at(k, pref)))
+      break;
+    place(k, pos, pref);
+    pos = up;
+  }
+  for (;;) {
+    uint32_t child = 2 * pos + 1;
+    if (child >= n)
+      break;
+    uint32_t cref = k->theap[child];
+    if (child + 1 < n) {
+      uint32_t rref = k->theap[child + 1];
+      if (!valid_ref(k, cref) || !valid_ref(k, rref))
+        return 1;
+      if (before(shms__tenant_at(k, rref), shms__tenant_at(k, cref))) {
+        child++;
+        cref = rref;
+      }
+    }
+    if (!valid_ref(k, cref))
+      return 1;
+    if (!before(shms__tenant_at(k, cref), t))
+      break;
+    place(k, pos, cref);
+    pos = child;
+  }
+  place(k, pos, ref);
+  return 0;
+}
+
+/* ref's place in the heap, checked both ways; UINT32_MAX when it is not (or the heap is torn). */
+static uint32_t pos_of(const struct shms__cls *k, uint32_t ref) {
+  uint32_t pos = shms__tenant_at(k, ref)->heap_pos;
+  if (pos == 0 || pos > k->ctl->heap_len || k->theap[pos - 1] != ref)
+    return UINT32_MAX;
+  return pos - 1;
+}
+
+uint32_t shms__fair_first(const struct shms__cls *k) {
+  SHMS__ASSERT(shms__index_owned(k));
+  return k->ctl->heap_len != 0 ? k->theap[0] : 0;
+}
+
+int shms__fair_join(const struct shms__cls *k, uint32_t ref) {
+  SHMS__ASSERT(shms__index_owned(k));
+  struct shms__class_ctl *ctl = k->ctl;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (t->heap_pos != 0)
+    return pos_of(k, ref) == UINT32_MAX;
+  uint32_t n = ctl->heap_len;
+  if (n >= k->ntenants)
+    return 1;
+  if (t->vt < ctl->vtime)
+    t->vt = ctl->vtime;
+  t->turn = ++ctl->turns;
+  ctl->heap_len = n + 1;
+  place(k, n, ref);
+  return sift(k, n);
+}
+
+int shms__fair_leave(const struct shms__cls *k, uint32_t ref) {
+  SHMS__ASSERT(shms__index_owned(k));
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (t->heap_pos == 0)
+    return 0;
+  uint32_t pos = pos_of(k, ref);
+  t->heap_pos = 0;
+  if (pos == UINT32_MAX)
+    return 1;
+  uint32_t last = k->theap[--k->ctl->heap_len];
+  if (pos == k->ctl->heap_len)
+    return 0;
+  if (!valid_ref(k, last))
+    return 1;
+  place(k, pos, last);
+  return sift(k, pos);
+}
+
+/* Every charge moved back alike, once the class's virtual time nears the top of its range; the
+ * heap is then put in order again (a charge clamped at 0 may change places with another). */
+static int rebase(const struct shms__cls *k) {
+  struct shms__class_ctl *ctl = k->ctl;
+  ctl->vtime -= REBASE;
+  for (uint32_t i = 0; i < k->ntenants; i++) {
+    struct shms__tenant *t = &k->tenants[i];
+    t->vt = t->vt > REBASE ? t->vt - REBASE : 0;
+  }
+  int torn = 0;
+  for (uint32_t pos = ctl->heap_len / 2; pos-- > 0;)
+    torn |= sift(k, pos);
+  return torn;
+}
+
+int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c) {
+  SHMS__ASSERT(shms__index_owned(k));
+  struct shms__class_ctl *ctl = k->ctl;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (t->vt > ctl->vtime)
+    ctl->vtime = t->vt;
+  uint64_t est = t->est_ns != 0 ? t->est_ns : ctl->hold_est_ns;
+  shms__store_64(&k->cells[c].charged_ns, est);
+  t->vt += est;
+  t->turn = ++ctl->turns;
+  int torn = ctl->vtime >= REBASE_AT ? rebase(k) : 0;
+  if (t->heap_pos == 0)
+    return torn;
+  uint32_t pos = pos_of(k, ref);
+  return torn | (pos == UINT32_MAX ? 1 : sift(k, pos));
+}
+
+void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_t held_ns,
+                      uint64_t charged_ns) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  ck_pr_add_64(&t->corr_ns, held_ns - charged_ns); /* two's complement: may be negative */
+  if (used) {
+    ck_pr_add_64(&t->done_ns, held_ns);
+    ck_pr_inc_32(&t->done_n);
+  }
+}
+
+int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
+  SHMS__ASSERT(shms__index_owned(k));
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  int64_t corr = (int64_t)ck_pr_fas_64(&t->corr_ns, 0);
+  uint32_t n = ck_pr_fas_32(&t->done_n, 0);
+  uint64_t held = ck_pr_fas_64(&t->done_ns, 0);
+  if (n != 0) {
+    /* An average over the last few leases: a tenant whose leases change length is charged by
+     * the new length within a few of them. */
+    uint64_t avg = held / n;
+    t->est_ns = t->est_ns != 0 ? (3 * t->est_ns + avg) / 4 : avg;
+    k->ctl->hold_est_ns = t->est_ns;
+  }
+  if (corr == 0)
+    return 0;
+  if (corr > 0)
+    t->vt += (uint64_t)corr;
+  else
+    t->vt -= t->vt > (uint64_t)-corr ? (uint64_t)-corr : t->vt;
+  if (t->heap_pos == 0)
+    return 0;
+  uint32_t pos = pos_of(k, ref);
+  return pos == UINT32_MAX ? 1 : sift(k, pos);
+}
+
+void shms__fair_reset(const struct shms__cls *k) {
+  SHMS__ASSERT(shms__index_owned(k));
+  k->ctl->heap_len = 0;
+  for (uint32_t i = 0; i < k->ntenants; i++)
+    k->tenants[i].heap_pos = 0;
+}

@@ -1,0 +1,48 @@
+/*
+ * Fairness by cell-time (docs/protocol.md, "Fairness by time"): in a class fair by time, the
+ * tenants with a turn (the ring's members) are kept in a binary heap by what they were charged,
+ * and the dispatcher grants to the least charged. A grant charges its tenant what its lease is
+ * expected to hold (the tenant's recent average); the lease's end corrects the charge to what
+ * it held. Called by the baton's holder, but shms__fair_ended (by whoever ends a lease).
+ */
+#ifndef SHMS_CORE_FAIR_H
+#define SHMS_CORE_FAIR_H
+
+#include <stdint.h>
+
+#include "../shm/class.h"
+
+/*
+ * Charges are kept in ns of one cell held at weight 1. Tenants charged within one quantum of
+ * each other (2^20 ns: about a millisecond) are alike: they take turns, the one whose last turn
+ * is oldest first, as tenants of a class fair by grants do.
+ */
+#define SHMS__FAIR_QUANTUM_SHIFT 20
+
+/* The tenant whose turn it is: the heap's first, 0 when none has a turn. */
+uint32_t shms__fair_first(const struct shms__cls *k);
+/* ref takes turns from now: into the heap, charged at least the class's virtual time (no
+ * credit banked while it had no turn), after every tenant charged alike. 1: heap torn. */
+int shms__fair_join(const struct shms__cls *k, uint32_t ref);
+/* ref takes no more turns: out of the heap. 1: heap torn. */
+int shms__fair_leave(const struct shms__cls *k, uint32_t ref);
+/*
+ * ref was granted cell c: charge it what its lease is expected to hold, recorded in the cell
+ * for the lease's end to correct; its next turn comes after every tenant charged alike.
+ * 1: heap torn.
+ */
+int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c);
+/*
+ * A lease charged charged_ns to ref ended after holding held_ns (used 0: a grant returned
+ * unused, held_ns 0): the difference is owed to ref, taken by the baton's holder when it
+ * attends ref (the caller raises ref's attention bit). Any process, inside an operation
+ * (atomic adds).
+ */
+void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_t held_ns,
+                      uint64_t charged_ns);
+/* Take what ended leases owe ref (shms__fair_ended) into its charge and estimate. 1: torn. */
+int shms__fair_settle(const struct shms__cls *k, uint32_t ref);
+/* Before the index is rebuilt: an empty heap (the ring's members join it again). */
+void shms__fair_reset(const struct shms__cls *k);
+
+#endif
