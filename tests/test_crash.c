@@ -61,12 +61,12 @@ static shms_t *fresh(struct run *r, int kind) {
     cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
         .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 64};
   else
-    cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){
-        .configured = 1,
-        .cells = 1,
-        .queue = 4,
-        .on_holder_death = SHMS_ON_DEATH_RELEASE,
-        .fairness = kind == TIMED ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_DEFAULT};
+    cfg.classes[SHMS_CLASS_STANDARD] =
+        (shms_class_config){.configured = 1,
+                            .cells = 1,
+                            .queue = 4,
+                            .on_holder_death = SHMS_ON_DEATH_RELEASE,
+                            .fairness = kind == TIMED ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_DEFAULT};
   return sched_open(&r->name, 0, 0, &cfg);
 }
 
