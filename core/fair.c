@@ -5,15 +5,18 @@
 #include <ck_pr.h>
 
 #include "../shm/atomic.h"
+#include "account.h"
 #include "sched.h"
 #include "tenant.h"
 
-/* Past this virtual time every charge is moved back by REBASE (a long-lived busy class). */
-#define REBASE_AT (1ull << 62)
-#define REBASE    (1ull << 61)
-
 static int valid_ref(const struct shms__cls *k, uint32_t ref) {
   return ref >= 1 && ref <= k->ntenants;
+}
+
+/* ns of cell-time as a charge of a tenant of weight w. */
+static uint64_t charge(uint64_t ns, uint32_t w) {
+  unsigned __int128 c = (unsigned __int128)ns * SHMS__FAIR_SCALE / (w >= 1 ? w : 1);
+  return c > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)c;
 }
 
 /* Whether a's turn comes before b's: less charged (by quanta), else the older turn. */
@@ -119,10 +122,11 @@ int shms__fair_leave(const struct shms__cls *k, uint32_t ref) {
  * heap is then put in order again (a charge clamped at 0 may change places with another). */
 static int rebase(const struct shms__cls *k) {
   struct shms__class_ctl *ctl = k->ctl;
-  ctl->vtime -= REBASE;
+  ctl->vtime -= SHMS__FAIR_REBASE;
+  ctl->rebases++;
   for (uint32_t i = 0; i < k->ntenants; i++) {
     struct shms__tenant *t = &k->tenants[i];
-    t->vt = t->vt > REBASE ? t->vt - REBASE : 0;
+    t->vt = t->vt > SHMS__FAIR_REBASE ? t->vt - SHMS__FAIR_REBASE : 0;
   }
   int torn = 0;
   for (uint32_t pos = ctl->heap_len / 2; pos-- > 0;)
@@ -138,9 +142,9 @@ int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c) {
     ctl->vtime = t->vt;
   uint64_t est = t->est_ns != 0 ? t->est_ns : ctl->hold_est_ns;
   shms__store_64(&k->cells[c].charged_ns, est);
-  t->vt += est;
+  t->vt += charge(est, t->weight);
   t->turn = ++ctl->turns;
-  int torn = ctl->vtime >= REBASE_AT ? rebase(k) : 0;
+  int torn = ctl->vtime >= SHMS__FAIR_REBASE_AT ? rebase(k) : 0;
   if (t->heap_pos == 0)
     return torn;
   uint32_t pos = pos_of(k, ref);
@@ -163,6 +167,7 @@ int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
   int64_t corr = (int64_t)ck_pr_fas_64(&t->corr_ns, 0);
   uint32_t n = ck_pr_fas_32(&t->done_n, 0);
   uint64_t held = ck_pr_fas_64(&t->done_ns, 0);
+  t->cell_ns += held;
   if (n != 0) {
     /* An average over the last few leases: a tenant whose leases change length is charged by
      * the new length within a few of them. */
@@ -172,10 +177,12 @@ int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
   }
   if (corr == 0)
     return 0;
-  if (corr > 0)
-    t->vt += (uint64_t)corr;
-  else
-    t->vt -= t->vt > (uint64_t)-corr ? (uint64_t)-corr : t->vt;
+  if (corr > 0) {
+    t->vt += charge((uint64_t)corr, t->weight);
+  } else {
+    uint64_t back = charge((uint64_t)-corr, t->weight);
+    t->vt -= t->vt > back ? back : t->vt;
+  }
   if (t->heap_pos == 0)
     return 0;
   uint32_t pos = pos_of(k, ref);
@@ -187,4 +194,40 @@ void shms__fair_reset(const struct shms__cls *k) {
   k->ctl->heap_len = 0;
   for (uint32_t i = 0; i < k->ntenants; i++)
     k->tenants[i].heap_pos = 0;
+}
+
+void shms__fair_refresh(const struct shms__cls *k) {
+  SHMS__ASSERT(shms__index_owned(k));
+  uint64_t gen = shms__load_64(&k->actl->policy_gen);
+  if (gen == k->ctl->policy_gen)
+    return;
+  k->ctl->policy_gen = gen;
+  for (uint32_t i = 0; i < k->ntenants; i++) {
+    struct shms__tenant *t = &k->tenants[i];
+    if ((t->flags & SHMS__TENANT_INUSE) && t->acct != 0)
+      t->weight = shms__account_weight(k, t->acct);
+  }
+}
+
+void shms__fair_load(const struct shms__cls *k, struct shms__tenant *t) {
+  t->weight = shms__account_weight(k, t->acct);
+  if (t->acct == 0 || k->id < 0)
+    return;
+  const struct shms__account_class *a = &shms__account_at(k, t->acct)->cls[k->id];
+  uint64_t behind = k->ctl->rebases - shms__load_64((uint64_t *)&a->rebases);
+  uint64_t vt = shms__load_64((uint64_t *)&a->vt);
+  /* Moved back as every charge of the class was since it was left there. */
+  t->vt = behind >= 2 || vt < behind * SHMS__FAIR_REBASE ? 0 : vt - behind * SHMS__FAIR_REBASE;
+  t->est_ns = shms__load_64((uint64_t *)&a->est_ns);
+}
+
+void shms__fair_store(const struct shms__cls *k, struct shms__tenant *t) {
+  if (t->acct == 0 || k->id < 0)
+    return;
+  struct shms__account_class *a = &shms__account_at(k, t->acct)->cls[k->id];
+  shms__store_64(&a->vt, t->vt);
+  shms__store_64(&a->est_ns, t->est_ns);
+  shms__store_64(&a->rebases, k->ctl->rebases);
+  shms__store_64(&a->cell_ns, a->cell_ns + t->cell_ns);
+  t->cell_ns = 0;
 }

@@ -13,11 +13,16 @@
 #include "../shm/class.h"
 
 /*
- * Charges are kept in ns of one cell held at weight 1. Tenants charged within one quantum of
- * each other (2^20 ns: about a millisecond) are alike: they take turns, the one whose last turn
- * is oldest first, as tenants of a class fair by grants do.
+ * A charge is cell-time divided by the tenant's weight: SHMS__FAIR_SCALE units per ns of one
+ * cell held at weight 1. Tenants charged within one quantum of each other (2^26 units: about a
+ * millisecond at weight 1) are alike: they take turns, the one whose last turn is oldest first,
+ * as tenants of a class fair by grants do.
  */
-#define SHMS__FAIR_QUANTUM_SHIFT 20
+#define SHMS__FAIR_SCALE         64u
+#define SHMS__FAIR_QUANTUM_SHIFT 26
+/* Past this virtual time every charge is moved back by SHMS__FAIR_REBASE (a long-lived class). */
+#define SHMS__FAIR_REBASE_AT (1ull << 62)
+#define SHMS__FAIR_REBASE    (1ull << 61)
 
 /* The tenant whose turn it is: the heap's first, 0 when none has a turn. */
 uint32_t shms__fair_first(const struct shms__cls *k);
@@ -44,5 +49,11 @@ void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_
 int shms__fair_settle(const struct shms__cls *k, uint32_t ref);
 /* Before the index is rebuilt: an empty heap (the ring's members join it again). */
 void shms__fair_reset(const struct shms__cls *k);
+/* After a change of policy in the tenant table: every record's weight read again. */
+void shms__fair_refresh(const struct shms__cls *k);
+/* A new record of the class takes up what the tenant table kept of its tenant (charge,
+ * estimate, weight); a record that goes leaves them there (core/tenant.c). */
+void shms__fair_load(const struct shms__cls *k, struct shms__tenant *t);
+void shms__fair_store(const struct shms__cls *k, struct shms__tenant *t);
 
 #endif

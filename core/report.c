@@ -34,6 +34,7 @@ static const char *const names[] = {
     [SHMS_EVENT_CELL_QUARANTINED] = "cell-quarantined",
     [SHMS_EVENT_DRAINED] = "drained",
     [SHMS_EVENT_MEMBARRIER_FAILED] = "membarrier-failed",
+    [SHMS_EVENT_POLICY_CHANGED] = "policy-changed",
 };
 
 const char *shms_event_name(uint32_t kind) {

@@ -2,10 +2,15 @@
 #include "tenant.h"
 
 #include "../shm/atomic.h"
+#include "account.h"
 #include "fair.h"
 #include "sched.h"
 #include <ck_pr.h>
 #include <string.h>
+
+/* How long making a tenant's record waits for the tenant table's lock (another process adding a
+ * tenant, folding, or setting policy: a few stores): past it the record goes without. */
+#define ACCOUNT_WAIT_NS (10ull * 1000 * 1000)
 
 static uint32_t name_hash(const char *name) {
   uint32_t h = 2166136261u; /* FNV-1a */
@@ -43,6 +48,10 @@ uint32_t shms__tenant_get(const struct shms__cls *k, const char *name) {
   memset(t, 0, sizeof *t);
   strncpy(t->name, name, SHMS_TENANT_MAX);
   t->flags = SHMS__TENANT_INUSE;
+  /* What the segment kept of the tenant: its weight, and its charge here while it was away
+   * (without the table, as a tenant new to the segment: weight 1, nothing kept). */
+  t->acct = shms__account_get(k, name, ACCOUNT_WAIT_NS);
+  shms__fair_load(k, t);
   uint32_t *bucket = &k->tbuckets[name_hash(name) & (k->ntb - 1)];
   t->hash_next = *bucket;
   *bucket = ref;
@@ -61,6 +70,15 @@ static void unhash(const struct shms__cls *k, uint32_t ref) {
   }
 }
 
+/* The record goes: what the class charged it stays in the tenant table. */
+static void leave_account(const struct shms__cls *k, struct shms__tenant *t) {
+  if (t->acct == 0)
+    return;
+  shms__fair_store(k, t);
+  shms__account_put(k, t->acct);
+  t->acct = 0;
+}
+
 int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if (!(t->flags & SHMS__TENANT_INUSE) || (t->flags & SHMS__TENANT_PENDING) || t->queued != 0 ||
@@ -68,6 +86,7 @@ int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
     return 0;
   int torn = shms__ring_remove(k, ref);
   unhash(k, ref);
+  leave_account(k, t);
   t->flags = 0;
   t->name[0] = '\0';
   t->hash_next = k->ctl->tenant_free;
@@ -175,8 +194,10 @@ static uint32_t ring_snapshot(const struct shms__cls *k) {
 
 /* Reset record t, keeping what outlives the index: its name and figures, its counted leases,
  * and (PENDING) its place in the old ring's chain. */
-static void reset_record(struct shms__tenant *t) {
+static void reset_record(const struct shms__cls *k, struct shms__tenant *t) {
   uint32_t active = shms__load_32(&t->active), pending = t->flags & SHMS__TENANT_PENDING;
+  if (active == 0 && !pending && (t->flags & SHMS__TENANT_INUSE))
+    leave_account(k, t); /* made again, if its requests are, by the re-indexing */
   struct shms__tenant keep = *t;
   memset(t, 0, sizeof *t);
   if (active == 0 && !pending)
@@ -195,6 +216,9 @@ static void reset_record(struct shms__tenant *t) {
   t->corr_ns = keep.corr_ns;
   t->done_ns = keep.done_ns;
   t->done_n = keep.done_n;
+  t->acct = keep.acct;
+  t->weight = keep.weight;
+  t->cell_ns = keep.cell_ns;
 }
 
 uint32_t shms__tenant_reset(const struct shms__cls *k) {
@@ -205,7 +229,7 @@ uint32_t shms__tenant_reset(const struct shms__cls *k) {
   for (uint32_t i = 0; i < k->ntb; i++)
     k->tbuckets[i] = 0;
   for (uint32_t i = 0; i < k->ntenants; i++)
-    reset_record(&k->tenants[i]);
+    reset_record(k, &k->tenants[i]);
   ctl->ring_head = ctl->ring_tail = 0;
   ctl->all_head = ctl->all_tail = 0; /* the class's list by time: rebuilt with the rest */
   shms__store_32(&ctl->ring_len, 0);

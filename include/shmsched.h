@@ -199,7 +199,10 @@ typedef struct {
   /* Records in the segment's event ring (the flight recorder, shms_events_read): 0 turns it
    * off, else a power of two SHMS_EVENTS_MIN..SHMS_EVENTS_MAX. */
   uint32_t events;
-  uint32_t reserved; /* 0 */
+  /* Records of the tenant table (docs/config.md, "Fair share"): one per tenant and team the
+   * segment has seen, kept while idle; 0: SHMS_DEFAULT_TENANT_TABLE, else
+   * SHMS_TENANT_TABLE_MIN..SHMS_TENANTS_MAX. */
+  uint32_t tenant_table;
 } shms_config;
 
 #define SHMS_DEFAULT_STARVATION_NS    (5ull * 1000 * 1000 * 1000)
@@ -212,6 +215,9 @@ typedef struct {
 #define SHMS_EVENTS_MIN               16u
 #define SHMS_EVENTS_MAX               1048576u
 #define SHMS_DEFAULT_OVERTAKE_NS      (300ull * 1000)
+#define SHMS_DEFAULT_TENANT_TABLE     4096u
+#define SHMS_TENANT_TABLE_MIN         16u
+#define SHMS_WEIGHT_MAX               1000u      /* a tenant's or team's weight: 1..1000 */
 #define SHMS_OVERTAKE_STRICT          UINT64_MAX /* overtake: never (strict hand-off) */
 #define SHMS_OVERTAKE_MIN_NS          1000ull
 #define SHMS_OVERTAKE_MAX_NS          (1000ull * 1000 * 1000)
@@ -897,6 +903,43 @@ SHMS_EXTERN int shms_command_set(shms_t *h, pid_t pgid);
 /* Forget the recorded command: call it once the command's whole tree is gone. */
 SHMS_EXTERN int shms_command_clear(shms_t *h);
 
+/* ---- Fair share: weights ----------------------------------------------- */
+
+/*
+ * A class fair by time (shms_class_config.fairness) divides cell-time between tenants by weight
+ * (docs/contract.md, "Fairness"). Weights are the segment's, one per tenant in every class,
+ * kept in its tenant table (shms_config.tenant_table records) with what each class charged the
+ * tenant while it was idle. A tenant with no policy has weight 1.
+ */
+
+/* One row of the tenant table (shms_policy_list). */
+typedef struct {
+  char name[SHMS_TENANT_MAX + 1];
+  uint32_t weight; /* 1..SHMS_WEIGHT_MAX */
+  uint32_t flags;  /* SHMS_POLICY_* */
+  /* Cell-time its leases held in each class fair by time, as charged (ns), counted when the
+   * class's record of the tenant goes (the tenant idle); `_other` holds the folded records'. */
+  uint64_t cell_ns[SHMS_CLASS_COUNT];
+} shms_policy_row;
+
+enum {
+  SHMS_POLICY_SET = 1u,   /* set by policy: kept in the table for good */
+  SHMS_POLICY_OTHER = 4u, /* `_other`: what records folded out of a full table used */
+};
+
+/*
+ * Set tenant's weight (1..SHMS_WEIGHT_MAX). Takes effect at each class's next grant; queued
+ * requests keep their places. For the segment's owner, root and its admin group (SHMS_EPERM
+ * otherwise); recorded in the event ring. SHMS_EINVAL for a bad name or weight,
+ * SHMS_EQUEUEFULL when the table has no room left (every record has a policy or is in use),
+ * SHMS_ETIMEDOUT when another process holds the table's lock past a second: nothing changed
+ * then. Blocks only for that lock.
+ */
+SHMS_EXTERN int shms_policy_tenant(shms_t *h, const char *tenant, uint32_t weight);
+/* The table's rows: up to max into out, their number into *count (which may exceed max). Never
+ * blocks (rows being changed meanwhile may read as either); an observer handle will do. */
+SHMS_EXTERN int shms_policy_list(shms_t *h, shms_policy_row *out, uint32_t max, uint32_t *count);
+
 /* ---- Recovery and audit ------------------------------------------------- */
 
 /* What one recovery found and did. */
@@ -956,6 +999,9 @@ typedef enum {
    * freezes wait until the processes that mark operations with plain stores are gone
    * (docs/protocol.md, "Plain marks"). Once per process. */
   SHMS_EVENT_MEMBARRIER_FAILED,
+  /* A tenant's policy set (shms_policy_tenant): tenant names it, value is its weight; pid: who
+   * set it. */
+  SHMS_EVENT_POLICY_CHANGED,
 } shms_event_kind_t;
 
 /* shms_event.uid when none applies: (uid_t)-1, which is nobody's uid (POSIX keeps it for

@@ -2,7 +2,8 @@
 #include "class.h"
 
 void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *config,
-                    const struct shms__class_desc *d) {
+                    const struct shms__layout *l) {
+  const struct shms__class_desc *d = &l->classes[id];
   k->id = id;
   k->cfg = &config->classes[id];
   k->ctl = SHMS__AT(base, d->ctl_off, struct shms__class_ctl);
@@ -15,6 +16,12 @@ void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *
   k->sattn = SHMS__AT(base, d->sattn_off, uint64_t);
   k->tattn = SHMS__AT(base, d->tattn_off, uint64_t);
   k->theap = SHMS__AT(base, d->theap_off, uint32_t);
+  k->actl = shms__accounts_ctl_at(base, l);
+  k->abkt = shms__accounts_buckets_at(base, l);
+  k->accts = shms__accounts_at(base, l);
+  k->naccts = l->accounts_count;
+  k->nabkt = l->accounts_buckets;
+  k->h = NULL; /* set by the handle (shm/segment.c) */
   k->ncells = d->cells_count;
   k->nslots = d->slots_count;
   k->slot_size = d->slot_size;

@@ -30,6 +30,14 @@ struct shms__cls {
    * (strict hand-off: a worker class, tenant-max-active, or overtake=0). */
   uint64_t overtake_ns;
   int timed; /* fair by cell-time (shms_fairness_t TIME), not by grants */
+  /* The segment's tenant table (core/account.c), shared by every class. */
+  struct shms__accounts_ctl *actl;
+  uint32_t *abkt;
+  struct shms__account *accts;
+  uint32_t naccts, nabkt;
+  /* The handle this view is part of: whose owner id holds the tenant table's lock while this
+   * view changes it (an observer's, 0, takes no lock), and asks whether a holder lives. */
+  struct shms *h;
 };
 
 static inline struct shms__slot *shms__slot_at(const struct shms__cls *k, uint32_t i) {
@@ -43,6 +51,6 @@ static inline char *shms__slot_payload(const struct shms__cls *k, uint32_t i) {
 
 /* Fill view from the validated layout of the segment at base (config: the validated copy). */
 void shms__cls_init(struct shms__cls *view, char *base, int id, const shms_config *config,
-                    const struct shms__class_desc *d);
+                    const struct shms__layout *l);
 
 #endif

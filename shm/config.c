@@ -214,8 +214,10 @@ int shms_config_validate(const shms_config *cfg) {
     return shms__fail(SHMS_EINVAL,
                       "events: must be 0 (no event ring) or a power of two %u..%u, got %u",
                       SHMS_EVENTS_MIN, SHMS_EVENTS_MAX, cfg->events);
-  if (cfg->reserved != 0)
-    return shms__fail(SHMS_EINVAL, "reserved: must be 0");
+  if (cfg->tenant_table != 0 &&
+      (cfg->tenant_table < SHMS_TENANT_TABLE_MIN || cfg->tenant_table > SHMS_TENANTS_MAX))
+    return shms__fail(SHMS_EINVAL, "tenant-table: must be %u..%u records, got %u",
+                      SHMS_TENANT_TABLE_MIN, SHMS_TENANTS_MAX, cfg->tenant_table);
   uint64_t size = shms__layout_size(cfg);
   if (size == 0 || size > SHMS_SEGMENT_MAX)
     return shms__fail(SHMS_EINVAL,

@@ -48,6 +48,14 @@ void shms__format(char *base, const shms_config *cfg, const struct shms__layout 
   h->procs_count = l->procs_count;
   h->events_off = l->events_off;
   h->events_count = l->events_count;
+  h->accounts_off = l->accounts_off;
+  h->accounts_count = l->accounts_count;
+  h->accounts_buckets = l->accounts_buckets;
+  struct shms__account *acct = shms__accounts_at(base, l);
+  for (uint32_t i = 0; i < l->accounts_count; i++)
+    acct[i].hash_next = i + 1 < l->accounts_count ? i + 2 : 0; /* the free list, in order */
+  SHMS__AT(base, l->accounts_off, struct shms__accounts_ctl)->free_head =
+      l->accounts_count != 0 ? 1 : 0;
   if (l->events_count != 0)
     SHMS__AT(base, l->events_off, struct shms__ev_head)->count = l->events_count;
   memcpy(h->classes, l->classes, sizeof h->classes);
@@ -130,6 +138,9 @@ int shms__validate(const char *base, uint64_t file_size) {
   CHECK_FIELD("", "procs_count", h.procs_count, l.procs_count);
   CHECK_FIELD("", "events_off", h.events_off, l.events_off);
   CHECK_FIELD("", "events_count", h.events_count, l.events_count);
+  CHECK_FIELD("", "accounts_off", h.accounts_off, l.accounts_off);
+  CHECK_FIELD("", "accounts_count", h.accounts_count, l.accounts_count);
+  CHECK_FIELD("", "accounts_buckets", h.accounts_buckets, l.accounts_buckets);
   return check_classes(&h, &l);
 }
 

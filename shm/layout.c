@@ -65,6 +65,11 @@ uint64_t shms__layout_compute(const shms_config *cfg, struct shms__layout *out) 
     d->theap_off = off;
     off += line_up((uint64_t)d->tenants_count * sizeof(uint32_t));
   }
+  out->accounts_off = off;
+  out->accounts_count = cfg->tenant_table != 0 ? cfg->tenant_table : SHMS_DEFAULT_TENANT_TABLE;
+  out->accounts_buckets = shms__pow2_at_least(2 * out->accounts_count);
+  off += sizeof(struct shms__accounts_ctl) + line_up((uint64_t)out->accounts_buckets * 4) +
+         (uint64_t)out->accounts_count * sizeof(struct shms__account);
   out->procs_off = off;
   out->procs_count = cfg->max_processes;
   off += (uint64_t)cfg->max_processes * sizeof(struct shms__proc);

@@ -63,6 +63,9 @@ struct shms__header {
   uint64_t events_off;   /* the event ring (shm/events.h): its head, then its records */
   uint32_t events_count; /* records; 0: no ring */
   uint32_t reserved1;
+  uint64_t accounts_off;     /* the tenant table: its control line, buckets, then records */
+  uint32_t accounts_count;   /* records */
+  uint32_t accounts_buckets; /* hash chains by name, a power of two */
   struct shms__class_desc classes[SHMS_CLASS_COUNT];
   shms_config config; /* the validated configuration, copied verbatim */
 };
@@ -138,6 +141,8 @@ struct shms__class_ctl {
   uint32_t heap_len;
   uint32_t reserved2;
   uint64_t hold_est_ns;
+  uint64_t rebases;    /* how many times every charge was moved back (fair.h) */
+  uint64_t policy_gen; /* the tenant table's policy_gen when the weights were last read */
 };
 
 /*
@@ -238,7 +243,13 @@ struct shms__tenant {
   uint64_t done_ns;  /* atomic: what those leases held */
   uint32_t done_n;   /* atomic: how many they were */
   uint32_t heap_pos; /* its place in the class's heap + 1; 0 when not in it */
-  uint8_t reserved[40];
+  /* Its record in the tenant table (core/account.c), referenced while this one exists: the
+   * weight it had there when the class last looked, and the cell-time its leases held since
+   * this record was made, left there with its charge when this record goes. */
+  uint32_t acct;
+  uint32_t weight;
+  uint64_t cell_ns;
+  uint8_t reserved[24];
 } SHMS__ALIGNED;
 
 /* PENDING: kept through an index rebuild with its turn in the old ring, which it takes again
@@ -291,6 +302,52 @@ struct shms__proc {
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
 /* shms__proc.cmd_flags. */
 enum { SHMS__CMD_SET = 1u, SHMS__CMD_CGROUP = 2u };
+
+/*
+ * The tenant table (core/account.c): one record per tenant, or team, the segment has seen, kept
+ * while it is idle: its policy (weight, team) and, per class, what fairness by time charged it.
+ * Bounded (the configuration's tenant_table); when full, the least recently active records with
+ * no policy are folded into one record, `_other`.
+ */
+struct shms__accounts_ctl {
+  /* 0 free, else (1 << 32) | the holder's owner id: taken to add, fold and set policy (never
+   * to look up). A dead holder's is taken over, and the chains built again from the records. */
+  uint64_t lock SHMS__ALIGNED;
+  uint64_t policy_gen; /* atomic: bumped by every change of policy; class records refresh */
+  uint32_t used;       /* LIVE records */
+  uint32_t free_head;  /* the free list, record ref (index + 1) */
+  uint32_t other;      /* the `_other` record's ref; 0 until a fold makes it */
+  uint32_t reserved0;
+  uint64_t folded; /* records folded into `_other` since creation */
+};
+
+/* What one class has charged an account (fairness by time), kept while the tenant is idle. */
+struct shms__account_class {
+  uint64_t vt;      /* its charge (fair.h's units), as of the class's rebase count below */
+  uint64_t est_ns;  /* what its next lease is expected to hold */
+  uint64_t rebases; /* the class's rebases when vt was written (fair.h) */
+  uint64_t cell_ns; /* cell-time its leases held, measured as fairness by time charges */
+};
+
+struct shms__account {
+  char name[SHMS_TENANT_MAX + 1];
+  uint32_t state;     /* SHMS__ACCT_FREE / _LIVE */
+  uint32_t flags;     /* SHMS__ACCT_* */
+  uint32_t hash_next; /* bucket chain, or the free list: ref */
+  uint32_t weight;    /* 1..SHMS_WEIGHT_MAX */
+  uint32_t team;      /* ref of its team's record; 0: none */
+  uint32_t refs;      /* atomic: class records that use it; | FOLDING while being folded */
+  uint64_t active_ns; /* when a class last took it up: the least recent are folded first */
+  struct shms__account_class cls[SHMS_CLASS_COUNT] SHMS__ALIGNED;
+} SHMS__ALIGNED;
+
+enum { SHMS__ACCT_FREE = 0, SHMS__ACCT_LIVE = 2 };
+enum {
+  SHMS__ACCT_POLICY = 1u, /* set by policy: never folded */
+  SHMS__ACCT_TEAM = 2u,   /* a team's record (its own name space) */
+  SHMS__ACCT_OTHER = 4u,  /* `_other`: the folded records' usage */
+};
+#define SHMS__ACCT_FOLDING (1u << 31)
 
 /* Cell states (the low 4 bits of shms__cell.word). */
 enum {
@@ -364,6 +421,8 @@ _Static_assert(sizeof(struct shms__cell) == 2 * (size_t)SHMS__LINE, "cell is two
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 3 * (size_t)SHMS__LINE, "tenant is three lines");
 _Static_assert(sizeof(struct shms__proc) == 3 * (size_t)SHMS__LINE, "proc entry is three lines");
+_Static_assert(sizeof(struct shms__account) == 4 * (size_t)SHMS__LINE, "account is four lines");
+_Static_assert(sizeof(struct shms__accounts_ctl) == (size_t)SHMS__LINE, "accounts ctl is a line");
 
 /* Whether a class's fast word holds a map of its free cells (a lease class of at most 32
  * cells) rather than a count (core/sched.h, "The fast word"). */
@@ -378,6 +437,8 @@ struct shms__layout {
   uint64_t procs_off;
   uint32_t procs_count;
   uint32_t class_mask;
+  uint64_t accounts_off; /* the tenant table, after the classes */
+  uint32_t accounts_count, accounts_buckets;
   uint64_t events_off; /* the event ring, after the process table */
   uint32_t events_count;
   struct shms__class_desc classes[SHMS_CLASS_COUNT];
@@ -392,5 +453,20 @@ uint32_t shms__pow2_at_least(uint32_t n);
 
 /* Typed access to the segment at base; callers have bounds-checked the indexes. */
 #define SHMS__AT(base, off, type) ((type *)((char *)(base) + (off)))
+
+/* The tenant table's parts: its control line, its buckets, its records (in that order). */
+static inline struct shms__accounts_ctl *shms__accounts_ctl_at(char *base,
+                                                               const struct shms__layout *l) {
+  return SHMS__AT(base, l->accounts_off, struct shms__accounts_ctl);
+}
+static inline uint32_t *shms__accounts_buckets_at(char *base, const struct shms__layout *l) {
+  return SHMS__AT(base, l->accounts_off + sizeof(struct shms__accounts_ctl), uint32_t);
+}
+static inline struct shms__account *shms__accounts_at(char *base, const struct shms__layout *l) {
+  return SHMS__AT(base,
+                  l->accounts_off + sizeof(struct shms__accounts_ctl) +
+                      (((uint64_t)l->accounts_buckets * 4 + SHMS__LINE - 1) & ~(SHMS__LINE - 1ull)),
+                  struct shms__account);
+}
 
 #endif

@@ -245,7 +245,8 @@ static int map_and_validate(const char *name, int fd, int writable, struct shms 
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     h->cls[c].id = -1;
     if (h->config.classes[c].configured)
-      shms__cls_init(&h->cls[c], h->base, c, &h->config, &h->layout.classes[c]);
+      shms__cls_init(&h->cls[c], h->base, c, &h->config, &h->layout);
+    h->cls[c].h = h;
   }
   shms__evlog_init(&h->events, h->base, &h->layout);
   return SHMS_OK;

@@ -76,6 +76,7 @@ int cmd_jobserver(int argc, char **argv);
 int cmd_metrics(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_repair(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_submit(int argc, char **argv);

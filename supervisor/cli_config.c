@@ -85,11 +85,13 @@ enum seg_key {
   SEG_GROUP,
   SEG_ADMIN_GROUP,
   SEG_EVENTS,
+  SEG_TENANT_TABLE,
   SEG_COUNT
 };
 
 static const char *const seg_names[SEG_COUNT] = {
-    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group", "events",
+    "starvation-after", "max-tenants", "max-processes", "mode", "group",
+    "admin-group",      "events",      "tenant-table",
 };
 
 /* Parse into the field; returns 0, or SHMS_EINVAL with the parser's reason in err. */
@@ -107,6 +109,8 @@ static int seg_parse(shms_config *cfg, int key, const char *value, char *err, si
     return cli_parse_group(value, &cfg->admin_group, err, n);
   case SEG_EVENTS:
     return cli_parse_u32(value, &cfg->events, err, n);
+  case SEG_TENANT_TABLE:
+    return cli_parse_u32(value, &cfg->tenant_table, err, n);
   default:
     return cli_parse_group(value, &cfg->group, err, n);
   }
@@ -121,7 +125,7 @@ int cli_set_segment_option(shms_config *cfg, const char *key, const char *value,
   if (k == SEG_COUNT) {
     snprintf(err, n,
              "%s: unknown key (expected starvation-after, max-tenants, max-processes, mode, "
-             "group, admin-group or events)",
+             "group, admin-group, events or tenant-table)",
              cli_quote(q, sizeof q, key));
     return SHMS_EINVAL;
   }

@@ -32,7 +32,7 @@ struct ini_ctx {
   char section[48];                     /* its name, for messages */
   int section_line;                     /* its header line */
   int first_line[SHMS_CLASS_COUNT + 1]; /* header line per class, [COUNT] = segment */
-  int seg_line[8];                      /* line of each [segment] key given, 0 if none */
+  int seg_line[9];                      /* line of each [segment] key given, 0 if none */
   int classes;                          /* class sections seen */
   struct cli_class_build b;
   char *err;
@@ -161,7 +161,8 @@ static char *read_line(char *str, int num, void *stream) {
 }
 
 static const char *const seg_keys[] = {
-    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group", "events"};
+    "starvation-after", "max-tenants", "max-processes", "mode", "group",
+    "admin-group",      "events",      "tenant-table"};
 enum { SEG_KEYS = sizeof seg_keys / sizeof seg_keys[0] };
 
 static int segment_pair(struct ini_ctx *x, const char *name, const char *value) {

@@ -47,6 +47,9 @@ static const char help[] =
     "                          segment's owner and root may (default: none)\n"
     "  --events N              records in the event ring ('shmsched events'): 0 (none) or\n"
     "                          a power of two 16..1048576 (default 1024)\n"
+    "  --tenant-table N        records of the tenant table (weights set by 'shmsched\n"
+    "                          policy', what fairness by time charged idle tenants),\n"
+    "                          16..65536 (default 4096)\n"
     "  -h, --help              show this help\n"
     "\n"
     "Exit status: 0 created, 1 the creation failed (already-exists, permission-denied,\n"
@@ -64,7 +67,8 @@ enum { OPT_CLASS = 256, OPT_CONFIG, OPT_SEGMENT };
 
 /* Indexed by val - OPT_SEGMENT; the names are cli_set_segment_option()'s keys. */
 static const char *const segment_keys[] = {
-    "starvation-after", "max-tenants", "max-processes", "mode", "group", "admin-group", "events"};
+    "starvation-after", "max-tenants", "max-processes", "mode", "group",
+    "admin-group",      "events",      "tenant-table"};
 enum { SEGMENT_KEYS = sizeof segment_keys / sizeof segment_keys[0] };
 
 static const struct option opts[] = {
@@ -77,6 +81,7 @@ static const struct option opts[] = {
     {"group", required_argument, NULL, OPT_SEGMENT + 4},
     {"admin-group", required_argument, NULL, OPT_SEGMENT + 5},
     {"events", required_argument, NULL, OPT_SEGMENT + 6},
+    {"tenant-table", required_argument, NULL, OPT_SEGMENT + 7},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

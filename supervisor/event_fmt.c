@@ -61,6 +61,8 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
   }
   if (ev->kind == SHMS_EVENT_CELL_REPAIRED && value != 0) /* an operator's repair */
     ADD(" now=%s", value == 2 ? "offline" : "in-service");
+  if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
+    ADD(" weight=%" PRIu64, value);
 #undef ADD
   return buf;
 }
@@ -116,6 +118,8 @@ void event_json(FILE *f, const shms_event_record *r) {
     fprintf(f, ",\"waited_ns\":%" PRIu64, r->value);
   if (ev->kind == SHMS_EVENT_CELL_REPAIRED && r->value != 0)
     fprintf(f, ",\"now\":\"%s\"", r->value == 2 ? "offline" : "in-service");
+  if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
+    fprintf(f, ",\"weight\":%" PRIu64, r->value);
   fprintf(f, ",\"writer\":%d", r->writer);
   fputs("}\n", f);
 }

@@ -32,6 +32,7 @@ static const char top_help[] =
     "  drain NAME             stop taking work; leases held run to their end\n"
     "  resume NAME            lift a drain (the same as drain --undo)\n"
     "  repair NAME ...        return quarantined cells to service\n"
+    "  policy NAME ...        tenants' weights for fair share; alone: list them\n"
     "  supervise NAME         watch attached processes, recover what the dead leave\n"
     "  check NAME             audit every invariant; --repair recovers first\n"
     "  metrics NAME...        the Prometheus exposition: once, --textfile, --listen\n"
@@ -61,12 +62,25 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"create", cmd_create}, {"destroy", cmd_destroy},     {"status", cmd_status},
-    {"run", cmd_run},       {"cancel", cmd_cancel},       {"explain", cmd_explain},
-    {"drain", cmd_drain},   {"repair", cmd_repair},       {"version", cmd_version},
-    {"submit", cmd_submit}, {"worker", cmd_worker},       {"supervise", cmd_supervise},
-    {"check", cmd_check},   {"jobserver", cmd_jobserver}, {"metrics", cmd_metrics},
-    {"top", cmd_top},       {"resume", cmd_resume},       {"events", cmd_events},
+    {"create", cmd_create},
+    {"destroy", cmd_destroy},
+    {"status", cmd_status},
+    {"run", cmd_run},
+    {"cancel", cmd_cancel},
+    {"explain", cmd_explain},
+    {"drain", cmd_drain},
+    {"repair", cmd_repair},
+    {"policy", cmd_policy},
+    {"version", cmd_version},
+    {"submit", cmd_submit},
+    {"worker", cmd_worker},
+    {"supervise", cmd_supervise},
+    {"check", cmd_check},
+    {"jobserver", cmd_jobserver},
+    {"metrics", cmd_metrics},
+    {"top", cmd_top},
+    {"resume", cmd_resume},
+    {"events", cmd_events},
 };
 
 static const struct command *find_command(const char *name) {

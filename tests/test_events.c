@@ -456,8 +456,8 @@ START_TEST(the_ring_size_is_validated) {
   ck_assert_shms_ok(shms_config_validate(&cfg));
   cfg.events = SHMS_EVENTS_MAX;
   ck_assert_shms_ok(shms_config_validate(&cfg));
-  cfg.reserved = 1;
-  ck_assert_shms_err(shms_config_validate(&cfg), SHMS_EINVAL, "reserved");
+  cfg.tenant_table = 15;
+  ck_assert_shms_err(shms_config_validate(&cfg), SHMS_EINVAL, "tenant-table: must be 16..");
 }
 END_TEST
 

@@ -25,6 +25,7 @@ struct tenant_plan {
   uint64_t join_ns;  /* when it starts queueing (0: at once) */
   uint64_t leave_ns; /* when it stops (0: never) */
   uint64_t think_ns; /* after each lease, the loop that held it waits this long to queue again */
+  uint32_t weight;   /* its weight from the start (0: the default, 1) */
 };
 
 struct plan {
@@ -33,6 +34,10 @@ struct plan {
   int n;
   struct tenant_plan t[MAX_TENANTS];
   uint64_t run_ns;
+  /* At reweight_ns (0: never), tenant reweight_tenant's weight becomes reweight_to. */
+  uint64_t reweight_ns;
+  int reweight_tenant;
+  uint32_t reweight_to;
 };
 
 struct lease_run {
@@ -92,6 +97,12 @@ static void simulate(const struct plan *p, struct result *r) {
   uint64_t t0 = sched_fake_now;
   shms_t *h = sched_open(&name, 0, 0, &cfg);
   *r = (struct result){0};
+  uint32_t weight[MAX_TENANTS];
+  for (int i = 0; i < p->n; i++) {
+    weight[i] = p->t[i].weight != 0 ? p->t[i].weight : 1;
+    if (weight[i] != 1)
+      ck_assert_shms_ok(shms_policy_tenant(h, p->t[i].name, weight[i]));
+  }
   shms_ticket tickets[MAX_TENANTS][BACKLOG];
   int queued[MAX_TENANTS] = {0};
   uint64_t first_at[MAX_TENANTS] = {0};
@@ -101,6 +112,11 @@ static void simulate(const struct plan *p, struct result *r) {
   int nthink = 0, loops[MAX_TENANTS] = {0}; /* loops queued, holding or thinking */
   uint64_t now = 0;
   while (now < p->run_ns) {
+    if (p->reweight_ns != 0 && now >= p->reweight_ns &&
+        weight[p->reweight_tenant] != p->reweight_to) {
+      weight[p->reweight_tenant] = p->reweight_to;
+      ck_assert_shms_ok(shms_policy_tenant(h, p->t[p->reweight_tenant].name, p->reweight_to));
+    }
     /* Queue what each tenant's backlog lacks, then accept every grant. */
     for (int i = 0; i < p->n; i++) {
       while (active(&p->t[i], now) && loops[i] < BACKLOG) {
@@ -144,20 +160,23 @@ static void simulate(const struct plan *p, struct result *r) {
     for (int j = 0; j < nthink; j++)
       if (think[j].until < next)
         next = think[j].until;
+    if (p->reweight_ns > now && p->reweight_ns < next)
+      next = p->reweight_ns;
     for (int i = 0; i < p->n; i++) {
       if (p->t[i].join_ns > now && p->t[i].join_ns < next)
         next = p->t[i].join_ns;
       if (p->t[i].leave_ns > now && p->t[i].leave_ns < next)
         next = p->t[i].leave_ns;
     }
-    /* The fluid ideal over [now, next): every cell shared by the tenants with a backlog. */
-    int backlogged = 0;
+    /* The fluid ideal over [now, next): every cell shared by the tenants with a backlog, in
+     * proportion to their weights. */
+    double weights = 0;
     for (int i = 0; i < p->n; i++)
-      backlogged += active(&p->t[i], now);
+      weights += active(&p->t[i], now) ? weight[i] : 0;
     double span = (double)(next - now) / 1e9;
     for (int i = 0; i < p->n; i++)
       if (active(&p->t[i], now))
-        r->ideal_s[i] += span * p->cells / backlogged;
+        r->ideal_s[i] += span * p->cells * weight[i] / weights;
     for (int j = 0; j < nrun; j++)
       r->held_s[run[j].tenant] += span;
     now = next;
@@ -328,8 +347,62 @@ START_TEST(loops_with_think_time) {
                    .run_ns = 60000 * MS};
   struct result r;
   simulate(&p, &r);
-  report("time, loops thinking 5 and 8 ms", &p, &r);
+  report("time, loops thinking 5 and 30 ms", &p, &r);
   ck_assert_msg(fabs(share(&r, &p, 0) - 0.5) < 0.03, "long's share %.3f", share(&r, &p, 0));
+}
+END_TEST
+
+/* Weights 3:1, on holds that differ too: time in proportion to weight. */
+START_TEST(weights_three_to_one) {
+  struct plan p = {.cells = 2,
+                   .fairness = SHMS_FAIRNESS_TIME,
+                   .n = 2,
+                   .t = {{"paying", 100 * MS, 0, 0, 0, 0, 3}, {"free", 20 * MS, 0, 0, 0, 0, 1}},
+                   .run_ns = 60000 * MS};
+  struct result r;
+  simulate(&p, &r);
+  report("time, weights 3:1", &p, &r);
+  ck_assert_msg(fabs(share(&r, &p, 0) - 0.75) < 0.03, "paying's share %.3f", share(&r, &p, 0));
+  ck_assert_msg(r.max_lag_s <= (p.cells + 1) * 0.1, "lag %.3f s", r.max_lag_s);
+}
+END_TEST
+
+/* Weights 1:2:4 on three cells. */
+START_TEST(weights_one_two_four) {
+  struct plan p = {.cells = 3,
+                   .fairness = SHMS_FAIRNESS_TIME,
+                   .n = 3,
+                   .t = {{"one", 50 * MS, 0, 0, 0, 0, 1},
+                         {"two", 20 * MS, 0, 0, 0, 0, 2},
+                         {"four", 80 * MS, 0, 0, 0, 0, 4}},
+                   .run_ns = 60000 * MS};
+  struct result r;
+  simulate(&p, &r);
+  report("time, weights 1:2:4", &p, &r);
+  const double want[] = {1.0 / 7, 2.0 / 7, 4.0 / 7};
+  for (int i = 0; i < 3; i++)
+    ck_assert_msg(fabs(share(&r, &p, i) - want[i]) < 0.03, "%s's share %.3f, want %.3f",
+                  p.t[i].name, share(&r, &p, i), want[i]);
+}
+END_TEST
+
+/* A weight changed at runtime takes effect at the next grant: before the change, 1:1; after,
+ * 4:1, each measured against the ideal of its own time. */
+START_TEST(weight_changed_mid_run) {
+  struct plan p = {.cells = 2,
+                   .fairness = SHMS_FAIRNESS_TIME,
+                   .n = 2,
+                   .t = {{"a", 50 * MS, 0, 0, 0, 0, 1}, {"b", 50 * MS, 0, 0, 0, 0, 1}},
+                   .run_ns = 60000 * MS,
+                   .reweight_ns = 30000 * MS,
+                   .reweight_tenant = 0,
+                   .reweight_to = 4};
+  struct result r;
+  simulate(&p, &r);
+  report("time, a's weight 1 then 4", &p, &r);
+  /* 30 s at 1:1 and 30 s at 4:1 of 2 cells: a holds 30 + 48 = 78 cell-seconds of 120. */
+  ck_assert_msg(fabs(r.held_s[0] - 78.0) < 0.03 * 120, "a held %.2f s", r.held_s[0]);
+  ck_assert_msg(r.max_lag_s <= (p.cells + 1) * 0.05 + 0.1, "lag %.3f s", r.max_lag_s);
 }
 END_TEST
 
@@ -342,6 +415,9 @@ int main(void) {
   tcase_add_test(tc, very_different_and_heavy_tailed_holds);
   tcase_add_test(tc, joining_and_leaving);
   tcase_add_test(tc, loops_with_think_time);
+  tcase_add_test(tc, weights_three_to_one);
+  tcase_add_test(tc, weights_one_two_four);
+  tcase_add_test(tc, weight_changed_mid_run);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

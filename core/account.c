@@ -1,0 +1,329 @@
+/* The tenant table: lock-free lookup, locked add, fold and policy (account.h). */
+#include "account.h"
+
+#include <ck_pr.h>
+#include <sched.h>
+#include <string.h>
+
+#include "../shm/atomic.h"
+#include "../shm/clock.h"
+#include "../shm/error.h"
+#include "../shm/proc.h"
+#include "sched.h"
+
+#define NAME_WORDS SHMS__NAME_WORDS
+
+/* A name as the record holds it: NUL-padded words, each read and written whole (lookups race
+ * with a record being folded and made again). */
+static void pack(const char *name, uint64_t w[NAME_WORDS]) {
+  char buf[NAME_WORDS * 8] = {0};
+  memcpy(buf, name, strnlen(name, SHMS_TENANT_MAX));
+  memcpy(w, buf, sizeof buf);
+}
+
+static int name_is(const struct shms__account *a, const uint64_t w[NAME_WORDS]) {
+  const uint64_t *have = (const uint64_t *)(const void *)a->name;
+  for (int i = 0; i < NAME_WORDS; i++)
+    if (shms__load_64((uint64_t *)&have[i]) != w[i])
+      return 0;
+  return 1;
+}
+
+static void name_set(struct shms__account *a, const uint64_t w[NAME_WORDS]) {
+  uint64_t *have = (uint64_t *)(void *)a->name;
+  for (int i = 0; i < NAME_WORDS; i++)
+    shms__store_64(&have[i], w[i]);
+}
+
+static uint32_t *bucket_of(const struct shms__cls *k, const uint64_t w[NAME_WORDS], uint32_t kind) {
+  uint32_t h = 2166136261u ^ kind; /* FNV-1a over the name's words */
+  const unsigned char *p = (const unsigned char *)w;
+  for (size_t i = 0; i < NAME_WORDS * 8 && p[i] != 0; i++)
+    h = (h ^ p[i]) * 16777619u;
+  return &k->abkt[h & (k->nabkt - 1)];
+}
+
+static int valid_ref(const struct shms__cls *k, uint32_t ref) {
+  return ref >= 1 && ref <= k->naccts;
+}
+
+static int is(const struct shms__account *a, const uint64_t w[NAME_WORDS], uint32_t kind) {
+  return shms__load_32((uint32_t *)&a->state) == SHMS__ACCT_LIVE &&
+         (shms__load_32((uint32_t *)&a->flags) & SHMS__ACCT_TEAM) == kind && name_is(a, w);
+}
+
+/* Bounded walk of one chain: a torn one (a holder died mid-change) cannot loop us. */
+static uint32_t find(const struct shms__cls *k, const uint64_t w[NAME_WORDS], uint32_t kind) {
+  uint32_t ref = shms__load_32(bucket_of(k, w, kind));
+  for (uint32_t steps = 0; valid_ref(k, ref) && steps < k->naccts; steps++) {
+    struct shms__account *a = shms__account_at(k, ref);
+    if (is(a, w, kind))
+      return ref;
+    ref = shms__load_32(&a->hash_next);
+  }
+  return 0;
+}
+
+uint32_t shms__account_find(const struct shms__cls *k, const char *name, uint32_t kind) {
+  uint64_t w[NAME_WORDS];
+  pack(name, w);
+  return find(k, w, kind);
+}
+
+/* Take a reference on ref if it is still name's: a record being folded refuses it. */
+static int try_ref(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS]) {
+  struct shms__account *a = shms__account_at(k, ref);
+  uint32_t before = ck_pr_faa_32(&a->refs, 1);
+  if (!(before & SHMS__ACCT_FOLDING) && is(a, w, SHMS__KIND_TENANT))
+    return 1;
+  ck_pr_dec_32(&a->refs);
+  return 0;
+}
+
+/* ---- the lock ---- */
+
+static uint64_t lock_word(const struct shms__cls *k) { return (1ull << 32) | k->h->owner; }
+
+/* Build the chains and the free list again from the records' states: what a holder that died
+ * mid-change leaves is then a record linked twice or not at all, or one half made. */
+static void rebuild(const struct shms__cls *k) {
+  struct shms__accounts_ctl *ctl = k->actl;
+  for (uint32_t b = 0; b < k->nabkt; b++)
+    shms__store_32(&k->abkt[b], 0);
+  ctl->free_head = 0;
+  ctl->used = 0;
+  for (uint32_t i = k->naccts; i-- > 0;) {
+    struct shms__account *a = &k->accts[i];
+    uint64_t w[NAME_WORDS];
+    memcpy(w, a->name, sizeof w);
+    if (a->state == SHMS__ACCT_LIVE && a->name[0] != '\0' && a->name[SHMS_TENANT_MAX] == '\0') {
+      uint32_t *b = bucket_of(k, w, a->flags & SHMS__ACCT_TEAM);
+      shms__store_32(&a->hash_next, *b);
+      shms__store_32(b, i + 1);
+      ctl->used++;
+    } else {
+      shms__store_32(&a->state, SHMS__ACCT_FREE);
+      shms__store_32(&a->hash_next, ctl->free_head);
+      ctl->free_head = i + 1;
+    }
+  }
+}
+
+static int lock(const struct shms__cls *k, uint64_t timeout_ns) {
+  uint64_t until = shms__real_now_ns() + timeout_ns, me = lock_word(k);
+  for (;;) {
+    uint64_t cur = shms__load_64(&k->actl->lock);
+    if (cur == 0 && ck_pr_cas_64(&k->actl->lock, 0, me))
+      return SHMS_OK;
+    if (cur != 0 && cur != me && shms__owner_dead(k->h, (uint32_t)cur) &&
+        ck_pr_cas_64(&k->actl->lock, cur, me)) {
+      rebuild(k);
+      return SHMS_OK;
+    }
+    if (shms__real_now_ns() >= until)
+      return shms__fail(SHMS_ETIMEDOUT, "the tenant table is locked by process entry %u",
+                        SHMS__OWNER_INDEX((uint32_t)cur));
+    sched_yield(); /* a live holder's change is a few stores */
+  }
+}
+
+static void unlock(const struct shms__cls *k) { ck_pr_fas_64(&k->actl->lock, 0); }
+
+/* ---- adding and folding, under the lock ---- */
+
+static void unlink_record(const struct shms__cls *k, uint32_t ref) {
+  struct shms__account *a = shms__account_at(k, ref);
+  uint64_t w[NAME_WORDS];
+  memcpy(w, a->name, sizeof w);
+  uint32_t *link = bucket_of(k, w, a->flags & SHMS__ACCT_TEAM);
+  for (uint32_t steps = 0; valid_ref(k, *link) && steps < k->naccts; steps++) {
+    if (*link == ref) {
+      shms__store_32(link, a->hash_next);
+      return;
+    }
+    link = &shms__account_at(k, *link)->hash_next;
+  }
+}
+
+static void link_record(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS],
+                        uint32_t kind) {
+  struct shms__account *a = shms__account_at(k, ref);
+  uint32_t *b = bucket_of(k, w, kind);
+  shms__store_32(&a->hash_next, *b);
+  ck_pr_fence_store(); /* a lookup that reaches it finds it whole */
+  shms__store_32(b, ref);
+}
+
+/* The least recently active record that may be folded, marked FOLDING; 0 for none. */
+static uint32_t fold_candidate(const struct shms__cls *k) {
+  for (;;) {
+    uint32_t best = 0;
+    uint64_t oldest = UINT64_MAX;
+    for (uint32_t i = 0; i < k->naccts; i++) {
+      const struct shms__account *a = &k->accts[i];
+      if (a->state != SHMS__ACCT_LIVE || (a->flags & (SHMS__ACCT_POLICY | SHMS__ACCT_OTHER)) ||
+          shms__load_32((uint32_t *)&a->refs) != 0)
+        continue;
+      if (a->active_ns < oldest) {
+        oldest = a->active_ns;
+        best = i + 1;
+      }
+    }
+    if (best == 0 || ck_pr_cas_32(&shms__account_at(k, best)->refs, 0, SHMS__ACCT_FOLDING))
+      return best;
+    /* A lookup took it meanwhile: look again. */
+  }
+}
+
+/* The end of a fold: what a lookup added to the record's count meanwhile, it takes back. */
+static void folded(const struct shms__cls *k, uint32_t ref) {
+  k->actl->folded++;
+  ck_pr_sub_32(&shms__account_at(k, ref)->refs, SHMS__ACCT_FOLDING);
+}
+
+/* Make `_other` out of the least recently active record (its usage the first kept there). */
+static uint32_t make_other(const struct shms__cls *k) {
+  uint32_t o = fold_candidate(k);
+  if (o == 0)
+    return 0;
+  struct shms__account *a = shms__account_at(k, o);
+  unlink_record(k, o);
+  uint64_t w[NAME_WORDS];
+  pack("_other", w);
+  name_set(a, w);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    shms__store_64(&a->cls[c].vt, 0);
+    shms__store_64(&a->cls[c].est_ns, 0);
+  }
+  shms__store_32(&a->flags, SHMS__ACCT_OTHER | SHMS__ACCT_POLICY);
+  shms__store_32(&a->weight, 1);
+  shms__store_32(&a->team, 0);
+  link_record(k, o, w, SHMS__KIND_TENANT);
+  k->actl->other = o;
+  folded(k, o);
+  return o;
+}
+
+/* Fold the least recently active record into `_other`, onto the free list. 0 if none can be. */
+static uint32_t fold_one(const struct shms__cls *k) {
+  struct shms__accounts_ctl *ctl = k->actl;
+  uint32_t other = ctl->other;
+  if ((!valid_ref(k, other) || !(shms__account_at(k, other)->flags & SHMS__ACCT_OTHER)) &&
+      (other = make_other(k)) == 0)
+    return 0;
+  uint32_t f = fold_candidate(k);
+  if (f == 0)
+    return 0;
+  struct shms__account *a = shms__account_at(k, f), *o = shms__account_at(k, other);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    shms__store_64(&o->cls[c].cell_ns, o->cls[c].cell_ns + a->cls[c].cell_ns);
+  unlink_record(k, f);
+  shms__store_32(&a->state, SHMS__ACCT_FREE);
+  shms__store_32(&a->hash_next, ctl->free_head);
+  ctl->free_head = f;
+  ctl->used--;
+  folded(k, f);
+  return f;
+}
+
+static void init_record(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS],
+                        uint32_t flags, uint32_t refs) {
+  struct shms__account *a = shms__account_at(k, ref);
+  memset(a->cls, 0, sizeof a->cls);
+  name_set(a, w);
+  shms__store_32(&a->flags, flags);
+  shms__store_32(&a->weight, 1);
+  shms__store_32(&a->team, 0);
+  shms__store_32(&a->refs, refs);
+  shms__store_64(&a->active_ns, shms__now_ns());
+  ck_pr_fence_store(); /* a lookup that sees it LIVE sees it whole */
+  shms__store_32(&a->state, SHMS__ACCT_LIVE);
+  link_record(k, ref, w, flags & SHMS__ACCT_TEAM);
+  k->actl->used++;
+}
+
+/* A free record (folding the least recently active one when none is), or 0. */
+static uint32_t take_free(const struct shms__cls *k) {
+  struct shms__accounts_ctl *ctl = k->actl;
+  if (ctl->free_head == 0 && fold_one(k) == 0)
+    return 0;
+  uint32_t ref = ctl->free_head;
+  if (!valid_ref(k, ref))
+    return 0;
+  ctl->free_head = shms__account_at(k, ref)->hash_next;
+  return ref;
+}
+
+uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t timeout_ns) {
+  uint64_t w[NAME_WORDS];
+  pack(name, w);
+  uint32_t ref = find(k, w, SHMS__KIND_TENANT);
+  if (ref != 0 && try_ref(k, ref, w)) {
+    shms__store_64(&shms__account_at(k, ref)->active_ns, shms__now_ns());
+    return ref;
+  }
+  if (k->h == NULL || k->h->owner == 0 || lock(k, timeout_ns) != SHMS_OK)
+    return 0;
+  ref = find(k, w, SHMS__KIND_TENANT);
+  if (ref != 0 && try_ref(k, ref, w)) {
+    shms__store_64(&shms__account_at(k, ref)->active_ns, shms__now_ns());
+  } else if ((ref = take_free(k)) != 0) {
+    init_record(k, ref, w, SHMS__KIND_TENANT, 1);
+  }
+  unlock(k);
+  return ref;
+}
+
+void shms__account_put(const struct shms__cls *k, uint32_t ref) {
+  if (valid_ref(k, ref))
+    ck_pr_dec_32(&shms__account_at(k, ref)->refs);
+}
+
+uint32_t shms__account_weight(const struct shms__cls *k, uint32_t ref) {
+  if (!valid_ref(k, ref))
+    return 1;
+  uint32_t w = shms__load_32(&shms__account_at(k, ref)->weight);
+  return w >= 1 && w <= SHMS_WEIGHT_MAX ? w : 1;
+}
+
+/* name's record of kind, made (with a policy) if absent: 0 when there is no room. */
+static uint32_t with_policy(const struct shms__cls *k, const char *name, uint32_t kind) {
+  uint64_t w[NAME_WORDS];
+  pack(name, w);
+  uint32_t ref = find(k, w, kind);
+  if (ref == 0 && (ref = take_free(k)) != 0)
+    init_record(k, ref, w, kind | SHMS__ACCT_POLICY, 0);
+  if (ref != 0) {
+    struct shms__account *a = shms__account_at(k, ref);
+    shms__store_32(&a->flags, a->flags | SHMS__ACCT_POLICY);
+  }
+  return ref;
+}
+
+int shms__account_set(const struct shms__cls *k, const char *name, uint32_t kind, uint32_t weight,
+                      const char *team, uint64_t timeout_ns) {
+  int rc = lock(k, timeout_ns);
+  if (rc != SHMS_OK)
+    return rc;
+  uint32_t t = 0, ref = 0;
+  if (kind == SHMS__KIND_TENANT && team != NULL && team[0] != '\0' &&
+      (t = with_policy(k, team, SHMS__KIND_TEAM)) == 0)
+    rc = SHMS_EQUEUEFULL;
+  else if ((ref = with_policy(k, name, kind)) == 0)
+    rc = SHMS_EQUEUEFULL;
+  if (rc == SHMS_OK) {
+    struct shms__account *a = shms__account_at(k, ref);
+    if (weight != 0)
+      shms__store_32(&a->weight, weight);
+    if (kind == SHMS__KIND_TENANT && team != NULL)
+      shms__store_32(&a->team, t);
+    ck_pr_inc_64(&k->actl->policy_gen);
+  }
+  unlock(k);
+  if (rc == SHMS_EQUEUEFULL)
+    return shms__fail(rc,
+                      "the tenant table is full: its %u records all have a policy or are in use "
+                      "(create the segment with a larger --tenant-table)",
+                      k->naccts);
+  return rc;
+}

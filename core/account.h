@@ -1,0 +1,45 @@
+/*
+ * The tenant table (docs/protocol.md, "The tenant table"): one record per tenant, or team, that
+ * the segment has seen, shared by every class and kept while the tenant is idle. A class's
+ * record of a tenant with work (core/tenant.c) takes a reference on its account while it exists:
+ * it reads the tenant's weight there, and leaves there what the class charged it when it goes.
+ *
+ * Looking up is lock-free; adding, folding and setting policy take the table's lock, whose dead
+ * holder's is taken over (the chains then built again from the records).
+ */
+#ifndef SHMS_CORE_ACCOUNT_H
+#define SHMS_CORE_ACCOUNT_H
+
+#include <stdint.h>
+
+#include "../shm/class.h"
+
+enum { SHMS__KIND_TENANT = 0, SHMS__KIND_TEAM = SHMS__ACCT_TEAM };
+
+static inline struct shms__account *shms__account_at(const struct shms__cls *k, uint32_t ref) {
+  return &k->accts[ref - 1];
+}
+
+/*
+ * The record of tenant name, with a reference taken (shms__account_put gives it back), made if
+ * absent: 0 when the table is full of records with a policy or in use, or its lock could not be
+ * had within timeout_ns (a live holder that does not let go). Never called without an owner id.
+ */
+uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t timeout_ns);
+/* Give back a reference shms__account_get took. */
+void shms__account_put(const struct shms__cls *k, uint32_t ref);
+/* The record of name (kind: tenant or team), without a reference: 0 when absent. Lock-free. */
+uint32_t shms__account_find(const struct shms__cls *k, const char *name, uint32_t kind);
+/* The weight a tenant's charges are divided by: its own, 1..SHMS_WEIGHT_MAX. */
+uint32_t shms__account_weight(const struct shms__cls *k, uint32_t ref);
+
+/*
+ * Set the policy of tenant (kind tenant) or team (kind team) name: weight (0: leave it) and, for
+ * a tenant, team (NULL: leave it; "": none). The records are made if absent and kept from then
+ * on (never folded). SHMS_EQUEUEFULL when the table has no room for them, SHMS_ETIMEDOUT when
+ * its lock is held longer than timeout_ns; nothing changed then.
+ */
+int shms__account_set(const struct shms__cls *k, const char *name, uint32_t kind, uint32_t weight,
+                      const char *team, uint64_t timeout_ns);
+
+#endif

@@ -1,0 +1,174 @@
+/*
+ * The tenant table: weights set by policy and listed, kept while a tenant is idle; a full table
+ * folds its least recently active records into `_other` and refuses a policy it has no room
+ * for; a process that died holding the table's lock does not keep it.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/account.h"
+#include "core/sched.h"
+#include "sched_util.h"
+#include "shm/atomic.h"
+
+static shms_t *open_timed(const char **name, uint32_t table) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 16);
+  cfg.classes[SHMS_CLASS_STANDARD].fairness = SHMS_FAIRNESS_TIME;
+  cfg.tenant_table = table;
+  return sched_open(name, 0, 0, &cfg);
+}
+
+/* Take a lease for tenant and give it back: the class makes a record of the tenant, and lets
+ * it go (the tenant idle) once the release is attended. */
+static void use_once(shms_t *h, const char *tenant) {
+  shms_ticket t = sched_enqueue(h, tenant, 0, 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &t, UINT64_MAX, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+}
+
+static const shms_policy_row *row_of(const shms_policy_row *rows, uint32_t n, const char *name) {
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(rows[i].name, name) == 0)
+      return &rows[i];
+  return NULL;
+}
+
+START_TEST(policy_sets_and_lists_weights) {
+  const char *name;
+  shms_t *h = open_timed(&name, 0);
+  ck_assert_shms_ok(shms_policy_tenant(h, "paying", 3));
+  ck_assert_shms_err(shms_policy_tenant(h, "paying", 0), SHMS_EINVAL, "weight: must be 1..1000");
+  ck_assert_shms_err(shms_policy_tenant(h, "paying", 1001), SHMS_EINVAL, "got 1001");
+  ck_assert_shms_err(shms_policy_tenant(h, "", 2), SHMS_EINVAL, "tenant name");
+  use_once(h, "free");
+  shms_policy_row rows[8];
+  uint32_t n = 0;
+  ck_assert_shms_ok(shms_policy_list(h, rows, 8, &n));
+  ck_assert_uint_eq(n, 2);
+  const shms_policy_row *p = row_of(rows, n, "paying"), *f = row_of(rows, n, "free");
+  ck_assert_ptr_nonnull(p);
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(p->weight, 3);
+  ck_assert_uint_eq(p->flags, SHMS_POLICY_SET);
+  ck_assert_uint_eq(f->weight, 1);
+  ck_assert_uint_eq(f->flags, 0);
+  /* Changed again: the latest weight holds; the change is in the event ring. */
+  ck_assert_shms_ok(shms_policy_tenant(h, "paying", 5));
+  ck_assert_shms_ok(shms_policy_list(h, rows, 8, &n));
+  ck_assert_uint_eq(row_of(rows, n, "paying")->weight, 5);
+  shms_event_record recs[64];
+  size_t got = 0;
+  uint64_t cursor = 0;
+  ck_assert_shms_ok(shms_events_read(h, &cursor, 0, recs, 64, &got, NULL));
+  int seen = 0;
+  for (size_t i = 0; i < got; i++)
+    if (recs[i].event.kind == SHMS_EVENT_POLICY_CHANGED &&
+        strcmp(recs[i].event.tenant, "paying") == 0)
+      ck_assert_uint_eq(recs[i].value, seen++ == 0 ? 3 : 5);
+  ck_assert_int_eq(seen, 2);
+  /* An observer lists; only a member sets. */
+  shms_t *o;
+  ck_assert_shms_ok(shms_attach(name, SHMS_ATTACH_OBSERVER, &o));
+  ck_assert_shms_ok(shms_policy_list(o, rows, 8, &n));
+  ck_assert_uint_eq(n, 2);
+  ck_assert_shms_err(shms_policy_tenant(o, "x", 2), SHMS_EINVAL, "observer");
+  shms_detach(o);
+  sched_close(h, name);
+}
+END_TEST
+
+/*
+ * 16 records: tenants seen once, then idle, fill it; the next tenant folds the least recently
+ * active (the first seen) into `_other`, which keeps their cell-time. Records with a policy are
+ * never folded: once every record but `_other` has one, another policy is refused.
+ */
+START_TEST(a_full_table_folds_into_other) {
+  const char *name;
+  shms_t *h = open_timed(&name, 16);
+  shms_set_clock(sched_fake_clock, NULL);
+  char tenant[32];
+  for (int i = 0; i < 16; i++) {
+    snprintf(tenant, sizeof tenant, "t%02d", i);
+    shms_ticket t = sched_enqueue(h, tenant, 0, 0);
+    shms_lease l;
+    ck_assert_shms_ok(shms_wait(h, &t, UINT64_MAX, &l));
+    sched_fake_now += 10 * 1000 * 1000; /* each held 10 ms */
+    ck_assert_shms_ok(shms_release(h, &l));
+    use_once(h, "kick"); /* its record goes once the release is attended */
+  }
+  shms_set_clock(NULL, NULL);
+  shms_policy_row rows[32];
+  uint32_t n = 0;
+  ck_assert_shms_ok(shms_policy_list(h, rows, 32, &n));
+  ck_assert_uint_eq(n, 16);
+  const shms_policy_row *other = row_of(rows, n, "_other");
+  ck_assert_ptr_nonnull(other);
+  ck_assert_uint_eq(other->flags, SHMS_POLICY_OTHER | SHMS_POLICY_SET);
+  ck_assert_ptr_null(row_of(rows, n, "t00")); /* the least recently active went first */
+  uint64_t held = 0;
+  for (uint32_t i = 0; i < n; i++)
+    held += rows[i].cell_ns[SHMS_CLASS_STANDARD];
+  ck_assert_uint_ge(held, 16ull * 10 * 1000 * 1000); /* nothing of what they held was lost */
+  for (int i = 0; i < 15; i++) {
+    snprintf(tenant, sizeof tenant, "p%02d", i);
+    ck_assert_shms_ok(shms_policy_tenant(h, tenant, 2));
+  }
+  ck_assert_shms_err(shms_policy_tenant(h, "one-more", 2), SHMS_EQUEUEFULL,
+                     "the tenant table is full");
+  ck_assert_shms_ok(shms_policy_tenant(h, "p00", 7)); /* one it has is changed as ever */
+  sched_close(h, name);
+}
+END_TEST
+
+/* A process that dies holding the table's lock: the next to want it takes it over. */
+START_TEST(a_dead_holders_lock_is_taken_over) {
+  const char *name;
+  shms_t *h = open_timed(&name, 0);
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t child = fork();
+  ck_assert_int_ge(child, 0);
+  if (child == 0) {
+    shms_t *ch;
+    if (shms_attach(name, 0, &ch) != SHMS_OK)
+      _exit(1);
+    uint32_t owner = ch->owner;
+    if (write(p[1], &owner, sizeof owner) != (ssize_t)sizeof owner)
+      _exit(2);
+    pause();
+    _exit(0);
+  }
+  uint32_t owner = 0;
+  ck_assert_int_eq(read(p[0], &owner, sizeof owner), (ssize_t)sizeof owner);
+  kill(child, SIGKILL);
+  ck_assert_int_eq(waitpid(child, NULL, 0), child);
+  struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms__store_64(&k->actl->lock, (1ull << 32) | owner); /* as if it died mid-change */
+  ck_assert_shms_ok(shms_policy_tenant(h, "after", 4));
+  ck_assert_uint_eq(shms__load_64(&k->actl->lock), 0);
+  use_once(h, "after");
+  shms_policy_row rows[4];
+  uint32_t n = 0;
+  ck_assert_shms_ok(shms_policy_list(h, rows, 4, &n));
+  ck_assert_uint_eq(n, 1);
+  ck_assert_uint_eq(rows[0].weight, 4);
+  close(p[0]);
+  close(p[1]);
+  sched_close(h, name);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("account");
+  TCase *tc = harness_tcase("table");
+  tcase_add_test(tc, policy_sets_and_lists_weights);
+  tcase_add_test(tc, a_full_table_folds_into_other);
+  tcase_add_test(tc, a_dead_holders_lock_is_taken_over);
+  suite_add_tcase(s, tc);
+  return harness_run(s);
+}
