@@ -52,6 +52,24 @@ int cli_set_segment_option(shms_config *cfg, const char *key, const char *value,
  */
 int cli_load_config_file(shms_config *cfg, const char *path, char *err, size_t n);
 
+/* The tenants' weights of an INI file's [tenant NAME] sections, applied once the segment is
+ * made (shms_policy_tenant). */
+struct cli_policy {
+  char tenant[SHMS_TENANT_MAX + 1];
+  uint32_t weight;
+  int line; /* its section's header line */
+};
+struct cli_policies {
+  struct cli_policy *v;
+  size_t n, cap;
+};
+
+/* cli_load_config_file, also collecting the file's [tenant NAME] sections into *pol (free it
+ * with cli_policies_free, on failure too). */
+int cli_load_config_file_policies(shms_config *cfg, const char *path, struct cli_policies *pol,
+                                  char *err, size_t n);
+void cli_policies_free(struct cli_policies *pol);
+
 /* The whole-configuration checks left after the per-field ones (segment size, no class). */
 int cli_config_check(const shms_config *cfg, char *err, size_t n);
 

@@ -19,7 +19,7 @@
 #include "cli_config.h"
 #include "secure.h"
 
-enum { SEC_NONE, SEC_SEGMENT, SEC_CLASS };
+enum { SEC_NONE, SEC_SEGMENT, SEC_CLASS, SEC_TENANT };
 
 struct ini_ctx {
   shms_config *cfg;
@@ -35,6 +35,7 @@ struct ini_ctx {
   int seg_line[9];                      /* line of each [segment] key given, 0 if none */
   int classes;                          /* class sections seen */
   struct cli_class_build b;
+  struct cli_policies *pol; /* [tenant NAME] sections: the current one is the last */
   char *err;
   size_t n;
   int failed;
@@ -60,16 +61,47 @@ static int ini_fail(struct ini_ctx *x, int line, const char *fmt, ...) {
   return SHMS_EINVAL;
 }
 
-/* The class section just ended: check it and store it. */
+/* The class section just ended: check it and store it. A tenant's must have given a weight. */
 static int end_section(struct ini_ctx *x) {
   char why[384];
   int key;
+  if (x->kind == SEC_TENANT && x->pol->v[x->pol->n - 1].weight == 0)
+    return ini_fail(x, x->section_line, "weight: missing (a [tenant NAME] section sets it)");
   if (x->kind != SEC_CLASS)
     return 0;
   if (cli_class_finish(&x->b, x->cfg, why, sizeof why, &key) == 0)
     return 0;
   int line = key >= 0 && x->b.line[key] > 0 ? x->b.line[key] : x->section_line;
   return ini_fail(x, line, "%s", why);
+}
+
+/* "tenant NAME": a tenant's weight, once per tenant. */
+static int begin_tenant(struct ini_ctx *x, const char *name) {
+  char q[96];
+  snprintf(x->section, sizeof x->section, "tenant %s", name);
+  x->section_line = x->lineno;
+  if (shms_tenant_check(name) != SHMS_OK)
+    return ini_fail(x, x->lineno, "[tenant %s]: not a tenant name (1..%d graphic ASCII bytes)",
+                    cli_quote(q, sizeof q, name), SHMS_TENANT_MAX);
+  struct cli_policies *p = x->pol;
+  for (size_t i = 0; i < p->n; i++)
+    if (strcmp(p->v[i].tenant, name) == 0)
+      return ini_fail(x, x->lineno, "[%s]: duplicate section (first at line %d)", x->section,
+                      p->v[i].line);
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 16;
+    struct cli_policy *v = realloc(p->v, cap * sizeof *v);
+    if (v == NULL)
+      return ini_fail(x, x->lineno, "out of memory");
+    p->v = v;
+    p->cap = cap;
+  }
+  struct cli_policy *t = &p->v[p->n++];
+  memset(t, 0, sizeof *t);
+  snprintf(t->tenant, sizeof t->tenant, "%s", name);
+  t->line = x->lineno;
+  x->kind = SEC_TENANT;
+  return 0;
 }
 
 /* "segment" or "class NAME" (blanks around and between the words allowed). */
@@ -83,14 +115,16 @@ static int begin_section(struct ini_ctx *x, const char *name, size_t len) {
   x->kind = SEC_NONE;
   x->section_line = x->lineno;
   int slot = -1;
+  if (words == 2 && strcmp(word, "tenant") == 0 && len < sizeof raw)
+    return begin_tenant(x, arg);
   if (words == 1 && strcmp(word, "segment") == 0)
     slot = SHMS_CLASS_COUNT;
   else if (words == 2 && strcmp(word, "class") == 0)
     slot = shms_class_from_name(arg);
   if (slot < 0 || len >= sizeof raw)
     return ini_fail(x, x->lineno,
-                    "[%s]: unknown section (expected [segment] or [class NAME] with NAME one of "
-                    "tiny, small, standard, large, extra-large)",
+                    "[%s]: unknown section (expected [segment], [class NAME] with NAME one of "
+                    "tiny, small, standard, large, extra-large, or [tenant NAME])",
                     cli_quote(q, sizeof q, raw));
   if (slot == SHMS_CLASS_COUNT)
     snprintf(x->section, sizeof x->section, "segment");
@@ -188,6 +222,21 @@ static int class_pair(struct ini_ctx *x, const char *name, const char *value) {
   return 0;
 }
 
+static int tenant_pair(struct ini_ctx *x, const char *name, const char *value) {
+  char q[96], why[256];
+  struct cli_policy *t = &x->pol->v[x->pol->n - 1];
+  if (strcmp(name, "weight") != 0)
+    return ini_fail(x, x->lineno, "%s: unknown key (expected weight)",
+                    cli_quote(q, sizeof q, name));
+  if (t->weight != 0)
+    return ini_fail(x, x->lineno, "weight: given twice");
+  if (cli_parse_u32(value, &t->weight, why, sizeof why) != 0)
+    return ini_fail(x, x->lineno, "weight: %s", why);
+  if (t->weight < 1 || t->weight > SHMS_WEIGHT_MAX)
+    return ini_fail(x, x->lineno, "weight: must be 1..%u, got %u", SHMS_WEIGHT_MAX, t->weight);
+  return 0;
+}
+
 /* inih's handler: nonzero means the pair was accepted. */
 static int on_pair(void *user, const char *section, const char *name, const char *value) {
   struct ini_ctx *x = user;
@@ -197,7 +246,9 @@ static int on_pair(void *user, const char *section, const char *name, const char
     return 0;
   if (x->kind == SEC_NONE)
     return ini_fail(x, x->lineno, "%s: key outside any section", cli_quote(q, sizeof q, name)), 0;
-  int rc = x->kind == SEC_CLASS ? class_pair(x, name, value) : segment_pair(x, name, value);
+  int rc = x->kind == SEC_CLASS    ? class_pair(x, name, value)
+           : x->kind == SEC_TENANT ? tenant_pair(x, name, value)
+                                   : segment_pair(x, name, value);
   return rc == 0;
 }
 
@@ -220,8 +271,21 @@ static int parse_open_file(struct ini_ctx *x) {
 }
 
 int cli_load_config_file(shms_config *cfg, const char *path, char *err, size_t n) {
+  struct cli_policies pol = {0};
+  int rc = cli_load_config_file_policies(cfg, path, &pol, err, n);
+  cli_policies_free(&pol);
+  return rc;
+}
+
+void cli_policies_free(struct cli_policies *pol) {
+  free(pol->v);
+  *pol = (struct cli_policies){0};
+}
+
+int cli_load_config_file_policies(shms_config *cfg, const char *path, struct cli_policies *pol,
+                                  char *err, size_t n) {
   char q[96];
-  struct ini_ctx x = {.cfg = cfg, .path = path, .err = err, .n = n};
+  struct ini_ctx x = {.cfg = cfg, .path = path, .pol = pol, .err = err, .n = n};
   x.f = cli_fopen_as_user(path); /* as the user: never with a setgid front end's group */
   if (x.f == NULL) {
     snprintf(err, n, "%s: cannot open: %s", cli_quote(q, sizeof q, path), strerror(errno));

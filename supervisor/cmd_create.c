@@ -88,6 +88,7 @@ static const struct option opts[] = {
 
 struct create_args {
   shms_config cfg;
+  struct cli_policies policies;      /* the file's [tenant NAME] weights */
   int classes;                       /* --class options, parsed into cfg as they come */
   const char *config;                /* --config FILE */
   const char *segment[SEGMENT_KEYS]; /* last value of each segment option */
@@ -121,7 +122,8 @@ static int build_config(struct create_args *a) {
   if (a->config != NULL && a->classes > 0)
     return cli_usage("create: --config and --class cannot be combined: put the classes in "
                      "the file");
-  if (a->config != NULL && cli_load_config_file(&a->cfg, a->config, err, sizeof err) != 0)
+  if (a->config != NULL &&
+      cli_load_config_file_policies(&a->cfg, a->config, &a->policies, err, sizeof err) != 0)
     return cli_usage("%s", err);
   for (int i = 0; i < SEGMENT_KEYS; i++)
     if (a->segment[i] != NULL &&
@@ -132,7 +134,29 @@ static int build_config(struct create_args *a) {
                      "(see 'shmsched create --help')");
   if (cli_config_check(&a->cfg, err, sizeof err) != 0)
     return cli_usage("create: %s", err);
+  uint32_t table = a->cfg.tenant_table != 0 ? a->cfg.tenant_table : SHMS_DEFAULT_TENANT_TABLE;
+  if (a->policies.n >= table) /* `_other` needs a record of its own */
+    return cli_usage("create: %s: %zu [tenant NAME] sections, but the tenant table has %u records "
+                     "(set tenant-table above %zu)",
+                     a->config, a->policies.n, table, a->policies.n);
   return 0;
+}
+
+/* The file's tenants' weights, into the segment just made; on failure it is removed again. */
+static int apply_policies(const char *name, const struct create_args *a) {
+  if (a->policies.n == 0)
+    return CLI_EXIT_OK;
+  shms_t *h = NULL;
+  int rc = shms_attach(name, 0, &h);
+  for (size_t i = 0; rc == SHMS_OK && i < a->policies.n; i++)
+    rc = shms_policy_tenant(h, a->policies.v[i].tenant, a->policies.v[i].weight);
+  if (rc == SHMS_OK)
+    return shms_detach(h) == SHMS_OK ? CLI_EXIT_OK : cli_fail_lib(SHMS_ESYSTEM);
+  int code = cli_fail_lib(rc);
+  if (h != NULL)
+    shms_detach(h);
+  shms_destroy(name, SHMS_DESTROY_FORCE);
+  return code;
 }
 
 static void print_created(const char *name, const shms_config *cfg) {
@@ -148,7 +172,7 @@ static void print_created(const char *name, const shms_config *cfg) {
 }
 
 int cmd_create(int argc, char **argv) {
-  struct create_args a = {.classes = 0};
+  struct create_args a = {.classes = 0, .policies = {0}};
   shms_config_init(&a.cfg);
   int rc = parse_options(argc, argv, &a);
   if (rc >= 0)
@@ -156,10 +180,18 @@ int cmd_create(int argc, char **argv) {
   const char *name;
   if (cli_take_name("create", argc, argv, &name) != 0)
     return CLI_EXIT_USAGE;
-  if ((rc = build_config(&a)) != 0)
+  if ((rc = build_config(&a)) != 0) {
+    cli_policies_free(&a.policies);
     return rc;
-  if ((rc = shms_create(name, &a.cfg)) != SHMS_OK)
+  }
+  if ((rc = shms_create(name, &a.cfg)) != SHMS_OK) {
+    cli_policies_free(&a.policies);
     return cli_fail_lib(rc);
+  }
+  rc = apply_policies(name, &a);
+  cli_policies_free(&a.policies);
+  if (rc != CLI_EXIT_OK)
+    return rc;
   print_created(name, &a.cfg);
   return CLI_EXIT_OK;
 }

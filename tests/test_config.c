@@ -428,6 +428,26 @@ static const char good_ini[] = "\xEF\xBB\xBF# The build farm's segment\n"
                                "queue=0\n"
                                "mode=worker\n";
 
+/* [tenant NAME] sections: each tenant's weight, collected for the segment once it is made. */
+START_TEST(ini_tenant_weights) {
+  shms_config_init(&cfg);
+  struct cli_policies pol = {0};
+  ck_assert_parses(cli_load_config_file_policies(
+      &cfg,
+      write_ini("[tenant paying]\nweight = 3\n[class small]\ncells=1\nqueue=1\n"
+                "[tenant free]\n  weight=1\n"),
+      &pol, err, sizeof err));
+  ck_assert_uint_eq(pol.n, 2);
+  ck_assert_str_eq(pol.v[0].tenant, "paying");
+  ck_assert_uint_eq(pol.v[0].weight, 3);
+  ck_assert_int_eq(pol.v[0].line, 1);
+  ck_assert_str_eq(pol.v[1].tenant, "free");
+  ck_assert_uint_eq(pol.v[1].weight, 1);
+  cli_policies_free(&pol);
+  ck_assert_ptr_null(pol.v);
+}
+END_TEST
+
 START_TEST(ini_good) {
   shms_config_init(&cfg);
   ck_assert_parses(cli_load_config_file(&cfg, write_ini(good_ini), err, sizeof err));
@@ -486,6 +506,16 @@ static const struct {
   const char *text, *needle;
 } bad_inis[] = {
     {"[class small]\ncells = 4\nqueue = x\n", "cfg.ini:3: [class small] queue: not a number: 'x'"},
+    {"[class small]\ncells = 1\nqueue = 1\n[tenant paying]\n",
+     "cfg.ini:4: [tenant paying] weight: missing"},
+    {"[class small]\ncells = 1\nqueue = 1\n[tenant paying]\nweight = 1001\n",
+     "cfg.ini:5: [tenant paying] weight: must be 1..1000, got 1001"},
+    {"[class small]\ncells = 1\nqueue = 1\n[tenant paying]\nweight = 2\nteam = x\n",
+     "cfg.ini:6: [tenant paying] team: unknown key (expected weight)"},
+    {"[tenant p]\nweight = 2\n[class small]\ncells = 1\nqueue = 1\n[tenant p]\nweight = 3\n",
+     "cfg.ini:6: [tenant p]: duplicate section (first at line 1)"},
+    {"[class small]\ncells = 1\nqueue = 1\n[tenant]\nweight = 2\n",
+     "cfg.ini:4: [tenant]: unknown section"},
     {"[class small]\ncells = 0\nqueue = 1\n", "cfg.ini:2: [class small] cells: must be 1..4096"},
     {"[class small]\ncells = -2\nqueue = 1\n", "cfg.ini:2: [class small] cells: must not be"},
     {"[class small]\ncells = 2\nqueue = 1\n\ntenant-max-active = 3\n",
@@ -587,6 +617,7 @@ static Suite *config_suite(void) {
   tc = harness_tcase("ini");
   tcase_add_unchecked_fixture(tc, make_dir, remove_dir);
   tcase_add_test(tc, ini_good);
+  tcase_add_test(tc, ini_tenant_weights);
   tcase_add_test(tc, ini_matches_spec);
   tcase_add_loop_test(tc, ini_bad, 0, sizeof bad_inis / sizeof bad_inis[0]);
   tcase_add_test(tc, ini_missing_file);
