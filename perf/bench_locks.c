@@ -49,18 +49,29 @@ static uint64_t bench_overtake(void) {
 }
 
 /* events: the segment's event ring (the default), or 0 for none (shmsched-noevents: the
- * recorder's cost, side by side). */
-static void shmsched_make(bl_shared *sh, unsigned cells, uint64_t overtake, uint32_t events) {
+ * recorder's cost, side by side); fairness: shms_fairness_t. */
+static void shmsched_make_fair(bl_shared *sh, unsigned cells, uint64_t overtake, uint32_t events,
+                               uint32_t fairness) {
   static unsigned serial;
   snprintf(sh->segment, sizeof sh->segment, "shms-bench-%d-%u", (int)getpid(), serial++);
   shms_config cfg;
   shms_config_init(&cfg);
-  cfg.classes[SHMS_CLASS_STANDARD] =
-      (shms_class_config){.configured = 1, .cells = cells, .queue = 1024, .overtake_ns = overtake};
+  cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){.configured = 1,
+                                                         .cells = cells,
+                                                         .queue = 1024,
+                                                         .overtake_ns = overtake,
+                                                         .fairness = fairness};
   cfg.events = events;
   int rc = shms_create(sh->segment, &cfg);
   if (rc != SHMS_OK)
     bu_die_shms("shms_create", rc);
+}
+static void shmsched_make(bl_shared *sh, unsigned cells, uint64_t overtake, uint32_t events) {
+  shmsched_make_fair(sh, cells, overtake, events, SHMS_FAIRNESS_DEFAULT);
+}
+/* fairness=time: cell-time shared by weight (it hands every cell to the queue meanwhile). */
+static void shmsched_time_create(bl_shared *sh, unsigned cells) {
+  shmsched_make_fair(sh, cells, SHMS_OVERTAKE_STRICT, SHMS_DEFAULT_EVENTS, SHMS_FAIRNESS_TIME);
 }
 static void shmsched_create(bl_shared *sh, unsigned cells) {
   shmsched_make(sh, cells, bench_overtake(), SHMS_DEFAULT_EVENTS);
@@ -339,6 +350,8 @@ static const struct bl_system systems[] = {
      shmsched_destroy},
     {"shmsched-strict", shmsched_strict_create, shmsched_open, shmsched_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
+    {"shmsched-time", shmsched_time_create, shmsched_open, shmsched_acquire, shmsched_release,
+     shmsched_close, shmsched_destroy},
     {"shmsched-try", shmsched_create, shmsched_open, shmsched_try_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
     {"shmsched-prepared", shmsched_create, shmsched_prepared_open, shmsched_prepared_acquire,
@@ -365,12 +378,24 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-strict shmsched-try shmsched-prepared shmsched-user shmsched-noevents "
+  return "shmsched shmsched-strict shmsched-time shmsched-try shmsched-prepared shmsched-user "
+         "shmsched-noevents "
          "posix-sem "
          "sysv-sem-undo "
          "jobserver-pipe futex "
          "posix-mq "
          "robust-mutex harness";
+}
+
+void bl_set_weights(bl_shared *sh, const char *const *tenants, const double *weights, int n) {
+  shms_t *h;
+  int rc = shms_attach(sh->segment, 0, &h);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_attach", rc);
+  for (int i = 0; i < n; i++)
+    if ((rc = shms_policy_tenant(h, tenants[i], (uint32_t)weights[i])) != SHMS_OK)
+      bu_die_shms("shms_policy_tenant", rc);
+  shms_detach(h);
 }
 
 bl_shared *bl_create(const struct bl_system *sys, unsigned cells) {

@@ -6,6 +6,7 @@
  *
  *   shmsched        shms_acquire / shms_release on class standard
  *   shmsched-strict shms_acquire / shms_release on a class with overtake=0 (strict hand-off);
+ *   shmsched-time   the same on a class fair by time (fairness=time, which hands off strictly);
  *                   "shmsched" takes BENCH_OVERTAKE_US (0: strict) when set, else the default
  *   shmsched-try    shms_try_acquire (spinning on would-block) / shms_release
  *   shmsched-prepared shms_acquire_prepared (the request prepared once, at open) / shms_release
@@ -60,6 +61,9 @@ bl_shared *bl_create(const struct bl_system *sys, unsigned cells);
 void bl_open(bl_proc *p, bl_shared *sh, const char *tenant);
 void bl_close(bl_proc *p);
 void bl_destroy(bl_shared *sh);
+
+/* shmsched systems: the tenants' weights (shms_policy_tenant), from the parent before fork. */
+void bl_set_weights(bl_shared *sh, const char *const *tenants, const double *weights, int n);
 
 /* shmsched systems: the class's longest and mean queue wait so far (shms_observe), before
  * bl_destroy; 1 if read, 0 for another system. */

@@ -41,7 +41,7 @@ build=build-perf
 out=perf/results
 bin=$build/bin
 benches=(bench_acquire bench_handoff bench_contended bench_worker bench_scaling bench_fairness
-  bench_memory bench_client bench_idle bench_events bench_freeze bench_stalls)
+  bench_share bench_memory bench_client bench_idle bench_events bench_freeze bench_stalls)
 
 echo "perf: building Release into $build/ ..." >&2
 # -g only adds debug information (for perf/record.sh); the code is the Release code.
@@ -70,9 +70,11 @@ trap cleanup EXIT
 if ((quick)); then
   acq_iters=100000 handoff_rounds=100 cont_ms=50 worker_rounds=100 worker_ms=50 stall_ms=50
   scaling_ops=500 fair_ms=100 fair_warmup=50 client_rounds=3 idle_ms=1200 idle_settle=100
+  share_ms=300 share_warmup=100
 else
   acq_iters=2000000 handoff_rounds=2000 cont_ms=500 worker_rounds=2000 worker_ms=500 stall_ms=2000
   scaling_ops=20000 fair_ms=1000 fair_warmup=200 client_rounds=20 idle_ms=2000 idle_settle=500
+  share_ms=4000 share_warmup=500
 fi
 lock_systems=(shmsched posix-sem sysv-sem-undo jobserver-pipe futex posix-mq robust-mutex)
 
@@ -100,7 +102,7 @@ run() {
 for ((rep = 1; rep <= repeats; rep++)); do
   echo "perf: repeat $rep of $repeats ..." >&2
   for s in "${lock_systems[@]}" shmsched-try shmsched-prepared shmsched-user shmsched-noevents \
-    harness; do
+    shmsched-time harness; do
     run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
   done
   run "$rep" bench_events --iters "$acq_iters"
@@ -146,6 +148,17 @@ for ((rep = 1; rep <= repeats; rep++)); do
   for s in shmsched shmsched-strict posix-sem; do
     run "$rep" bench_fairness --system "$s" --ms "$fair_ms" --warmup-ms "$fair_warmup"
   done
+  # Cell-time shares of tenants whose leases last 40 ms and 2 ms (sleeping holds), by grants,
+  # by time, and with a semaphore; by time, weights 3:1 and 1:2:4, and heavy-tailed holds.
+  for s in shmsched shmsched-time posix-sem; do
+    run "$rep" bench_share --system "$s" --holds 40:2 --ms "$share_ms" --warmup-ms "$share_warmup"
+  done
+  run "$rep" bench_share --system shmsched-time --holds 40:2 --weights 3:1 --ms "$share_ms" \
+    --warmup-ms "$share_warmup" --label share-3to1
+  run "$rep" bench_share --system shmsched-time --holds 10:4:20 --weights 1:2:4 --cells 3 \
+    --ms "$share_ms" --warmup-ms "$share_warmup" --label share-1to2to4
+  run "$rep" bench_share --system shmsched-time --holds p10:4 --ms "$share_ms" \
+    --warmup-ms "$share_warmup" --label share-pareto
   for q in 64 1048576; do
     run "$rep" bench_client --queue "$q" --rounds "$client_rounds" --cli "$bin/shmsched"
   done

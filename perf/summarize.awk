@@ -70,7 +70,8 @@ END {
   printf "%-17s %-27s %-15s %14s %-9s %9s %4s\n", "bench", "metric", "system", "median", "unit",
          "shms/this", "n"
   nb = split("acquire-release handoff handoff-hold-5us handoff-hold-200us contended " \
-             "worker-roundtrip scaling fairness memory client-cost idle-waiters", bo, " ")
+             "worker-roundtrip scaling fairness share share-3to1 share-1to2to4 share-pareto " \
+             "memory client-cost idle-waiters", bo, " ")
   for (m = 1; m <= nmetrics; m++) {
     split(metrics[m], bm, SUBSEP)
     rank[m] = nb + 1
@@ -150,6 +151,27 @@ END {
   if (j != "")
     target("fairness: Jain index at least 0.99", j >= 0.99,
            sprintf("%.4f (posix-sem %s)", j, js == "" ? "-" : sprintf("%.4f", js)))
+
+  print ""
+  print "Fair share by time (for information):"
+  nm = split("share share-3to1 share-1to2to4 share-pareto", sm, " ")
+  for (i = 1; i <= nm; i++) {
+    e = fig(sm[i], "shmsched-time", "worst_share_error")
+    j = fig(sm[i], "shmsched-time", "jain_index")
+    l = fig(sm[i], "shmsched-time", "max_lag_ms")
+    g = fig(sm[i], "shmsched", "worst_share_error")
+    if (e != "")
+      target(sm[i] ": time shares within 3% of the weighted ideal", e <= 0.03,
+             sprintf("worst %.3f (by grants %s), largest lag %s ms", e,
+                     g == "" ? "-" : sprintf("%.3f", g), l == "" ? "-" : sprintf("%.0f", l)))
+    if (j != "")
+      target(sm[i] ": Jain index of weighted shares at least 0.99", j >= 0.99, sprintf("%.4f", j))
+  }
+  a = fig("acquire-release", "shmsched", "ns_per_op")
+  at = fig("acquire-release", "shmsched-time", "ns_per_op")
+  if (a != "" && at != "")
+    target("acquire-release by time within 15% of by grants", at <= 1.15 * a,
+           sprintf("%.2fx (%s ns against %s ns)", at / a, num(at), num(a)))
 
   print ""
   print "Targets of issue 12 (for information):"
