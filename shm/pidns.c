@@ -74,16 +74,9 @@ static int parse_levels(const char *buf, const char *key, long *out) {
 }
 
 static int read_nsids(const char *proc_name, struct nsids *ids) {
-  char path[300], buf[8192];
-  snprintf(path, sizeof path, "/proc/%s/status", proc_name);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  char buf[8192];
+  if (shms__procfs_read(proc_name, "status", buf, sizeof buf) != 0)
     return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0)
-    return -1;
-  buf[n] = '\0';
   ids->n = parse_levels(buf, "\nNSpid:", ids->pid);
   ids->ng = parse_levels(buf, "\nNSpgid:", ids->pgid);
   return ids->n > 0 && ids->ng == ids->n ? 0 : -1;

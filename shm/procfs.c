@@ -9,18 +9,25 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The stat line of /proc/<name>/stat, parsed. */
-static int read_stat(const char *name, struct shms__proc_stat *st) {
-  char path[300], buf[1024];
-  snprintf(path, sizeof path, "/proc/%s/stat", name);
+int shms__procfs_read(const char *name, const char *file, char *buf, size_t cap) {
+  char path[300];
+  snprintf(path, sizeof path, "/proc/%s/%s", name, file);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
+  ssize_t n = read(fd, buf, cap - 1);
   close(fd);
   if (n <= 0)
     return -1;
   buf[n] = '\0';
+  return 0;
+}
+
+/* The stat line of /proc/<name>/stat, parsed. */
+static int read_stat(const char *name, struct shms__proc_stat *st) {
+  char buf[1024];
+  if (shms__procfs_read(name, "stat", buf, sizeof buf) != 0)
+    return -1;
   /* The command's name (field 2) may hold spaces and parentheses: count from the last ')'.
    * After it: state, ppid, pgrp, 14 fields to num_threads (20), one more, then starttime (22). */
   char *p = strrchr(buf, ')');

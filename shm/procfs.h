@@ -7,6 +7,7 @@
 #ifndef SHMS_SHM_PROCFS_H
 #define SHMS_SHM_PROCFS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,9 @@ struct shms__proc_stat {
   uint64_t start_time;   /* field 22: with the pid, names one process across pid reuse */
 };
 
+/* Read /proc/NAME/FILE (NAME a pid or "self") into buf, NUL-terminated, at most cap - 1 bytes
+ * (one read: what the kernel gives at once): 0, or -1 if it is gone or unreadable. */
+int shms__procfs_read(const char *name, const char *file, char *buf, size_t cap);
 /* Read pid's /proc/PID/stat into *st: 0, or -1 if it is gone or unreadable. */
 int shms__proc_stat_read(pid_t pid, struct shms__proc_stat *st);
 /* Start time of pid (field 22 of /proc/PID/stat), 0 if it cannot be read. */

@@ -57,6 +57,19 @@ void harness_remove(const char *name) {
   shm_unlink(shm_name);
 }
 
+int harness_running(int pid) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "re");
+  if (f == NULL)
+    return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')'); /* the command's name may hold anything */
+  return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
 void harness_shm_path(char *out, size_t n, const char *name) {
   snprintf(out, n, "/dev/shm/%s", name);
 }

@@ -36,6 +36,9 @@ void harness_shm_path(char *out, size_t n, const char *name);
  */
 int harness_cli(char *out, size_t out_n, char *err, size_t err_n, const char *const argv[]);
 
+/* Whether process pid runs (exists and is not a zombie), by this pid namespace's /proc. */
+int harness_running(int pid);
+
 /* Assert rc is ok, printing the detail when it is not. */
 #define ck_assert_shms_ok(expr)                                                                    \
   do {                                                                                             \

@@ -58,20 +58,6 @@ static char hear(int fd) {
   return read(fd, &c, 1) == 1 ? c : 0;
 }
 
-/* Whether pid is alive (not a zombie), by this namespace's /proc. */
-static int running(pid_t pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "re");
-  if (f == NULL)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 struct decoys {
   int n;
   pid_t pid[3 * RECOVERER_DECOYS];
@@ -113,7 +99,7 @@ static void make_decoys(struct decoys *d, int groups) {
 
 static char decoys_state(const struct decoys *d) {
   for (int i = 0; i < d->n; i++)
-    if (!running(d->pid[i])) {
+    if (!harness_running(d->pid[i])) {
       fprintf(stderr, "decoy %d of this namespace was killed\n", (int)d->pid[i]);
       return 'n';
     }
@@ -194,7 +180,7 @@ static void holder_side(int in, int out) {
       kill(holder, SIGKILL);
       waitpid(holder, NULL, 0);
     } else if (c == 'c') {
-      c = running(cmd[0]) || running(cmd[1]) ? 'n' : 'y';
+      c = harness_running(cmd[0]) || harness_running(cmd[1]) ? 'n' : 'y';
     } else if (c == 'd') {
       c = decoys_state(&d);
     }
