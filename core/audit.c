@@ -14,6 +14,7 @@
 #include "../shm/error.h"
 #include "../shm/hbm.h"
 #include "../shm/proc.h"
+#include "fair.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -229,6 +230,33 @@ static void audit_by_time(struct audit *a) {
     violation(a, "the class's list by time holds %u requests, %u are indexed", n, indexed);
 }
 
+/* A class fair by time: its heap holds exactly the ring's tenants, each where its record says,
+ * none before its parent (core/fair.c). */
+static void audit_heap(struct audit *a) {
+  const struct shms__cls *k = a->k;
+  if (!k->timed)
+    return;
+  uint32_t n = k->ctl->heap_len;
+  if (n != k->ctl->ring_len)
+    violation(a, "heap: %u tenants in it, the ring has %u", n, k->ctl->ring_len);
+  for (uint32_t pos = 0; pos < n && pos < k->ntenants; pos++) {
+    uint32_t ref = k->theap[pos];
+    if (ref < 1 || ref > k->ntenants) {
+      violation(a, "heap: place %u holds %u, not a tenant", pos, ref);
+      continue;
+    }
+    const struct shms__tenant *t = shms__tenant_at(k, ref);
+    if (t->heap_pos != pos + 1 || !(t->flags & SHMS__TENANT_INRING))
+      violation(a, "tenant '%.31s': at heap place %u, its record says %u%s", t->name, pos,
+                t->heap_pos ? t->heap_pos - 1 : UINT32_MAX,
+                t->flags & SHMS__TENANT_INRING ? "" : " (and it is not in the ring)");
+    uint32_t up = pos ? k->theap[(pos - 1) / 2] : 0;
+    if (up >= 1 && up <= k->ntenants && shms__fair_before(t, shms__tenant_at(k, up)))
+      violation(a, "tenant '%.31s': in the heap below '%.31s', charged more", t->name,
+                shms__tenant_at(k, up)->name);
+  }
+}
+
 static void audit_class(struct audit *a) {
   const struct shms__cls *k = a->k;
   uint32_t quarantined, queued, used;
@@ -236,6 +264,7 @@ static void audit_class(struct audit *a) {
   audit_slots(a, &queued, &used);
   audit_tenants(a);
   audit_by_time(a);
+  audit_heap(a);
   uint64_t fast = shms__load_64(&k->ctl->fast);
   uint32_t field = shms__fast_free_field(k);
   if (SHMS__FAST_LOW(fast) != field)

@@ -19,8 +19,7 @@ static uint64_t charge(uint64_t ns, uint32_t w) {
   return c > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)c;
 }
 
-/* Whether a's turn comes before b's: less charged (by quanta), else the older turn. */
-static int before(const struct shms__tenant *a, const struct shms__tenant *b) {
+int shms__fair_before(const struct shms__tenant *a, const struct shms__tenant *b) {
   uint64_t qa = a->vt >> SHMS__FAIR_QUANTUM_SHIFT, qb = b->vt >> SHMS__FAIR_QUANTUM_SHIFT;
   return qa != qb ? qa < qb : a->turn < b->turn;
 }
@@ -40,7 +39,7 @@ static int sift(const struct shms__cls *k, uint32_t pos) {
     uint32_t up = (pos - 1) / 2, pref = k->theap[up];
     if (!valid_ref(k, pref))
       return 1;
-    if (!before(t, shms__tenant_at(k, pref)))
+    if (!shms__fair_before(t, shms__tenant_at(k, pref)))
       break;
     place(k, pos, pref);
     pos = up;
@@ -54,14 +53,14 @@ static int sift(const struct shms__cls *k, uint32_t pos) {
       uint32_t rref = k->theap[child + 1];
       if (!valid_ref(k, cref) || !valid_ref(k, rref))
         return 1;
-      if (before(shms__tenant_at(k, rref), shms__tenant_at(k, cref))) {
+      if (shms__fair_before(shms__tenant_at(k, rref), shms__tenant_at(k, cref))) {
         child++;
         cref = rref;
       }
     }
     if (!valid_ref(k, cref))
       return 1;
-    if (!before(shms__tenant_at(k, cref), t))
+    if (!shms__fair_before(shms__tenant_at(k, cref), t))
       break;
     place(k, pos, cref);
     pos = child;

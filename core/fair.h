@@ -24,6 +24,8 @@
 #define SHMS__FAIR_REBASE_AT (1ull << 62)
 #define SHMS__FAIR_REBASE    (1ull << 61)
 
+/* Whether a's turn comes before b's: less charged (by quanta), else the older turn. */
+int shms__fair_before(const struct shms__tenant *a, const struct shms__tenant *b);
 /* The tenant whose turn it is: the heap's first, 0 when none has a turn. */
 uint32_t shms__fair_first(const struct shms__cls *k);
 /* ref takes turns from now: into the heap, charged at least the class's virtual time (no

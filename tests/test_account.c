@@ -163,12 +163,45 @@ START_TEST(a_dead_holders_lock_is_taken_over) {
 }
 END_TEST
 
+/* A torn heap (a baton holder killed mid-sift) is found by the audit and rebuilt by recovery. */
+START_TEST(a_torn_heap_is_found_and_rebuilt) {
+  const char *name;
+  shms_t *h = open_timed(&name, 0);
+  shms_ticket hold = sched_enqueue(h, "holder", 0, 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &hold, UINT64_MAX, &l));
+  shms_ticket t[3] = {sched_enqueue(h, "a", 0, 0), sched_enqueue(h, "b", 0, 0),
+                      sched_enqueue(h, "c", 0, 0)};
+  char report[2048];
+  uint32_t violations = 1;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  ck_assert_uint_eq(k->ctl->heap_len, 3);
+  k->theap[0] = k->theap[2]; /* as if its holder died between two stores */
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations > 0 && strstr(report, "heap") != NULL, "%s", report);
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r));
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_uint_eq(k->ctl->heap_len, 3);
+  ck_assert_shms_ok(shms_release(h, &l));
+  for (int i = 0; i < 3; i++) {
+    ck_assert_shms_ok(shms_wait(h, &t[i], UINT64_MAX, &l));
+    ck_assert_shms_ok(shms_release(h, &l));
+  }
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("account");
   TCase *tc = harness_tcase("table");
   tcase_add_test(tc, policy_sets_and_lists_weights);
   tcase_add_test(tc, a_full_table_folds_into_other);
   tcase_add_test(tc, a_dead_holders_lock_is_taken_over);
+  tcase_add_test(tc, a_torn_heap_is_found_and_rebuilt);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
