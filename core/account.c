@@ -38,7 +38,7 @@ static void name_set(struct shms__account *a, const uint64_t w[NAME_WORDS]) {
 static uint32_t *bucket_of(const struct shms__cls *k, const uint64_t w[NAME_WORDS], uint32_t kind) {
   uint32_t h = 2166136261u ^ kind; /* FNV-1a over the name's words */
   const unsigned char *p = (const unsigned char *)w;
-  for (size_t i = 0; i < NAME_WORDS * 8 && p[i] != 0; i++)
+  for (size_t i = 0; i < sizeof(uint64_t) * NAME_WORDS && p[i] != 0; i++)
     h = (h ^ p[i]) * 16777619u;
   return &k->abkt[h & (k->nabkt - 1)];
 }
@@ -204,26 +204,50 @@ static uint32_t make_other(const struct shms__cls *k) {
   return o;
 }
 
-/* Fold the least recently active record into `_other`, onto the free list. 0 if none can be. */
-static uint32_t fold_one(const struct shms__cls *k) {
+static int foldable(const struct shms__account *a) {
+  return a->state == SHMS__ACCT_LIVE && !(a->flags & (SHMS__ACCT_POLICY | SHMS__ACCT_OTHER)) &&
+         shms__load_32((uint32_t *)&a->refs) == 0;
+}
+
+/*
+ * Fold the least recently active records with no policy and no reference into `_other` (their
+ * cell-time added there), onto the free list: the oldest eighth of their span of activity at
+ * once, so that a table kept full by new tenants walks its records once per many adds, not per
+ * add. Returns how many were folded.
+ */
+static uint32_t fold_some(const struct shms__cls *k) {
   struct shms__accounts_ctl *ctl = k->actl;
   uint32_t other = ctl->other;
   if ((!valid_ref(k, other) || !(shms__account_at(k, other)->flags & SHMS__ACCT_OTHER)) &&
       (other = make_other(k)) == 0)
     return 0;
-  uint32_t f = fold_candidate(k);
-  if (f == 0)
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (uint32_t i = 0; i < k->naccts; i++)
+    if (foldable(&k->accts[i])) {
+      lo = k->accts[i].active_ns < lo ? k->accts[i].active_ns : lo;
+      hi = k->accts[i].active_ns > hi ? k->accts[i].active_ns : hi;
+    }
+  if (lo == UINT64_MAX)
     return 0;
-  struct shms__account *a = shms__account_at(k, f), *o = shms__account_at(k, other);
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-    shms__store_64(&o->cls[c].cell_ns, o->cls[c].cell_ns + a->cls[c].cell_ns);
-  unlink_record(k, f);
-  shms__store_32(&a->state, SHMS__ACCT_FREE);
-  shms__store_32(&a->hash_next, ctl->free_head);
-  ctl->free_head = f;
-  ctl->used--;
-  folded(k, f);
-  return f;
+  uint64_t upto = lo + (hi - lo) / 8;
+  uint32_t n = 0;
+  struct shms__account *o = shms__account_at(k, other);
+  for (uint32_t i = 0; i < k->naccts; i++) {
+    struct shms__account *a = &k->accts[i];
+    /* A lookup may take one meanwhile: the CAS leaves it to it. */
+    if (!foldable(a) || a->active_ns > upto || !ck_pr_cas_32(&a->refs, 0, SHMS__ACCT_FOLDING))
+      continue;
+    for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+      shms__store_64(&o->cls[c].cell_ns, o->cls[c].cell_ns + a->cls[c].cell_ns);
+    unlink_record(k, i + 1);
+    shms__store_32(&a->state, SHMS__ACCT_FREE);
+    shms__store_32(&a->hash_next, ctl->free_head);
+    ctl->free_head = i + 1;
+    ctl->used--;
+    folded(k, i + 1);
+    n++;
+  }
+  return n;
 }
 
 static void init_record(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS],
@@ -245,7 +269,7 @@ static void init_record(const struct shms__cls *k, uint32_t ref, const uint64_t 
 /* A free record (folding the least recently active one when none is), or 0. */
 static uint32_t take_free(const struct shms__cls *k) {
   struct shms__accounts_ctl *ctl = k->actl;
-  if (ctl->free_head == 0 && fold_one(k) == 0)
+  if (ctl->free_head == 0 && fold_some(k) == 0)
     return 0;
   uint32_t ref = ctl->free_head;
   if (!valid_ref(k, ref))
@@ -306,10 +330,9 @@ int shms__account_set(const struct shms__cls *k, const char *name, uint32_t kind
   if (rc != SHMS_OK)
     return rc;
   uint32_t t = 0, ref = 0;
-  if (kind == SHMS__KIND_TENANT && team != NULL && team[0] != '\0' &&
-      (t = with_policy(k, team, SHMS__KIND_TEAM)) == 0)
-    rc = SHMS_EQUEUEFULL;
-  else if ((ref = with_policy(k, name, kind)) == 0)
+  int with_team = kind == SHMS__KIND_TENANT && team != NULL && team[0] != '\0';
+  if ((with_team && (t = with_policy(k, team, SHMS__KIND_TEAM)) == 0) ||
+      (ref = with_policy(k, name, kind)) == 0)
     rc = SHMS_EQUEUEFULL;
   if (rc == SHMS_OK) {
     struct shms__account *a = shms__account_at(k, ref);
