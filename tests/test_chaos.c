@@ -1,6 +1,7 @@
 /*
- * Chaos: processes churn random operations on a lease class and a worker
- * class while the test SIGKILLs them at random and recovers after each death,
+ * Chaos: processes churn random operations on two lease classes (one fair by grants, one by
+ * time, with a weighted tenant) and a worker class while the test SIGKILLs them at random and
+ * recovers after each death,
  * as the supervisor would. After every recovery the audit must be clean, while
  * the survivors keep running; at the end, with everyone gone, nothing is lost.
  *
@@ -32,7 +33,7 @@
 static const char *tenants[] = {"a", "b", "c"};
 
 static void lease_step(shms_t *h, unsigned *seed) {
-  shms_request r = {.cls = SHMS_CLASS_STANDARD,
+  shms_request r = {.cls = rand_r(seed) % 2 ? SHMS_CLASS_STANDARD : SHMS_CLASS_TINY,
                     .tenant = tenants[rand_r(seed) % 3],
                     .priority = (int32_t)(rand_r(seed) % 3)};
   shms_lease l;
@@ -155,7 +156,7 @@ static uint32_t read_ring(shms_t *h, uint64_t *cursor, int skip, uint64_t *seen)
       ck_assert_msg(strcmp(kind, "unknown") != 0, "record %llu: kind %u",
                     (unsigned long long)r->position, r->event.kind);
       ck_assert(r->event.cls == -1 || r->event.cls == SHMS_CLASS_STANDARD ||
-                r->event.cls == SHMS_CLASS_SMALL);
+                r->event.cls == SHMS_CLASS_SMALL || r->event.cls == SHMS_CLASS_TINY);
       ck_assert(r->event.cell >= -1 && r->event.cell < 2);
       ck_assert(r->event.tenant[0] == '\0' ||
                 (strchr("abc", r->event.tenant[0]) != NULL && r->event.tenant[1] == '\0'));
@@ -177,9 +178,15 @@ START_TEST(random_kills_lose_nothing) {
       .configured = 1, .cells = 2, .queue = 64, .on_holder_death = SHMS_ON_DEATH_RELEASE};
   cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
       .configured = 1, .cells = 2, .queue = 64, .mode = SHMS_MODE_WORKER, .payload = 64};
+  cfg.classes[SHMS_CLASS_TINY] = (shms_class_config){.configured = 1,
+                                                     .cells = 2,
+                                                     .queue = 64,
+                                                     .on_holder_death = SHMS_ON_DEATH_RELEASE,
+                                                     .fairness = SHMS_FAIRNESS_TIME};
   cfg.events = 256;
   const char *name;
   shms_t *h = sched_open(&name, 0, 0, &cfg);
+  ck_assert_shms_ok(shms_policy_tenant(h, "a", 3));
   unmarked =
       mmap(NULL, sizeof *unmarked, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ck_assert_ptr_ne(unmarked, MAP_FAILED);
@@ -235,7 +242,12 @@ START_TEST(random_kills_lose_nothing) {
                 *unmarked);
   shms_repair(h, SHMS_CLASS_SMALL, -1);
   shms_repair(h, SHMS_CLASS_STANDARD, -1);
+  shms_repair(h, SHMS_CLASS_TINY, -1);
   shms_class_stats s;
+  ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_TINY, &s));
+  ck_assert_uint_eq(s.available, 2); /* the class fair by time too */
+  ck_assert_uint_eq(s.queue_depth, 0);
+  ck_assert_uint_gt(s.granted, 0);
   ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_STANDARD, &s));
   ck_assert_uint_eq(s.available, 2); /* every lease cell back in service */
   ck_assert_uint_eq(s.queue_depth, 0);
