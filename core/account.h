@@ -1,6 +1,6 @@
 /*
- * The tenant table (docs/protocol.md, "The tenant table"): one record per tenant, or team, that
- * the segment has seen, shared by every class and kept while the tenant is idle. A class's
+ * The tenant table (docs/protocol.md, "The tenant table"): one record per tenant with a weight
+ * set or whose requests a class queued, shared by every class and kept while it is idle. A class's
  * record of a tenant with work (core/tenant.c) takes a reference on its account while it exists:
  * it reads the tenant's weight there, and leaves there what the class charged it when it goes.
  *

@@ -199,8 +199,8 @@ typedef struct {
   /* Records in the segment's event ring (the flight recorder, shms_events_read): 0 turns it
    * off, else a power of two SHMS_EVENTS_MIN..SHMS_EVENTS_MAX. */
   uint32_t events;
-  /* Records of the tenant table (docs/config.md, "Fair share"): one per tenant and team the
-   * segment has seen, kept while idle; 0: SHMS_DEFAULT_TENANT_TABLE, else
+  /* Records of the tenant table (docs/config.md): one per tenant with a weight set or whose
+   * requests were queued, kept while idle; 0: SHMS_DEFAULT_TENANT_TABLE, else
    * SHMS_TENANT_TABLE_MIN..SHMS_TENANTS_MAX. */
   uint32_t tenant_table;
 } shms_config;

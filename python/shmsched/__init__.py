@@ -21,7 +21,7 @@ from .errors import (AllCellsQuarantined, AlreadyExists, Busy, Cancelled, ClassD
 from .requests import Job, Lease, Prepared, Ticket
 from .segment import Segment, create, destroy
 from .types import (CLASSES, ClassConfig, ClassStats, Explanation, JobResult, SegmentConfig,
-                    SegmentInfo, TenantStats)
+                    SegmentInfo, TenantRecord, TenantStats)
 from .worker import Worker, WorkerJob
 
 __version__ = _shmsched.LIBRARY_VERSION
@@ -35,6 +35,6 @@ __all__ = [
     "SegmentInfo",
     "SegmentNotFound", "SequenceExhausted", "ShmschedError", "Shutdown", "StalePrepared",
     "SystemFailure",
-    "TenantStats", "Ticket", "TimedOut", "Worker", "WorkerJob", "WorkerLost", "WouldBlock",
+    "TenantRecord", "TenantStats", "Ticket", "TimedOut", "Worker", "WorkerJob", "WorkerLost", "WouldBlock",
     "create", "destroy", "error_for",
 ]

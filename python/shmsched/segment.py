@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple, Type, Union
 from . import _shmsched as _c
 from .errors import InvalidArgument, StalePrepared, TimedOut
 from .requests import Job, Lease, Prepared, Ticket, request_args, timeout_ns
-from .types import (CLASSES, ClassConfig, ClassStats, SegmentConfig, SegmentInfo, TenantStats,
-                    class_index)
+from .types import (CLASSES, ClassConfig, ClassStats, SegmentConfig, SegmentInfo, TenantRecord,
+                    TenantStats, class_index)
 
 if TYPE_CHECKING:
     from .aio import AsyncLease
@@ -21,6 +21,7 @@ _MODES = ("lease", "worker")
 _DEATH = ("quarantine", "release")
 _CRASH = ("release", "quarantine")
 _TENANT = ("any", "user", "group")
+_FAIRNESS = ("grants", "time")  # shms_fairness_t GRANTS (or the default, 0) and TIME
 _SEG_STATES = {1: "active", 2: "draining", 3: "destroying"}
 _DEFAULT_PAYLOAD = 4096
 
@@ -56,7 +57,9 @@ def _class_tuple(name: str, k: ClassConfig) -> tuple:
             _choice(k.on_holder_death, _DEATH, f"class {name}: on_holder_death"),
             _choice(k.on_command_crash, _CRASH, f"class {name}: on_command_crash"),
             tuple(k.allow), grant, _choice(k.tenant, _TENANT, f"class {name}: tenant"),
-            _overtake_ns(name, k.overtake))
+            _overtake_ns(name, k.overtake),
+            # 0, the default, for "grants": a class made here reads as one made by the CLI
+            2 * _choice(k.fairness, _FAIRNESS, f"class {name}: fairness"))
 
 
 def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, object]]], *,
@@ -144,7 +147,8 @@ class Segment:
                     on_command_crash=_CRASH[t[6]], allow=tuple(t[7]),
                     grant_timeout=t[8] / 1e9 if t[8] else None, tenant=_TENANT[t[9]],
                     overtake=(None if t[10] == 0 else 0 if t[10] == _OVERTAKE_STRICT
-                              else t[10] / 1e9))
+                              else t[10] / 1e9),
+                    fairness=_FAIRNESS[1 if t[11] == 2 else 0])
                     for c, t in sorted(classes.items())},
                 starvation_after=starve / 1e9, max_tenants=tenants, max_processes=procs,
                 mode=mode, group=None if group < 0 else group,
@@ -191,6 +195,26 @@ class Segment:
     def repair(self, cls: str, cell: Optional[int] = None) -> int:
         """Return quarantined cells of a class to service (one, or all): how many."""
         return self._h.repair(class_index(cls), -1 if cell is None else cell)
+
+    # ---- fair share -----------------------------------------------------------------------
+
+    def set_weight(self, tenant: str, weight: int) -> None:
+        """Set a tenant's weight (1..1000) in classes fair by time, as ``shmsched policy NAME
+        --tenant T --weight N``: the segment's owner's, root's and its admin group's right."""
+        if isinstance(weight, bool) or not isinstance(weight, int):
+            raise TypeError(f"weight must be an int, not {type(weight).__name__}")
+        if not 1 <= weight <= 1000:
+            raise InvalidArgument(f"tenant {tenant}: weight: must be 1..1000, got {weight}")
+        self._h.policy_tenant(tenant, weight)
+
+    def tenant_table(self) -> List[TenantRecord]:
+        """The segment's tenant table (``shmsched policy NAME``): each tenant with a weight set
+        or whose requests were queued, its weight, and the cell-time it held in each class fair
+        by time."""
+        return [TenantRecord(name=n, weight=w, policy=bool(f & 1), other=bool(f & 4),
+                             cell_seconds={CLASSES[c]: ns / 1e9 for c, ns in enumerate(cells)
+                                           if CLASSES[c] in self.config().classes})
+                for n, w, f, cells in self._h.policy_list()]
 
     # ---- leases ---------------------------------------------------------------------------
 

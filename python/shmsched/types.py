@@ -46,6 +46,9 @@ class ClassConfig:
     #: default (300 us); 0: strict hand-off; else 1e-6..1; lease classes without
     #: tenant_max_active only (docs/protocol.md, "Bounded overtaking")
     overtake: Optional[float] = None
+    #: what tenants with queued work share: "grants" (turns) or "time" (cell-time, by weight;
+    #: lease classes, which then do not overtake); docs/contract.md, "Fairness"
+    fairness: str = "grants"
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,18 @@ class TenantStats:
     granted: int
     total_wait_ns: int
     max_wait_ns: int
+
+
+@dataclass(frozen=True)
+class TenantRecord:
+    """One record of the segment's tenant table (:meth:`Segment.tenant_table`)."""
+
+    name: str
+    weight: int  #: 1..1000; 1 unless set (:meth:`Segment.set_weight`)
+    policy: bool  #: set by policy: kept for good
+    other: bool  #: ``_other``: what records folded out of a full table held
+    #: cell-time (s) held in each class fair by time, counted when the tenant went idle there
+    cell_seconds: Dict[str, float]
 
 
 @dataclass(frozen=True)

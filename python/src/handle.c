@@ -116,10 +116,10 @@ static PyObject *class_tuple(const shms_class_config *k) {
     }
     PyTuple_SET_ITEM(allow, i, s);
   }
-  return Py_BuildValue("(IIIIIIINKIK)", k->cells, k->queue, k->mode, k->payload,
+  return Py_BuildValue("(IIIIIIINKIKI)", k->cells, k->queue, k->mode, k->payload,
                        k->tenant_max_active, k->on_holder_death, k->on_command_crash, allow,
                        (unsigned long long)k->grant_timeout_ns, k->tenant_bind,
-                       (unsigned long long)k->overtake_ns);
+                       (unsigned long long)k->overtake_ns, k->fairness);
 }
 
 static PyObject *handle_config(HandleObject *self, PyObject *unused) {
@@ -260,6 +260,48 @@ static PyObject *handle_repair(HandleObject *self, PyObject *args) {
   return rc >= 0 ? PyLong_FromLong(rc) : pyshms_raise_last(rc);
 }
 
+static PyObject *handle_policy_tenant(HandleObject *self, PyObject *args) {
+  const char *tenant;
+  unsigned int weight;
+  if (!PyArg_ParseTuple(args, "sI", &tenant, &weight) || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_policy_tenant(self->h, tenant, weight));
+  return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
+}
+
+/* The tenant table: a list of (name, weight, flags, (cell_ns per class)). */
+static PyObject *handle_policy_list(HandleObject *self, PyObject *unused) {
+  (void)unused;
+  if (pyshms_handle_usable(self, 0) < 0)
+    return NULL;
+  uint32_t n = 0, got = 0;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_policy_list(self->h, NULL, 0, &n));
+  if (rc != SHMS_OK)
+    return pyshms_raise_last(rc);
+  shms_policy_row *rows = PyMem_Calloc(n ? n : 1, sizeof *rows);
+  if (rows == NULL)
+    return PyErr_NoMemory();
+  PYSHMS_HANDLE_CALL(self, rc = shms_policy_list(self->h, rows, n, &got));
+  PyObject *list = rc == SHMS_OK ? PyList_New(0) : NULL;
+  for (uint32_t i = 0; list != NULL && i < n && i < got; i++) {
+    const uint64_t *c = rows[i].cell_ns;
+    PyObject *row =
+        Py_BuildValue("(sII(KKKKK))", rows[i].name, rows[i].weight, rows[i].flags,
+                      (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2],
+                      (unsigned long long)c[3], (unsigned long long)c[4]);
+    if (row == NULL || PyList_Append(list, row) < 0) {
+      Py_XDECREF(row);
+      Py_CLEAR(list);
+      break;
+    }
+    Py_DECREF(row);
+  }
+  PyMem_Free(rows);
+  return rc == SHMS_OK ? list : pyshms_raise_last(rc);
+}
+
 static PyObject *handle_usable(HandleObject *self, PyObject *unused) {
   (void)unused;
   return pyshms_handle_usable(self, 0) < 0 ? NULL : Py_NewRef(Py_None);
@@ -289,6 +331,10 @@ static PyMethodDef handle_methods[] = {
     METH("drain", handle_drain, METH_NOARGS, "shms_drain."),
     METH("resume", handle_resume, METH_NOARGS, "shms_resume."),
     METH("repair", handle_repair, METH_VARARGS, "shms_repair(class, cell)."),
+    METH("policy_tenant", handle_policy_tenant, METH_VARARGS,
+         "shms_policy_tenant(tenant, weight)."),
+    METH("policy_list", handle_policy_list, METH_NOARGS,
+         "shms_policy_list: [(name, weight, flags, (cell_ns per class))]."),
     METH("enqueue", pyshms_enqueue, METH_VARARGS,
          "enqueue(cls, tenant, priority, deadline_ns, activation)."),
     METH("try_acquire", pyshms_try_acquire, METH_VARARGS, "A lease tuple, or None (would-block)."),

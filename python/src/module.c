@@ -98,11 +98,11 @@ static PyObject *register_errors(PyObject *mod, PyObject *table) {
 
 /* Fill one class's configuration from the package's tuple (shmsched/config.py, _class_tuple). */
 static int class_from_tuple(PyObject *t, shms_class_config *k) {
-  unsigned int cells, queue, mode, payload, tma, death, crash, bind;
+  unsigned int cells, queue, mode, payload, tma, death, crash, bind, fairness;
   unsigned long long grant, overtake;
   PyObject *allow;
-  if (!PyArg_ParseTuple(t, "IIIIIIIO!KIK", &cells, &queue, &mode, &payload, &tma, &death, &crash,
-                        &PyTuple_Type, &allow, &grant, &bind, &overtake))
+  if (!PyArg_ParseTuple(t, "IIIIIIIO!KIKI", &cells, &queue, &mode, &payload, &tma, &death, &crash,
+                        &PyTuple_Type, &allow, &grant, &bind, &overtake, &fairness))
     return -1;
   *k = (shms_class_config){.configured = 1,
                            .cells = cells,
@@ -114,7 +114,8 @@ static int class_from_tuple(PyObject *t, shms_class_config *k) {
                            .on_command_crash = crash,
                            .tenant_bind = bind,
                            .grant_timeout_ns = grant,
-                           .overtake_ns = overtake};
+                           .overtake_ns = overtake,
+                           .fairness = fairness};
   Py_ssize_t n = PyTuple_GET_SIZE(allow);
   if (n > SHMS_ALLOW_MAX) {
     pyshms_raise_inval("allow: at most %d tenants, got %zd", SHMS_ALLOW_MAX, n);

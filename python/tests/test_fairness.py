@@ -61,3 +61,34 @@ def test_a_light_tenant_gets_every_other_turn_against_a_flood(make_segment):
     with s.open() as seg:
         assert seg.observe("standard").granted >= flood_grants + count.value
     audit(s.name)
+
+
+def test_fair_by_time_and_weights(make_segment):
+    """A class fair by time reads back as such; weights are set, kept and listed; bad ones are
+    refused and change nothing."""
+    s = make_segment({"standard": shmsched.ClassConfig(cells=2, queue=8, fairness="time")})
+    with s.open() as seg:
+        assert seg.config().classes["standard"].fairness == "time"
+        assert seg.tenant_table() == []
+        seg.set_weight("paying", 3)
+        with seg.lease("standard", tenant="free"):
+            pass  # a free cell with nobody queued: the fast path, which keeps no record
+        rows = {r.name: r for r in seg.tenant_table()}
+        assert rows == {"paying": shmsched.TenantRecord(
+            name="paying", weight=3, policy=True, other=False, cell_seconds={"standard": 0.0})}
+        for bad in (0, 1001):
+            try:
+                seg.set_weight("paying", bad)
+            except shmsched.InvalidArgument as e:
+                assert "weight: must be 1..1000" in str(e)
+            else:
+                raise AssertionError(f"weight {bad} was taken")
+        assert {r.name: r.weight for r in seg.tenant_table()}["paying"] == 3
+    try:
+        make_segment({"small": shmsched.ClassConfig(cells=1, queue=8, mode="worker", payload=64,
+                                                    fairness="time")})
+    except shmsched.InvalidArgument as e:
+        assert "fairness" in str(e)
+    else:
+        raise AssertionError("a worker class fair by time was made")
+    audit(s.name)
