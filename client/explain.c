@@ -6,6 +6,7 @@
 #include <ck_pr.h>
 #include <string.h>
 
+#include "../core/fair.h"
 #include "../core/held.h"
 #include "../core/order.h"
 #include "../core/tenant.h"
@@ -17,8 +18,22 @@
 
 #define BATON_WAIT_NS (1000ull * 1000 * 1000)
 
-/* Position of tenant ref in the ring (0 = its turn is next), or UINT32_MAX if absent. */
+/* How many tenants take their turn before ref (0 = its turn is next), or UINT32_MAX if it has
+ * no turn: its place in the ring, or in a class fair by time the tenants charged less (or alike
+ * with an older turn), by the heap's order (core/fair.c). */
 static uint32_t ring_position(const struct shms__cls *k, uint32_t ref) {
+  if (k->timed) {
+    const struct shms__tenant *t = shms__tenant_at(k, ref);
+    if (t->heap_pos == 0)
+      return UINT32_MAX;
+    uint32_t ahead = 0;
+    for (uint32_t pos = 0; pos < k->ctl->heap_len && pos < k->ntenants; pos++) {
+      uint32_t other = k->theap[pos];
+      ahead += other != ref && other >= 1 && other <= k->ntenants &&
+               shms__fair_before(shms__tenant_at(k, other), t);
+    }
+    return ahead;
+  }
   uint32_t at = k->ctl->ring_head;
   for (uint32_t n = 0; at != 0 && at <= k->ntenants && n < k->ntenants; n++) {
     if (at == ref)

@@ -406,6 +406,40 @@ START_TEST(weight_changed_mid_run) {
 }
 END_TEST
 
+/* explain of a queued request in a class fair by time counts the tenants charged less first. */
+START_TEST(explain_counts_the_less_charged) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 16);
+  cfg.classes[SHMS_CLASS_STANDARD].fairness = SHMS_FAIRNESS_TIME;
+  shms_set_clock(sched_fake_clock, NULL);
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  /* "busy" holds the cell for a second: charged that much when it ends. */
+  shms_ticket t = sched_enqueue(h, "busy", 0, 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &t, 0, &l));
+  shms_ticket busy = sched_enqueue(h, "busy", 0, 0);
+  sched_fake_now += 1000 * MS;
+  shms_ticket fresh = sched_enqueue(h, "fresh", 0, 0);
+  shms_ticket other = sched_enqueue(h, "hold", 0, 0); /* keeps the cell after the release */
+  ck_assert_shms_ok(shms_release(h, &l));
+  /* The release granted the cell to the least charged: fresh (busy's second was corrected in). */
+  ck_assert_shms_ok(shms_wait(h, &fresh, 0, &l));
+  shms_explanation x;
+  ck_assert_shms_ok(shms_explain(h, &busy, &x));
+  ck_assert_uint_eq(x.tenants_ahead, 1); /* "hold", charged nothing yet, goes first */
+  ck_assert_shms_ok(shms_explain(h, &other, &x));
+  ck_assert_uint_eq(x.tenants_ahead, 0);
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_shms_ok(shms_wait(h, &other, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_shms_ok(shms_wait(h, &busy, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+  shms_set_clock(NULL, NULL);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("fair");
   TCase *tc = harness_tcase("time");
@@ -418,6 +452,7 @@ int main(void) {
   tcase_add_test(tc, weights_three_to_one);
   tcase_add_test(tc, weights_one_two_four);
   tcase_add_test(tc, weight_changed_mid_run);
+  tcase_add_test(tc, explain_counts_the_less_charged);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
