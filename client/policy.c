@@ -34,17 +34,11 @@ int shms_policy_tenant(shms_t *h, const char *name, uint32_t weight) {
   const struct shms__cls *k = any_view(h);
   if (k == NULL)
     return shms__fail(SHMS_EINVAL, "the segment has no class");
-  if ((rc = shms__account_set(k, name, SHMS__KIND_TENANT, weight, NULL, POLICY_WAIT_NS)) != SHMS_OK)
+  if ((rc = shms__account_set(k, name, weight, POLICY_WAIT_NS)) != SHMS_OK)
     return rc;
-  uint32_t ref = shms__account_find(k, name, SHMS__KIND_TENANT);
-  struct shms__ev e = {.kind = SHMS_EVENT_POLICY_CHANGED,
-                       .cls = -1,
-                       .cell = -1,
-                       .pid = h->pid,
-                       .value = ref != 0 ? shms__account_weight(k, ref) : weight};
-  char buf[SHMS__NAME_WORDS * 8] = {0};
-  memcpy(buf, name, strnlen(name, SHMS_TENANT_MAX));
-  memcpy(e.tenant, buf, sizeof e.tenant);
+  struct shms__ev e = {
+      .kind = SHMS_EVENT_POLICY_CHANGED, .cls = -1, .cell = -1, .pid = h->pid, .value = weight};
+  shms__tenant_pack(name, e.tenant); /* checked above */
   shms__note(h, &e);
   return SHMS_OK;
 }

@@ -64,12 +64,6 @@ static uint32_t find(const struct shms__cls *k, const uint64_t w[NAME_WORDS], ui
   return 0;
 }
 
-uint32_t shms__account_find(const struct shms__cls *k, const char *name, uint32_t kind) {
-  uint64_t w[NAME_WORDS];
-  pack(name, w);
-  return find(k, w, kind);
-}
-
 /* Take a reference on ref if it is still name's: a record being folded refuses it. */
 static int try_ref(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS]) {
   struct shms__account *a = shms__account_at(k, ref);
@@ -324,22 +318,16 @@ static uint32_t with_policy(const struct shms__cls *k, const char *name, uint32_
   return ref;
 }
 
-int shms__account_set(const struct shms__cls *k, const char *name, uint32_t kind, uint32_t weight,
-                      const char *team, uint64_t timeout_ns) {
+int shms__account_set(const struct shms__cls *k, const char *name, uint32_t weight,
+                      uint64_t timeout_ns) {
   int rc = lock(k, timeout_ns);
   if (rc != SHMS_OK)
     return rc;
-  uint32_t t = 0, ref = 0;
-  int with_team = kind == SHMS__KIND_TENANT && team != NULL && team[0] != '\0';
-  if ((with_team && (t = with_policy(k, team, SHMS__KIND_TEAM)) == 0) ||
-      (ref = with_policy(k, name, kind)) == 0)
+  uint32_t ref = with_policy(k, name, SHMS__KIND_TENANT);
+  if (ref == 0) {
     rc = SHMS_EQUEUEFULL;
-  if (rc == SHMS_OK) {
-    struct shms__account *a = shms__account_at(k, ref);
-    if (weight != 0)
-      shms__store_32(&a->weight, weight);
-    if (kind == SHMS__KIND_TENANT && team != NULL)
-      shms__store_32(&a->team, t);
+  } else {
+    shms__store_32(&shms__account_at(k, ref)->weight, weight);
     ck_pr_inc_64(&k->actl->policy_gen);
   }
   unlock(k);

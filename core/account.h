@@ -28,18 +28,15 @@ static inline struct shms__account *shms__account_at(const struct shms__cls *k, 
 uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t timeout_ns);
 /* Give back a reference shms__account_get took. */
 void shms__account_put(const struct shms__cls *k, uint32_t ref);
-/* The record of name (kind: tenant or team), without a reference: 0 when absent. Lock-free. */
-uint32_t shms__account_find(const struct shms__cls *k, const char *name, uint32_t kind);
 /* The weight a tenant's charges are divided by: its own, 1..SHMS_WEIGHT_MAX. */
 uint32_t shms__account_weight(const struct shms__cls *k, uint32_t ref);
 
 /*
- * Set the policy of tenant (kind tenant) or team (kind team) name: weight (0: leave it) and, for
- * a tenant, team (NULL: leave it; "": none). The records are made if absent and kept from then
- * on (never folded). SHMS_EQUEUEFULL when the table has no room for them, SHMS_ETIMEDOUT when
- * its lock is held longer than timeout_ns; nothing changed then.
+ * Set tenant name's weight (1..SHMS_WEIGHT_MAX). Its record is made if absent and kept from then
+ * on (never folded). SHMS_EQUEUEFULL when the table has no room for it, SHMS_ETIMEDOUT when its
+ * lock is held longer than timeout_ns; nothing changed then.
  */
-int shms__account_set(const struct shms__cls *k, const char *name, uint32_t kind, uint32_t weight,
-                      const char *team, uint64_t timeout_ns);
+int shms__account_set(const struct shms__cls *k, const char *name, uint32_t weight,
+                      uint64_t timeout_ns);
 
 #endif

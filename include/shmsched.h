@@ -217,7 +217,7 @@ typedef struct {
 #define SHMS_DEFAULT_OVERTAKE_NS      (300ull * 1000)
 #define SHMS_DEFAULT_TENANT_TABLE     4096u
 #define SHMS_TENANT_TABLE_MIN         16u
-#define SHMS_WEIGHT_MAX               1000u      /* a tenant's or team's weight: 1..1000 */
+#define SHMS_WEIGHT_MAX               1000u      /* a tenant's weight: 1..1000 */
 #define SHMS_OVERTAKE_STRICT          UINT64_MAX /* overtake: never (strict hand-off) */
 #define SHMS_OVERTAKE_MIN_NS          1000ull
 #define SHMS_OVERTAKE_MAX_NS          (1000ull * 1000 * 1000)

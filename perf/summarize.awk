@@ -6,7 +6,7 @@
 # Writes LATEST.csv (header bench,system,metric,value,unit; the median over repeats)
 # and prints the table: one line per bench, metric and system, with shmsched's
 # median divided by that system's (same bench and metric, same run), then the
-# issue's targets, each "met" or "NOT met". Informational only: it never fails.
+# targets, each "met" or "NOT met". Informational only: it never fails.
 # POSIX awk (mawk has no asort): sorting is by hand.
 
 function median(key,    n, i, j, v, t) {
@@ -104,7 +104,7 @@ END {
   print "shms/this: shmsched's median over that system's, same bench and metric, same run."
   print "Lower is better for ns and calls; higher for ops/s and jain_index."
   print ""
-  print "Targets of issue 6 (for information: nothing fails on a figure):"
+  print "Targets: the fast path, hand-off, scaling, fairness (for information: nothing fails on a figure):"
   a = fig("acquire-release", "shmsched", "ns_per_op")
   s = fig("acquire-release", "posix-sem", "ns_per_op")
   hn = fig("acquire-release", "harness", "ns_per_op")
@@ -174,7 +174,7 @@ END {
            sprintf("%.2fx (%s ns against %s ns)", at / a, num(at), num(a)))
 
   print ""
-  print "Targets of issue 12 (for information):"
+  print "Targets: client cost and idle waiters (for information):"
   # Issue 12: a client costs the same on a class of 64 slots and of 1,048,576.
   n = split("api_us api_rss_kb cli_ms cli_rss_kb", cm, " ")
   for (i = 1; i <= n; i++) {
@@ -191,7 +191,7 @@ END {
            sprintf("%.2f/s, 100 waiters use %.4f CPU s/s", w, wc))
 
   print ""
-  print "Targets of issue 15, acquire+release (for information):"
+  print "Targets: acquire+release, prepared (for information):"
   # Judged on the best documented path, the prepared acquire (shms_acquire_prepared: the request
   # validated once, docs/api.md); shms_acquire's ratio beside it.
   a = fig("acquire-release", "shmsched-prepared", "ns_per_op")
@@ -207,7 +207,7 @@ END {
   target("acquire-release (prepared): 0 system calls per op", c == "" ? "" : c == 0, c " per op")
 
   print ""
-  print "Targets of issue 15, waking (for information):"
+  print "Targets: waking (for information):"
   h = fig("handoff-hold-5us", "shmsched", "p50_ns")
   f = fig("handoff-hold-5us", "futex", "p50_ns")
   if (h != "" && f != "")
@@ -239,7 +239,7 @@ END {
            sprintf("%.4f CPU s/s", wc))
 
   print ""
-  print "Targets of issue 15, cold cancel (for information):"
+  print "Targets: the cold cancel (for information):"
   # A cancel of a random request at 100,000 queued over 10,000 tenants against the same cancel at
   # 10 queued of one tenant (cached: the segment is small), both of this run. bench_scaling
   # --lines makes the big case cold by construction (cancelcold_ns: its request's data flushed
@@ -274,7 +274,7 @@ END {
                    num(cw[3] - cw[4]), num(cw[4] - cw[5]))
 
   print ""
-  print "Targets of issue 15, contended throughput (for information):"
+  print "Targets: contended throughput (for information):"
   # Bounded overtaking (docs/protocol.md, "Bounded overtaking"): shmsched's default bound against
   # posix-sem at 4 and 8 processes on 2 cells, at least 0.5x (goal 0.8x). Judged, as
   # acquire+release is, on the prepared acquire (shmsched-prepared), with shms_acquire's ratio,

@@ -304,8 +304,8 @@ enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
 enum { SHMS__CMD_SET = 1u, SHMS__CMD_CGROUP = 2u };
 
 /*
- * The tenant table (core/account.c): one record per tenant, or team, the segment has seen, kept
- * while it is idle: its policy (weight, team) and, per class, what fairness by time charged it.
+ * The tenant table (core/account.c): one record per tenant with a weight set or whose requests
+ * were queued, kept while it is idle: its weight and, per class, what fairness by time charged it.
  * Bounded (the configuration's tenant_table); when full, the least recently active records with
  * no policy are folded into one record, `_other`.
  */

@@ -54,20 +54,6 @@ static int reap(struct cli_proc *p, int close_in) {
   return cli_reap(p, close_in, pout, sizeof pout, NULL, perr, sizeof perr);
 }
 
-/* pid runs (exists and is no zombie: a zombie runs nothing and holds no capacity). */
-static int running(pid_t pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "re");
-  if (f == NULL)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 /* The pid a helper wrote to file (in the scratch directory). */
 static pid_t pid_from(const char *file) {
   char path[256];
@@ -228,12 +214,12 @@ START_TEST(leftovers_end_before_release) {
   ck_assert_int_eq(
       CLI("run", name, "-c", "standard", "-t", "a", "--", self_exe, "helper", "group", bg, "exit"),
       0);
-  ck_assert(!running(pid_from("bg.pid")));
+  ck_assert(!harness_running(pid_from("bg.pid")));
   /* A daemon that ignores SIGTERM: SIGKILL, --kill-after later. */
   ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--kill-after", "100ms", "--",
                        self_exe, "helper", "daemon", dm, "exit", "ignterm"),
                    0);
-  ck_assert(!running(pid_from("daemon.pid")));
+  ck_assert(!harness_running(pid_from("daemon.pid")));
   assert_released(name);
 }
 END_TEST
@@ -256,10 +242,10 @@ static void run_killed_case(const char *helper_kind, const char *cgroup) {
   pid_t kept = pid_from("kept.pid");
   ck_assert_int_eq(kill(p.pid, SIGKILL), 0);
   ck_assert_int_eq(reap(&p, 1), 128 + SIGKILL);
-  ck_assert_msg(running(kept), "the daemon died with run: nothing to prove");
+  ck_assert_msg(harness_running(kept), "the daemon died with run: nothing to prove");
   ck_assert_uint_eq(status_figure(name, "cells_leased"), 1);
   ck_assert_int_eq(CLI("check", name, "--repair"), 0);
-  ck_assert_msg(!running(kept), "process %d outlived its holder's lease", (int)kept);
+  ck_assert_msg(!harness_running(kept), "process %d outlived its holder's lease", (int)kept);
   assert_released(name);
 }
 
@@ -393,10 +379,10 @@ START_TEST(worker_killed_job_tree_dies) {
   pid_t kept = pid_from("job.pid");
   ck_assert_int_eq(kill(w.pid, SIGKILL), 0);
   ck_assert_int_eq(reap(&w, 1), 128 + SIGKILL);
-  ck_assert_msg(running(kept), "the daemon died with the worker: nothing to prove");
+  ck_assert_msg(harness_running(kept), "the daemon died with the worker: nothing to prove");
   ck_assert_int_eq(reap(&s, 1), 75);
   ck_assert_msg(strstr(perr, "worker-lost") != NULL, "%s", perr);
-  ck_assert_msg(!running(kept), "process %d outlived its worker's job", (int)kept);
+  ck_assert_msg(!harness_running(kept), "process %d outlived its worker's job", (int)kept);
 }
 END_TEST
 

@@ -187,19 +187,6 @@ static pid_t parent_of(pid_t pid) {
   return (pid_t)ppid;
 }
 
-static int running(pid_t pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "re");
-  if (f == NULL)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 /* The gate: a FIFO the test holds open for reading and writing, so no job blocks opening it. */
 static int open_gate(char *path, size_t n, const char *file) {
   scratch(path, n, file);
@@ -354,7 +341,7 @@ START_TEST(kill_make) {
   ck_assert_int_eq(kill(make, SIGKILL), 0);
   ck_assert_int_eq(reap(&p), 128 + SIGKILL);
   for (int i = 0; i < 4; i++)
-    ck_assert_msg(!running(jobs[i]), "job %d outlived the build", (int)jobs[i]);
+    ck_assert_msg(!harness_running(jobs[i]), "job %d outlived the build", (int)jobs[i]);
   assert_all_free(name, 4);
   close(gate);
 }
@@ -392,9 +379,9 @@ START_TEST(kill_bridge) {
   ck_assert_uint_eq(status_figure(name, "cells_leased"), 4); /* held by a dead process */
   ck_assert_int_eq(CLI("check", name, "--repair"), 0);
   ck_assert_int_eq(reap(&p), 128 + SIGKILL);
-  ck_assert_msg(!running(make), "make outlived its bridge");
+  ck_assert_msg(!harness_running(make), "make outlived its bridge");
   for (int i = 0; i < 4; i++)
-    ck_assert_msg(!running(jobs[i]), "job %d outlived its bridge's leases", (int)jobs[i]);
+    ck_assert_msg(!harness_running(jobs[i]), "job %d outlived its bridge's leases", (int)jobs[i]);
   assert_all_free(name, 4);
   close(gate);
 }

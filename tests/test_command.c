@@ -119,24 +119,10 @@ static struct holder start_holder(const char *name, int (*act)(shms_t *), enum t
   return ho;
 }
 
-/* Each pid of the tree: still running (the failure this suite guards against) or not. */
-static int running(pid_t pid) {
-  char path[64], buf[512];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "re");
-  if (f == NULL)
-    return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  return p != NULL && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
-}
-
 /* pid was killed by SIGKILL, and is reaped now (it is our child: we are a subreaper). */
 static void assert_killed(pid_t pid) {
   int st;
-  ck_assert_msg(!running(pid), "process %d of the command still runs", (int)pid);
+  ck_assert_msg(!harness_running(pid), "process %d of the command still runs", (int)pid);
   ck_assert_int_eq(waitpid(pid, &st, WNOHANG), pid);
   ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "process %d: status 0x%x", (int)pid,
                 st);
@@ -165,7 +151,7 @@ static void recovery_case(enum tree kind, int use_cgroup, unsigned policy) {
   struct holder ho = start_holder(name, take_lease, kind, use_cgroup);
   kill_and_reap(ho.pid);
   /* Its command outlives it, until someone disposes of what it left. */
-  ck_assert(running(ho.tree[0]) && running(ho.tree[1]));
+  ck_assert(harness_running(ho.tree[0]) && harness_running(ho.tree[1]));
   shms_ticket t = sched_enqueue(h, "next", 0, 0);
   shms_recovery r;
   ck_assert_shms_ok(shms_recover(h, &r));
@@ -205,7 +191,7 @@ START_TEST(claiming_the_entry_kills_first) {
   harness_create(name, &cfg);
   struct holder ho = start_holder(name, take_lease, GROUP, 0);
   kill_and_reap(ho.pid);
-  ck_assert(running(ho.tree[0]) && running(ho.tree[1]));
+  ck_assert(harness_running(ho.tree[0]) && harness_running(ho.tree[1]));
   shms_t *h;
   ck_assert_shms_ok(shms_attach(name, 0, &h));
   assert_killed(ho.tree[0]);
@@ -290,7 +276,7 @@ static struct {
 } during;
 
 static void during_kill(void) {
-  if (!running(during.leader))
+  if (!harness_running(during.leader))
     return;
   if (shms__load_64(&during.k->ctl->fast) & SHMS__FAST_FROZEN) {
     during.frozen_while_running++;
@@ -387,7 +373,7 @@ START_TEST(destroy_ends_dead_holders_commands) {
     sched_close(h, name);
     return; /* no cgroup v2 hierarchy here to leave anything in */
   }
-  ck_assert(running(ho.tree[0]) && running(ho.tree[1]));
+  ck_assert(harness_running(ho.tree[0]) && harness_running(ho.tree[1]));
   shms_detach(h);
   ck_assert_shms_ok(shms_destroy(name, _i ? SHMS_DESTROY_FORCE : 0));
   assert_killed(ho.tree[0]);
@@ -420,7 +406,7 @@ START_TEST(worker_lost_after_its_command) {
   ck_assert_shms_ok(shms_submit(h, &r, "job", 3, 0, &t));
   struct holder ho = start_holder(name, take_job, GROUP, 0);
   kill_and_reap(ho.pid);
-  ck_assert(running(ho.tree[0]));
+  ck_assert(harness_running(ho.tree[0]));
   char buf[64];
   shms_result res;
   ck_assert_int_eq(shms_wait_result(h, &t, UINT64_MAX, buf, sizeof buf, &res), SHMS_EWORKERLOST);
@@ -479,7 +465,7 @@ START_TEST(recovery_killed_mid_kill) {
     int died = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
     ck_assert_msg(died || (WIFEXITED(st) && WEXITSTATUS(st) == 0), "recoverer: status 0x%x", st);
     /* Whatever point it died at, no cell was handed on while the tree ran. */
-    if (running(ho.tree[0]) || running(ho.tree[1]))
+    if (harness_running(ho.tree[0]) || harness_running(ho.tree[1]))
       ck_assert_uint_eq(sched_stats(h).leased, 1);
     shms_recovery r;
     ck_assert_shms_ok(shms_recover(h, &r));
