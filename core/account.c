@@ -231,8 +231,9 @@ static uint32_t fold_some(const struct shms__cls *k) {
     /* A lookup may take one meanwhile: the CAS leaves it to it. */
     if (!foldable(a) || a->active_ns > upto || !ck_pr_cas_32(&a->refs, 0, SHMS__ACCT_FOLDING))
       continue;
-    for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-      shms__store_64(&o->cls[c].cell_ns, o->cls[c].cell_ns + a->cls[c].cell_ns);
+    for (int c = 0; c < SHMS_CLASS_COUNT; c++) /* a fast-path charge not yet taken too */
+      shms__store_64(&o->cls[c].cell_ns,
+                     o->cls[c].cell_ns + a->cls[c].cell_ns + ck_pr_fas_64(&a->cls[c].fast_ns, 0));
     unlink_record(k, i + 1);
     shms__store_32(&a->state, SHMS__ACCT_FREE);
     shms__store_32(&a->hash_next, ctl->free_head);
@@ -289,6 +290,29 @@ uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t
     init_record(k, ref, w, SHMS__KIND_TENANT, 1);
   }
   unlock(k);
+  return ref;
+}
+
+/* The record this thread last looked up: a loop of one tenant's leases finds it again without
+ * hashing its name (checked as a chain walk checks it: live, and still the name's). */
+static SHMS__TLS struct {
+  const struct shms__account *table;
+  uint32_t ref;
+} last_lookup;
+
+uint32_t shms__account_lookup(const struct shms__cls *k, const char *name, uint64_t timeout_ns) {
+  uint64_t w[NAME_WORDS];
+  pack(name, w);
+  uint32_t ref = last_lookup.ref;
+  if (last_lookup.table == k->accts && valid_ref(k, ref) &&
+      is(shms__account_at(k, ref), w, SHMS__KIND_TENANT))
+    return ref;
+  if ((ref = find(k, w, SHMS__KIND_TENANT)) == 0) {
+    ref = shms__account_get(k, name, timeout_ns);
+    shms__account_put(k, ref);
+  }
+  last_lookup.table = k->accts;
+  last_lookup.ref = ref;
   return ref;
 }
 

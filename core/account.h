@@ -26,6 +26,11 @@ static inline struct shms__account *shms__account_at(const struct shms__cls *k, 
  * had within timeout_ns (a live holder that does not let go). Never called without an owner id.
  */
 uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t timeout_ns);
+/*
+ * The record of tenant name, made if absent, without a reference held: for a charge added to it
+ * at once (a record folded meanwhile takes the charge into `_other`). 0 as shms__account_get.
+ */
+uint32_t shms__account_lookup(const struct shms__cls *k, const char *name, uint64_t timeout_ns);
 /* Give back a reference shms__account_get took. */
 void shms__account_put(const struct shms__cls *k, uint32_t ref);
 /* The weight a tenant's charges are divided by: its own, 1..SHMS_WEIGHT_MAX. */

@@ -245,28 +245,47 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
  * after it, the cell may carry the next lease. */
 struct ending {
   uint32_t tenant;
+  int fast; /* a lease taken on the fast path, charged by its tenant's name */
   uint64_t start_ns, charged_ns;
+  uint64_t name[SHMS__NAME_WORDS];
 };
 
 static struct ending ending_of(const struct shms__cls *k, const struct shms__cell *cell) {
-  struct ending e = {cell->tenant, 0, 0};
-  if (e.tenant != 0 && k->timed) {
-    e.start_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
-    e.charged_ns = shms__load_64((uint64_t *)&cell->charged_ns);
+  struct ending e = {.tenant = cell->tenant};
+  if (!k->timed)
+    return e;
+  if (e.tenant == 0) {
+    /* A lease taken on the fast path is charged if it ends while requests are queued: with none,
+     * nobody was owed what it held. The uncontended release reads only the fast word's line,
+     * which it writes next anyway. */
+    if (SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) == 0)
+      return e;
+    e.fast = 1;
+    for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
+      e.name[i] = shms__load_64((uint64_t *)&cell->tenant_name[i]);
   }
+  e.start_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
+  e.charged_ns = shms__load_64((uint64_t *)&cell->charged_ns);
   return e;
 }
 
 /* The tenant's count of leases goes down; in a class fair by time, its charge is corrected to
- * what the lease held (used: 0 for a grant returned unused), before the count (fair.h). */
+ * what the lease held (used: 0 for a grant returned unused), before the count (fair.h), and a
+ * lease taken on the fast path is charged what it held. */
 static void ended(const struct shms__cls *k, const struct ending *e, int used) {
-  if (e->tenant == 0 || e->tenant > k->ntenants)
+  if (e->tenant > k->ntenants || (e->tenant == 0 && !e->fast))
     return;
-  if (k->timed) {
-    uint64_t now = used ? shms__coarse_now_ns() : 0;
-    uint64_t held = used && e->start_ns != 0 && now > e->start_ns ? now - e->start_ns : 0;
-    shms__fair_ended(k, e->tenant, used, held, e->charged_ns);
+  uint64_t now = used && k->timed ? shms__coarse_now_ns() : 0;
+  /* A prepared acquire's lease is stamped lazily (shms__stamp_leases): one unstamped yet held
+   * for less than the stamping period, and is charged nothing. */
+  uint64_t held = e->start_ns != 0 && now > e->start_ns ? now - e->start_ns : 0;
+  if (e->tenant == 0) {
+    if (used)
+      shms__fair_fast_ended(k, e->name, held);
+    return;
   }
+  if (k->timed)
+    shms__fair_ended(k, e->tenant, used, held, e->charged_ns);
   shms__tenant_lease_ended(k, e->tenant);
 }
 
@@ -355,8 +374,7 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
   if (!ck_pr_cas_64(&cell->word, expect, free_word))
     return SHMS__RELEASE_RACED;
   SHMS__STEP();
-  if (tenant != 0)
-    ended(k, &e, 1);
+  ended(k, &e, 1);
   if (!k->fast_map)
     shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
   SHMS__STEP();
@@ -377,11 +395,13 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
   /* Within the bound the cell is not handed over: a grant would hold it idle for the wake-up of
    * its waiter while the next acquire could use it at once. The nudged waiter kicks when it
    * runs, and the pass it runs grants the cell if it is still free. */
-  if (SHMS__FAST_QUEUED(fast) == 0)
-    return SHMS__RELEASE_DONE;
   if (fast & SHMS__FAST_STRICT)
     return SHMS__RELEASE_KICK;
-  return nudge ? SHMS__RELEASE_NUDGE : SHMS__RELEASE_DONE;
+  if (nudge)
+    return SHMS__RELEASE_NUDGE;
+  /* A lease granted from the queue is counted against its tenant, whose record the baton's
+   * holder settles (and frees, when it has nothing left). */
+  return tenant != 0 ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
 }
 
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {

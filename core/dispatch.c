@@ -30,7 +30,8 @@ static int baton_try(const struct shms *h, const struct shms__cls *k) {
 }
 
 static int work_pending(const struct shms__cls *k) {
-  if (shms__hbm_any(k->sattn, k->nslots) || shms__hbm_any(k->tattn, k->ntenants))
+  if (shms__hbm_any(k->sattn, k->nslots) || shms__hbm_any(k->tattn, k->ntenants) ||
+      (k->timed && shms__hbm_any(k->aattn, k->naccts)))
     return 1;
   uint64_t f = shms__load_64(&k->ctl->fast);
   /* A nudge in flight (WOKEN, set by a release since this holder's last pass): its pass is owed
@@ -211,6 +212,11 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0;
        tenants++)
     shms__index_attend_tenant(k, (uint32_t)t + 1);
+  if (k->timed) {
+    int torn = 0;
+    tenants += shms__tenant_take_fast(k, PASS_BUDGET, &torn);
+    shms__index_corrupt |= torn;
+  }
   if (k->ctl->ring_head == 0 && shms__load_32(&k->ctl->ring_len) != 0)
     shms__index_corrupt = 1; /* a ring that counts tenants but has no head */
   for (int cells = 1, swept = 0; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt;

@@ -47,9 +47,24 @@ int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c);
  */
 void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_t held_ns,
                       uint64_t charged_ns);
+/*
+ * A lease taken on the fast path (it has no tenant record) ended after holding held_ns while
+ * requests were queued: added to its tenant's record in the tenant table (name: packed words),
+ * for the baton's holder to charge (shms__fair_take_fast). Any process, inside an operation.
+ */
+void shms__fair_fast_ended(const struct shms__cls *k, const uint64_t *name, uint64_t held_ns);
+/*
+ * Charge what leases taken on the fast path held (shms__fair_fast_ended) to the tenant of account
+ * aref: to the class's record of it, if record_of finds one (the record holds the live charge),
+ * else to what the account keeps for the class. From no less than the class's virtual time, as a
+ * lease granted now would be. 1: heap torn.
+ */
+int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
+                           uint32_t (*record_of)(const struct shms__cls *k, uint32_t aref));
 /* Take what ended leases owe ref (shms__fair_ended) into its charge and estimate. 1: torn. */
 int shms__fair_settle(const struct shms__cls *k, uint32_t ref);
-/* Before the index is rebuilt: an empty heap (the ring's members join it again). */
+/* Before the index is rebuilt: an empty heap (the ring's members join it again), and every
+ * fast-path charge in the tenant table marked again for shms__fair_take_fast. */
 void shms__fair_reset(const struct shms__cls *k);
 /* After a change of policy in the tenant table: every record's weight read again. */
 void shms__fair_refresh(const struct shms__cls *k);

@@ -8,7 +8,10 @@
 
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
+#include "fair.h"
+#include "order.h"
 #include "sched.h"
+#include "tenant.h"
 
 /* The earlier of two ends of overtaking, 0 standing for none (never). */
 static uint64_t earlier(uint64_t a, uint64_t b) { return a == 0 || (b != 0 && b < a) ? b : a; }
@@ -49,6 +52,12 @@ void shms__overtake_update(const struct shms__cls *k, const uint64_t seen[2], in
     return;
   struct shms__class_ctl *ctl = k->ctl;
   uint32_t head = ctl->all_head;
+  if (k->timed) {
+    /* Fair by time, the oldest request need not be next: a tenant charged more waits its turn
+     * by design. The bound is kept for the tenant whose turn it is (its oldest request). */
+    uint32_t first = shms__fair_first(k);
+    head = first >= 1 && first <= k->ntenants ? shms__order_oldest(shms__tenant_at(k, first)) : 0;
+  }
   uint64_t end = 0;
   if (head >= 1 && head <= k->nslots)
     end = shms__slot_at(k, head - 1)->enqueue_ns + k->overtake_ns;

@@ -2,6 +2,7 @@
 #include "tenant.h"
 
 #include "../shm/atomic.h"
+#include "../shm/hbm.h"
 #include "account.h"
 #include "fair.h"
 #include "sched.h"
@@ -33,6 +34,22 @@ uint32_t shms__tenant_find(const struct shms__cls *k, const char *name) {
     ref = t->hash_next;
   }
   return 0;
+}
+
+/* The class's record of account aref's tenant, or 0. */
+static uint32_t record_of(const struct shms__cls *k, uint32_t aref) {
+  char name[SHMS_TENANT_MAX + 1];
+  memcpy(name, shms__account_at(k, aref)->name, sizeof name);
+  name[SHMS_TENANT_MAX] = '\0';
+  uint32_t ref = shms__tenant_find(k, name);
+  return ref != 0 && shms__tenant_at(k, ref)->acct == aref ? ref : 0;
+}
+
+int shms__tenant_take_fast(const struct shms__cls *k, int budget, int *torn) {
+  int taken = 0;
+  for (int64_t i; taken < budget && (i = shms__hbm_take(k->aattn, k->naccts)) >= 0; taken++)
+    *torn |= shms__fair_charge_fast(k, (uint32_t)i + 1, record_of);
+  return taken;
 }
 
 uint32_t shms__tenant_get(const struct shms__cls *k, const char *name) {

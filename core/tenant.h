@@ -26,6 +26,9 @@ uint32_t shms__tenant_get(const struct shms__cls *k, const char *name);
  * The ring functions below return 1 when they found the ring torn (a link out of range): the
  * caller marks the index for the baton holder to rebuild (shms__index_corrupt, core/index.c).
  */
+/* Charge what leases taken on the fast path held to their tenants (core/fair.h), at most budget
+ * records of the tenant table. Returns how many; 1 in *torn if the heap was found torn. */
+int shms__tenant_take_fast(const struct shms__cls *k, int budget, int *torn);
 /* Return ref to the free list if it has neither indexed requests nor counted leases. */
 int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref);
 

@@ -140,8 +140,8 @@ typedef enum { SHMS_TENANT_ANY, SHMS_TENANT_USER, SHMS_TENANT_GROUP } shms_tenan
 /*
  * What a class divides fairly between tenants with queued work (docs/contract.md, "Fairness").
  * GRANTS: turns, one grant each, whatever a lease costs. TIME: cell-time (cells x seconds
- * held): a tenant whose leases last longer is granted less often. The zero value is the default,
- * SHMS_FAIRNESS_GRANTS.
+ * held): a tenant whose leases last longer is granted less often. The zero value is the default:
+ * TIME for a lease class, GRANTS for a worker class (shms_class_fairness).
  */
 typedef enum { SHMS_FAIRNESS_DEFAULT, SHMS_FAIRNESS_GRANTS, SHMS_FAIRNESS_TIME } shms_fairness_t;
 
@@ -180,8 +180,7 @@ typedef struct {
    * 0: SHMS_DEFAULT_OVERTAKE_NS; SHMS_OVERTAKE_STRICT: never (strict hand-off); else
    * 1us..1s. Worker classes and classes with tenant-max-active: 0 (they never overtake). */
   uint64_t overtake_ns;
-  /* shms_fairness_t; 0: the default. TIME is for lease classes, and a class fair by time
-   * hands every cell to its queue while requests wait (it does not overtake). */
+  /* shms_fairness_t; 0: the default (shms_class_fairness). TIME is for lease classes. */
   uint32_t fairness;
   uint32_t reserved; /* 0 */
 } shms_class_config;
@@ -241,6 +240,8 @@ SHMS_EXTERN int shms_name_check(const char *name);
 /* Bytes a segment laid out from cfg occupies, or 0 when cfg is NULL or invalid (the thread's
  * detail then says why, as shms_config_validate's). */
 SHMS_EXTERN uint64_t shms_segment_size(const shms_config *cfg);
+/* The fairness a class configured as k divides by: its own, or the default for its mode. */
+SHMS_EXTERN shms_fairness_t shms_class_fairness(const shms_class_config *k);
 
 /* ---- Segments ----------------------------------------------------------- */
 

@@ -69,9 +69,9 @@ static void shmsched_make_fair(bl_shared *sh, unsigned cells, uint64_t overtake,
 static void shmsched_make(bl_shared *sh, unsigned cells, uint64_t overtake, uint32_t events) {
   shmsched_make_fair(sh, cells, overtake, events, SHMS_FAIRNESS_DEFAULT);
 }
-/* fairness=time: cell-time shared by weight (it hands every cell to the queue meanwhile). */
-static void shmsched_time_create(bl_shared *sh, unsigned cells) {
-  shmsched_make_fair(sh, cells, SHMS_OVERTAKE_STRICT, SHMS_DEFAULT_EVENTS, SHMS_FAIRNESS_TIME);
+/* fairness=grants: equal turns whatever a lease holds (the default is fairness by time). */
+static void shmsched_grants_create(bl_shared *sh, unsigned cells) {
+  shmsched_make_fair(sh, cells, bench_overtake(), SHMS_DEFAULT_EVENTS, SHMS_FAIRNESS_GRANTS);
 }
 static void shmsched_create(bl_shared *sh, unsigned cells) {
   shmsched_make(sh, cells, bench_overtake(), SHMS_DEFAULT_EVENTS);
@@ -350,7 +350,7 @@ static const struct bl_system systems[] = {
      shmsched_destroy},
     {"shmsched-strict", shmsched_strict_create, shmsched_open, shmsched_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
-    {"shmsched-time", shmsched_time_create, shmsched_open, shmsched_acquire, shmsched_release,
+    {"shmsched-grants", shmsched_grants_create, shmsched_open, shmsched_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
     {"shmsched-try", shmsched_create, shmsched_open, shmsched_try_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
@@ -378,7 +378,7 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-strict shmsched-time shmsched-try shmsched-prepared shmsched-user "
+  return "shmsched shmsched-strict shmsched-grants shmsched-try shmsched-prepared shmsched-user "
          "shmsched-noevents "
          "posix-sem "
          "sysv-sem-undo "

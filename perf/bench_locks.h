@@ -4,10 +4,11 @@
  * it back. The benchmarks (acquire-release, handoff, contended, fairness) are
  * written once against it, so every system runs the same loop.
  *
- *   shmsched        shms_acquire / shms_release on class standard
+ *   shmsched        shms_acquire / shms_release on class standard (fair by time, the default)
  *   shmsched-strict shms_acquire / shms_release on a class with overtake=0 (strict hand-off);
- *   shmsched-time   the same on a class fair by time (fairness=time, which hands off strictly);
- *                   "shmsched" takes BENCH_OVERTAKE_US (0: strict) when set, else the default
+ *   shmsched-grants the same on a class fair by grants (fairness=grants);
+ *                   "shmsched" and "shmsched-grants" take BENCH_OVERTAKE_US (0: strict) when
+ *                   set, else the default
  *   shmsched-try    shms_try_acquire (spinning on would-block) / shms_release
  *   shmsched-prepared shms_acquire_prepared (the request prepared once, at open) / shms_release
  *   posix-sem       process-shared sem_t: sem_wait / sem_post

@@ -117,7 +117,7 @@ int main(int argc, char **argv) {
   bu_args_init(argc, argv,
                "--system NAME [--ms MS] [--warmup-ms MS] [--cells N] [--procs N] "
                "[--holds H1:H2...] [--weights W1:W2...] [--label NAME]");
-  const char *name = bu_arg_str("system", "shmsched-time");
+  const char *name = bu_arg_str("system", "shmsched");
   long ms = bu_arg_long("ms", 4000), warmup = bu_arg_long("warmup-ms", 500);
   long cells = bu_arg_long("cells", 2), procs = bu_arg_long("procs", 4);
   const char *holds_spec = bu_arg_str("holds", "40:2"), *weights_spec = bu_arg_str("weights", "");

@@ -102,7 +102,7 @@ run() {
 for ((rep = 1; rep <= repeats; rep++)); do
   echo "perf: repeat $rep of $repeats ..." >&2
   for s in "${lock_systems[@]}" shmsched-try shmsched-prepared shmsched-user shmsched-noevents \
-    shmsched-time harness; do
+    shmsched-grants harness; do
     run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
   done
   run "$rep" bench_events --iters "$acq_iters"
@@ -150,14 +150,14 @@ for ((rep = 1; rep <= repeats; rep++)); do
   done
   # Cell-time shares of tenants whose leases last 40 ms and 2 ms (sleeping holds), by grants,
   # by time, and with a semaphore; by time, weights 3:1 and 1:2:4, and heavy-tailed holds.
-  for s in shmsched shmsched-time posix-sem; do
+  for s in shmsched shmsched-grants posix-sem; do
     run "$rep" bench_share --system "$s" --holds 40:2 --ms "$share_ms" --warmup-ms "$share_warmup"
   done
-  run "$rep" bench_share --system shmsched-time --holds 40:2 --weights 3:1 --ms "$share_ms" \
+  run "$rep" bench_share --system shmsched --holds 40:2 --weights 3:1 --ms "$share_ms" \
     --warmup-ms "$share_warmup" --label share-3to1
-  run "$rep" bench_share --system shmsched-time --holds 10:4:20 --weights 1:2:4 --cells 3 \
+  run "$rep" bench_share --system shmsched --holds 10:4:20 --weights 1:2:4 --cells 3 \
     --ms "$share_ms" --warmup-ms "$share_warmup" --label share-1to2to4
-  run "$rep" bench_share --system shmsched-time --holds p10:4 --ms "$share_ms" \
+  run "$rep" bench_share --system shmsched --holds p10:4 --ms "$share_ms" \
     --warmup-ms "$share_warmup" --label share-pareto
   for q in 64 1048576; do
     run "$rep" bench_client --queue "$q" --rounds "$client_rounds" --cli "$bin/shmsched"

@@ -156,10 +156,10 @@ END {
   print "Fair share by time (for information):"
   nm = split("share share-3to1 share-1to2to4 share-pareto", sm, " ")
   for (i = 1; i <= nm; i++) {
-    e = fig(sm[i], "shmsched-time", "worst_share_error")
-    j = fig(sm[i], "shmsched-time", "jain_index")
-    l = fig(sm[i], "shmsched-time", "max_lag_ms")
-    g = fig(sm[i], "shmsched", "worst_share_error")
+    e = fig(sm[i], "shmsched", "worst_share_error")
+    j = fig(sm[i], "shmsched", "jain_index")
+    l = fig(sm[i], "shmsched", "max_lag_ms")
+    g = fig(sm[i], "shmsched-grants", "worst_share_error")
     if (e != "")
       target(sm[i] ": time shares within 3% of the weighted ideal", e <= 0.03,
              sprintf("worst %.3f (by grants %s), largest lag %s ms", e,
@@ -167,8 +167,8 @@ END {
     if (j != "")
       target(sm[i] ": Jain index of weighted shares at least 0.99", j >= 0.99, sprintf("%.4f", j))
   }
-  a = fig("acquire-release", "shmsched", "ns_per_op")
-  at = fig("acquire-release", "shmsched-time", "ns_per_op")
+  a = fig("acquire-release", "shmsched-grants", "ns_per_op")
+  at = fig("acquire-release", "shmsched", "ns_per_op")
   if (a != "" && at != "")
     target("acquire-release by time within 15% of by grants", at <= 1.15 * a,
            sprintf("%.2fx (%s ns against %s ns)", at / a, num(at), num(a)))

@@ -15,6 +15,7 @@ void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *
   k->sfree = SHMS__AT(base, d->sfree_off, uint64_t);
   k->sattn = SHMS__AT(base, d->sattn_off, uint64_t);
   k->tattn = SHMS__AT(base, d->tattn_off, uint64_t);
+  k->aattn = SHMS__AT(base, d->aattn_off, uint64_t);
   k->theap = SHMS__AT(base, d->theap_off, uint32_t);
   k->actl = shms__accounts_ctl_at(base, l);
   k->abkt = shms__accounts_buckets_at(base, l);
@@ -33,10 +34,10 @@ void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *
   k->grant_timeout_ns = k->cfg->mode != SHMS_MODE_LEASE ? 0
                         : k->cfg->grant_timeout_ns != 0 ? k->cfg->grant_timeout_ns
                                                         : SHMS_DEFAULT_GRANT_TIMEOUT_NS;
-  k->timed = k->cfg->fairness == SHMS_FAIRNESS_TIME;
+  k->timed = shms_class_fairness(k->cfg) == SHMS_FAIRNESS_TIME;
   uint64_t x = k->cfg->overtake_ns;
-  k->overtake_ns = k->cfg->mode != SHMS_MODE_LEASE || k->cfg->tenant_max_active != 0 || k->timed ? 0
-                   : x == SHMS_OVERTAKE_STRICT                                                   ? 0
-                   : x != 0                                                                      ? x
+  k->overtake_ns = k->cfg->mode != SHMS_MODE_LEASE || k->cfg->tenant_max_active != 0 ? 0
+                   : x == SHMS_OVERTAKE_STRICT                                       ? 0
+                   : x != 0                                                          ? x
                             : SHMS_DEFAULT_OVERTAKE_NS;
 }

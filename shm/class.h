@@ -19,7 +19,7 @@ struct shms__cls {
   char *slots;
   struct shms__tenant *tenants;
   uint32_t *tbuckets, *abuckets;
-  uint64_t *sfree, *sattn, *tattn;
+  uint64_t *sfree, *sattn, *tattn, *aattn;
   uint32_t *theap; /* a class fair by time: its tenants with a turn, a binary heap (core/fair.c) */
   uint32_t ncells, nslots, slot_size, ntenants, ntb, nab;
   int fast_map;           /* the fast word holds a map of free cells, not a count (core/sched.h) */

@@ -137,12 +137,6 @@ static int validate_class(const shms_config *cfg, int c) {
                       "class %s: fairness: a worker class is fair by grants (time is for lease "
                       "classes)",
                       cn);
-  if (k->fairness == SHMS_FAIRNESS_TIME && k->overtake_ns != 0 &&
-      k->overtake_ns != SHMS_OVERTAKE_STRICT)
-    return shms__fail(SHMS_EINVAL,
-                      "class %s: fairness: a class fair by time hands its cells to the queue "
-                      "(overtake must be 0)",
-                      cn);
   if (k->reserved != 0)
     return shms__fail(SHMS_EINVAL, "class %s: reserved: must be 0", cn);
   if (k->on_command_crash != SHMS_ON_CRASH_RELEASE &&
@@ -171,6 +165,14 @@ static int validate_class(const shms_config *cfg, int c) {
         return shms__fail(SHMS_EINVAL, "class %s: allow: tenant '%s' is listed twice", cn, tenant);
   }
   return SHMS_OK;
+}
+
+shms_fairness_t shms_class_fairness(const shms_class_config *k) {
+  if (k->fairness != SHMS_FAIRNESS_DEFAULT)
+    return (shms_fairness_t)k->fairness;
+  /* By time where leases are held (their cost is the time held); a worker class's jobs are
+   * divided by count. */
+  return k->mode == SHMS_MODE_LEASE ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_GRANTS;
 }
 
 int shms_config_validate(const shms_config *cfg) {

@@ -96,6 +96,7 @@ static int check_classes(const struct shms__header *h, const struct shms__layout
     CHECK_FIELD(cls, "sattn_off", got->sattn_off, want->sattn_off);
     CHECK_FIELD(cls, "tattn_off", got->tattn_off, want->tattn_off);
     CHECK_FIELD(cls, "theap_off", got->theap_off, want->theap_off);
+    CHECK_FIELD(cls, "aattn_off", got->aattn_off, want->aattn_off);
   }
   return SHMS_OK;
 }

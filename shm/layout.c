@@ -31,6 +31,8 @@ uint64_t shms__layout_compute(const shms_config *cfg, struct shms__layout *out) 
   memset(out, 0, sizeof *out);
   uint64_t off = line_up(sizeof(struct shms__header));
   out->header_size = off;
+  out->accounts_count = cfg->tenant_table != 0 ? cfg->tenant_table : SHMS_DEFAULT_TENANT_TABLE;
+  out->accounts_buckets = shms__pow2_at_least(2 * out->accounts_count);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const shms_class_config *k = &cfg->classes[c];
     if (!k->configured)
@@ -64,10 +66,10 @@ uint64_t shms__layout_compute(const shms_config *cfg, struct shms__layout *out) 
     off += line_up((uint64_t)shms__hbm_words(d->tenants_count) * sizeof(uint64_t));
     d->theap_off = off;
     off += line_up((uint64_t)d->tenants_count * sizeof(uint32_t));
+    d->aattn_off = off;
+    off += line_up((uint64_t)shms__hbm_words(out->accounts_count) * sizeof(uint64_t));
   }
   out->accounts_off = off;
-  out->accounts_count = cfg->tenant_table != 0 ? cfg->tenant_table : SHMS_DEFAULT_TENANT_TABLE;
-  out->accounts_buckets = shms__pow2_at_least(2 * out->accounts_count);
   off += sizeof(struct shms__accounts_ctl) + line_up((uint64_t)out->accounts_buckets * 4) +
          (uint64_t)out->accounts_count * sizeof(struct shms__account);
   out->procs_off = off;

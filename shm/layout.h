@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 7u
+#define SHMS__LAYOUT_VERSION 8u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -39,6 +39,7 @@ struct shms__class_desc {
   uint64_t sattn_off;    /* hbm over slots: slots that need the dispatcher's attention */
   uint64_t tattn_off;    /* hbm over tenants: tenants that need the dispatcher's attention */
   uint64_t theap_off;    /* tenants_count x uint32_t: a class fair by time: its tenants by turn */
+  uint64_t aattn_off;    /* hbm over the tenant table: records with fast-path charges (fair.h) */
   uint32_t cells_count;
   uint32_t slots_count;
   uint32_t slot_size;
@@ -327,6 +328,11 @@ struct shms__account_class {
   uint64_t est_ns;  /* what its next lease is expected to hold */
   uint64_t rebases; /* the class's rebases when vt was written (fair.h) */
   uint64_t cell_ns; /* cell-time its leases held, measured as fairness by time charges */
+  /* Atomic: what leases taken on the fast path held, added as each ends while requests are
+   * queued, until the baton's holder takes it into the charge (fair.h). */
+  uint64_t fast_ns;
+  uint32_t fast_n;
+  uint32_t reserved;
 };
 
 struct shms__account {
@@ -421,7 +427,7 @@ _Static_assert(sizeof(struct shms__cell) == 2 * (size_t)SHMS__LINE, "cell is two
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 3 * (size_t)SHMS__LINE, "tenant is three lines");
 _Static_assert(sizeof(struct shms__proc) == 3 * (size_t)SHMS__LINE, "proc entry is three lines");
-_Static_assert(sizeof(struct shms__account) == 4 * (size_t)SHMS__LINE, "account is four lines");
+_Static_assert(sizeof(struct shms__account) == 5 * (size_t)SHMS__LINE, "account is five lines");
 _Static_assert(sizeof(struct shms__accounts_ctl) == (size_t)SHMS__LINE, "accounts ctl is a line");
 
 /* Whether a class's fast word holds a map of its free cells (a lease class of at most 32

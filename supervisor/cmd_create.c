@@ -34,6 +34,8 @@ static const char help[] =
     "                          group the caller is in (group) (default any)\n"
     "      on-holder-death=quarantine|release  (default quarantine)\n"
     "      on-command-crash=release|quarantine (default release)\n"
+    "      fairness=time|grants  what tenants share: cell-time by weight, or turns\n"
+    "                          (default time; a worker class: grants)\n"
     "  --config FILE           read the segment and its classes from an INI file\n"
     "                          (docs/config.md); cannot be combined with --class; the\n"
     "                          options below override the file's [segment] settings\n"

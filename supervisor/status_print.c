@@ -127,13 +127,11 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
    * configuration says 0; 0 for strict hand-off, and for the classes that never overtake (a
    * worker class, one with tenant-max-active). */
   s->u64(s->ctx, "overtake_ns",
-         k->mode == SHMS_MODE_WORKER || k->tenant_max_active != 0 ||
-                 k->fairness == SHMS_FAIRNESS_TIME
-             ? 0
-         : k->overtake_ns == SHMS_OVERTAKE_STRICT ? 0
-         : k->overtake_ns != 0                    ? k->overtake_ns
-                                                  : SHMS_DEFAULT_OVERTAKE_NS);
-  s->str(s->ctx, "fairness", k->fairness == SHMS_FAIRNESS_TIME ? "time" : "grants");
+         k->mode == SHMS_MODE_WORKER || k->tenant_max_active != 0 ? 0
+         : k->overtake_ns == SHMS_OVERTAKE_STRICT                 ? 0
+         : k->overtake_ns != 0                                    ? k->overtake_ns
+                                                                  : SHMS_DEFAULT_OVERTAKE_NS);
+  s->str(s->ctx, "fairness", shms_class_fairness(k) == SHMS_FAIRNESS_TIME ? "time" : "grants");
   s->allow(s->ctx, k, k->allow_count == 0 && c != SHMS_CLASS_EXTRA_LARGE);
   s->u64(s->ctx, "cells_available", st->available);
   s->u64(s->ctx, "cells_leased", st->leased);

@@ -440,6 +440,55 @@ START_TEST(explain_counts_the_less_charged) {
 }
 END_TEST
 
+/* The cell-time a tenant's record in the tenant table says it held in the standard class. */
+static uint64_t table_cell_ns(shms_t *h, const char *tenant) {
+  shms_policy_row rows[16];
+  uint32_t n = 0;
+  ck_assert_shms_ok(shms_policy_list(h, rows, 16, &n));
+  for (uint32_t i = 0; i < n; i++)
+    if (strcmp(rows[i].name, tenant) == 0)
+      return rows[i].cell_ns[SHMS_CLASS_STANDARD];
+  return 0;
+}
+
+/*
+ * A lease taken on the fast path is charged what it held when it ends with requests queued: its
+ * tenant's next turn comes after a tenant charged nothing, though its request is older. One that
+ * ends with nothing queued is charged nothing (nobody was owed what it held).
+ */
+START_TEST(fast_path_leases_are_charged) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 16);
+  shms_set_clock(sched_fake_clock, NULL);
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_request r = sched_req("alone", 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &l));
+  sched_fake_now += 1000 * MS;
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_uint_eq(table_cell_ns(h, "alone"), 0);
+
+  r = sched_req("fast", 0);
+  ck_assert_shms_ok(shms_acquire(h, &r, &l)); /* the class idle: the fast path */
+  shms_ticket again = sched_enqueue(h, "fast", 0, 0);
+  shms_ticket other = sched_enqueue(h, "other", 0, 0);
+  sched_fake_now += 500 * MS;
+  ck_assert_shms_ok(shms_release(h, &l));
+  shms_lease o;
+  ck_assert_shms_ok(shms_wait(h, &other, 0, &o)); /* fast was charged its 500 ms */
+  ck_assert_int_eq(shms_wait(h, &again, 0, &l), SHMS_ETIMEDOUT);
+  sched_fake_now += 10 * MS;
+  ck_assert_shms_ok(shms_release(h, &o));
+  ck_assert_shms_ok(shms_wait(h, &again, 0, &l));
+  ck_assert_shms_ok(shms_release(h, &l)); /* fast's record leaves what it held in the table */
+  ck_assert_uint_ge(table_cell_ns(h, "fast"), 500 * MS);
+  ck_assert_uint_lt(table_cell_ns(h, "fast"), 501 * MS);
+  shms_set_clock(NULL, NULL);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("fair");
   TCase *tc = harness_tcase("time");
@@ -453,6 +502,7 @@ int main(void) {
   tcase_add_test(tc, weights_one_two_four);
   tcase_add_test(tc, weight_changed_mid_run);
   tcase_add_test(tc, explain_counts_the_less_charged);
+  tcase_add_test(tc, fast_path_leases_are_charged);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

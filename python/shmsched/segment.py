@@ -21,7 +21,7 @@ _MODES = ("lease", "worker")
 _DEATH = ("quarantine", "release")
 _CRASH = ("release", "quarantine")
 _TENANT = ("any", "user", "group")
-_FAIRNESS = ("grants", "time")  # shms_fairness_t GRANTS (or the default, 0) and TIME
+_FAIRNESS = (None, "grants", "time")  # shms_fairness_t: DEFAULT (0), GRANTS, TIME
 _SEG_STATES = {1: "active", 2: "draining", 3: "destroying"}
 _DEFAULT_PAYLOAD = 4096
 
@@ -30,6 +30,14 @@ def _choice(value: str, choices: Tuple[str, ...], what: str) -> int:
     if value not in choices:
         raise InvalidArgument(f"{what} must be one of {', '.join(choices)}, got {value!r}")
     return choices.index(value)
+
+
+def _fairness(name: str, value: Optional[str]) -> int:
+    if value is None:
+        return 0
+    if value not in _FAIRNESS:
+        raise InvalidArgument(f"class {name}: fairness must be one of time, grants, got {value!r}")
+    return _FAIRNESS.index(value)
 
 
 _OVERTAKE_STRICT = (1 << 64) - 1  # SHMS_OVERTAKE_STRICT
@@ -58,8 +66,7 @@ def _class_tuple(name: str, k: ClassConfig) -> tuple:
             _choice(k.on_command_crash, _CRASH, f"class {name}: on_command_crash"),
             tuple(k.allow), grant, _choice(k.tenant, _TENANT, f"class {name}: tenant"),
             _overtake_ns(name, k.overtake),
-            # 0, the default, for "grants": a class made here reads as one made by the CLI
-            2 * _choice(k.fairness, _FAIRNESS, f"class {name}: fairness"))
+            _fairness(name, k.fairness))
 
 
 def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, object]]], *,
@@ -148,7 +155,7 @@ class Segment:
                     grant_timeout=t[8] / 1e9 if t[8] else None, tenant=_TENANT[t[9]],
                     overtake=(None if t[10] == 0 else 0 if t[10] == _OVERTAKE_STRICT
                               else t[10] / 1e9),
-                    fairness=_FAIRNESS[1 if t[11] == 2 else 0])
+                    fairness=_FAIRNESS[t[11]] if t[11] < len(_FAIRNESS) else None)
                     for c, t in sorted(classes.items())},
                 starvation_after=starve / 1e9, max_tenants=tenants, max_processes=procs,
                 mode=mode, group=None if group < 0 else group,

@@ -46,9 +46,10 @@ class ClassConfig:
     #: default (300 us); 0: strict hand-off; else 1e-6..1; lease classes without
     #: tenant_max_active only (docs/protocol.md, "Bounded overtaking")
     overtake: Optional[float] = None
-    #: what tenants with queued work share: "grants" (turns) or "time" (cell-time, by weight;
-    #: lease classes, which then do not overtake); docs/contract.md, "Fairness"
-    fairness: str = "grants"
+    #: what tenants with queued work share: "time" (cell-time, by weight; lease classes) or
+    #: "grants" (turns); None: the default, "time" for a lease class and "grants" for a worker
+    #: class; docs/contract.md, "Fairness"
+    fairness: Optional[str] = None
 
 
 @dataclass(frozen=True)

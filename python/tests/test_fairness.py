@@ -66,9 +66,9 @@ def test_a_light_tenant_gets_every_other_turn_against_a_flood(make_segment):
 def test_fair_by_time_and_weights(make_segment):
     """A class fair by time reads back as such; weights are set, kept and listed; bad ones are
     refused and change nothing."""
-    s = make_segment({"standard": shmsched.ClassConfig(cells=2, queue=8, fairness="time")})
+    s = make_segment({"standard": shmsched.ClassConfig(cells=2, queue=8)})
     with s.open() as seg:
-        assert seg.config().classes["standard"].fairness == "time"
+        assert seg.config().classes["standard"].fairness is None  # the default: by time
         assert seg.tenant_table() == []
         seg.set_weight("paying", 3)
         with seg.lease("standard", tenant="free"):
