@@ -6,6 +6,29 @@
 #include "../shm/events.h"
 #include "client.h"
 
+/* A policy event's team: named in the record (a team's weight), or by the number of its record
+ * in the tenant table (a tenant put in it: team records are never folded). */
+static void policy_team(const struct shms *h, shms_event *ev, shms_event_record *out) {
+  if (ev->reason == SHMS_POLICY_EVENT_TEAM_WEIGHT) {
+    memcpy(out->team, ev->tenant, sizeof out->team);
+    ev->tenant[0] = '\0';
+    return;
+  }
+  if (ev->reason != SHMS_POLICY_EVENT_TEAM || out->value == 0)
+    return;
+  const struct shms__cls *k = NULL;
+  for (int c = 0; c < SHMS_CLASS_COUNT && k == NULL; c++)
+    k = h->cls[c].id >= 0 ? &h->cls[c] : NULL;
+  if (k == NULL || out->value > k->naccts)
+    return;
+  const struct shms__account *a = &k->accts[out->value - 1];
+  memcpy(out->team, a->name, SHMS_TENANT_MAX);
+  out->team[SHMS_TENANT_MAX] = '\0';
+  for (int i = 0; out->team[i] != '\0'; i++)
+    if (out->team[i] <= ' ' || out->team[i] > '~')
+      out->team[i] = '?';
+}
+
 /* A valid record as the caller sees it; its words were checked, but their values are another
  * process's: nothing read here indexes anything. */
 static void convert(const struct shms *h, uint64_t pos, const struct shms__ev_rec *r,
@@ -38,6 +61,8 @@ static void convert(const struct shms *h, uint64_t pos, const struct shms__ev_re
   for (int i = 0; ev->tenant[i] != '\0'; i++) /* only what a tenant name may hold */
     if (ev->tenant[i] <= ' ' || ev->tenant[i] > '~')
       ev->tenant[i] = '?';
+  if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
+    policy_team(h, ev, out);
 }
 
 int shms_events_read(shms_t *h, uint64_t *cursor, unsigned flags, shms_event_record *out,

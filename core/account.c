@@ -342,16 +342,42 @@ static uint32_t with_policy(const struct shms__cls *k, const char *name, uint32_
   return ref;
 }
 
-int shms__account_set(const struct shms__cls *k, const char *name, uint32_t weight,
+uint32_t shms__account_team(const struct shms__cls *k, uint32_t ref) {
+  if (!valid_ref(k, ref))
+    return 0;
+  uint32_t team = shms__load_32(&shms__account_at(k, ref)->team);
+  if (!valid_ref(k, team))
+    return 0;
+  const struct shms__account *t = shms__account_at(k, team);
+  return shms__load_32((uint32_t *)&t->state) == SHMS__ACCT_LIVE &&
+                 (shms__load_32((uint32_t *)&t->flags) & SHMS__ACCT_TEAM)
+             ? team
+             : 0;
+}
+
+void shms__account_hold(const struct shms__cls *k, uint32_t ref) {
+  if (valid_ref(k, ref))
+    ck_pr_inc_32(&shms__account_at(k, ref)->refs);
+}
+
+int shms__account_set(const struct shms__cls *k, const struct shms__policy_change *p,
                       uint64_t timeout_ns) {
   int rc = lock(k, timeout_ns);
   if (rc != SHMS_OK)
     return rc;
-  uint32_t ref = with_policy(k, name, SHMS__KIND_TENANT);
+  /* The team first: a tenant's record is not made for a team the table has no room for. */
+  uint32_t team =
+      p->team != NULL && p->team[0] != '\0' ? with_policy(k, p->team, SHMS__KIND_TEAM) : 0;
+  uint32_t ref =
+      team != 0 || p->team == NULL || p->team[0] == '\0' ? with_policy(k, p->name, p->kind) : 0;
   if (ref == 0) {
     rc = SHMS_EQUEUEFULL;
   } else {
-    shms__store_32(&shms__account_at(k, ref)->weight, weight);
+    struct shms__account *a = shms__account_at(k, ref);
+    if (p->weight != 0)
+      shms__store_32(&a->weight, p->weight);
+    if (p->team != NULL)
+      shms__store_32(&a->team, team);
     ck_pr_inc_64(&k->actl->policy_gen);
   }
   unlock(k);

@@ -36,12 +36,25 @@ void shms__account_put(const struct shms__cls *k, uint32_t ref);
 /* The weight a tenant's charges are divided by: its own, 1..SHMS_WEIGHT_MAX. */
 uint32_t shms__account_weight(const struct shms__cls *k, uint32_t ref);
 
+/* The team record tenant record ref belongs to, or 0. */
+uint32_t shms__account_team(const struct shms__cls *k, uint32_t ref);
+/* Take one more reference on ref, a record that is referenced or has a policy already. */
+void shms__account_hold(const struct shms__cls *k, uint32_t ref);
+
+/* A change of policy: a tenant's or a team's weight, and a tenant's team. */
+struct shms__policy_change {
+  const char *name;
+  uint32_t kind;    /* SHMS__KIND_TENANT or SHMS__KIND_TEAM */
+  uint32_t weight;  /* 1..SHMS_WEIGHT_MAX, or 0: unchanged */
+  const char *team; /* a tenant's team: NULL unchanged, "" none, else the team (made if absent) */
+};
+
 /*
- * Set tenant name's weight (1..SHMS_WEIGHT_MAX). Its record is made if absent and kept from then
- * on (never folded). SHMS_EQUEUEFULL when the table has no room for it, SHMS_ETIMEDOUT when its
- * lock is held longer than timeout_ns; nothing changed then.
+ * Apply p. The records it names are made if absent and kept from then on (never folded).
+ * SHMS_EQUEUEFULL when the table has no room for them, SHMS_ETIMEDOUT when its lock is held
+ * longer than timeout_ns; nothing changed then.
  */
-int shms__account_set(const struct shms__cls *k, const char *name, uint32_t weight,
+int shms__account_set(const struct shms__cls *k, const struct shms__policy_change *p,
                       uint64_t timeout_ns);
 
 #endif

@@ -230,15 +230,24 @@ static void audit_by_time(struct audit *a) {
     violation(a, "the class's list by time holds %u requests, %u are indexed", n, indexed);
 }
 
-/* A class fair by time: its heap holds exactly the ring's tenants, each where its record says,
- * none before its parent (core/fair.c). */
+/* A class fair by time: its heap holds exactly the ring's tenants without a team and the teams
+ * with a member in it, each where its record says, none before its parent; every member of the
+ * ring in a team is in its team's heap (core/fair.c). */
 static void audit_heap(struct audit *a) {
   const struct shms__cls *k = a->k;
   if (!k->timed)
     return;
-  uint32_t n = k->ctl->heap_len;
-  if (n != k->ctl->ring_len)
-    violation(a, "heap: %u tenants in it, the ring has %u", n, k->ctl->ring_len);
+  uint32_t n = k->ctl->heap_len, turns = 0;
+  for (uint32_t i = 0; i < k->ntenants; i++) {
+    const struct shms__tenant *r = &k->tenants[i];
+    int in_ring = (r->flags & (SHMS__TENANT_INUSE | SHMS__TENANT_INRING)) ==
+                  (SHMS__TENANT_INUSE | SHMS__TENANT_INRING);
+    turns += (in_ring && r->team == 0) || ((r->flags & SHMS__TENANT_TEAM) && r->mroot != 0);
+    if (in_ring && r->team != 0 && !(r->flags & SHMS__TENANT_MEMBER))
+      violation(a, "tenant '%.31s': in the ring, not in its team's heap", r->name);
+  }
+  if (n != turns)
+    violation(a, "heap: %u tenants and teams in it, %u have a turn", n, turns);
   for (uint32_t pos = 0; pos < n && pos < k->ntenants; pos++) {
     uint32_t ref = k->theap[pos];
     if (ref < 1 || ref > k->ntenants) {
@@ -246,10 +255,11 @@ static void audit_heap(struct audit *a) {
       continue;
     }
     const struct shms__tenant *t = shms__tenant_at(k, ref);
-    if (t->heap_pos != pos + 1 || !(t->flags & SHMS__TENANT_INRING))
-      violation(a, "tenant '%.31s': at heap place %u, its record says %u%s", t->name, pos,
-                t->heap_pos ? t->heap_pos - 1 : UINT32_MAX,
-                t->flags & SHMS__TENANT_INRING ? "" : " (and it is not in the ring)");
+    int has_turn = t->flags & SHMS__TENANT_TEAM ? t->mroot != 0 : t->flags & SHMS__TENANT_INRING;
+    if (t->heap_pos != pos + 1 || !has_turn)
+      violation(a, "%s '%.31s': at heap place %u, its record says %u%s",
+                t->flags & SHMS__TENANT_TEAM ? "team" : "tenant", t->name, pos,
+                t->heap_pos ? t->heap_pos - 1 : UINT32_MAX, has_turn ? "" : " (and no turn)");
     uint32_t up = pos ? k->theap[(pos - 1) / 2] : 0;
     if (up >= 1 && up <= k->ntenants && shms__fair_before(t, shms__tenant_at(k, up)))
       violation(a, "tenant '%.31s': in the heap below '%.31s', charged more", t->name,

@@ -196,8 +196,8 @@ static void hand_off(const struct shms__cls *k, uint64_t now) {
 static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   if (shms__index_corrupt)
     shms__index_rebuild(k);
-  if (k->timed)
-    shms__fair_refresh(k); /* weights changed by policy take effect from this pass's grants */
+  if (k->timed) /* weights and teams changed by policy take effect from this pass's grants */
+    shms__index_corrupt |= shms__tenant_refresh(k);
   /* The end of overtaking as found before the arrivals are taken: what the update at the end may
    * replace (shms__overtake_update). */
   uint64_t now = shms__now_ns(), seen[2];

@@ -84,13 +84,15 @@ static uint32_t pos_of(const struct shms__cls *k, uint32_t ref) {
   return pos - 1;
 }
 
-uint32_t shms__fair_first(const struct shms__cls *k) {
-  SHMS__ASSERT(shms__index_owned(k));
-  return k->ctl->heap_len != 0 ? k->theap[0] : 0;
+/* ref's team's record, if it is in a team (a link out of range reads as none: the audit says). */
+static uint32_t team_of(const struct shms__cls *k, const struct shms__tenant *t) {
+  uint32_t x = t->team;
+  return valid_ref(k, x) && (shms__tenant_at(k, x)->flags & SHMS__TENANT_TEAM) ? x : 0;
 }
 
-int shms__fair_join(const struct shms__cls *k, uint32_t ref) {
-  SHMS__ASSERT(shms__index_owned(k));
+/* ---- the class's heap: tenants without a team, and teams ---- */
+
+static int top_insert(const struct shms__cls *k, uint32_t ref) {
   struct shms__class_ctl *ctl = k->ctl;
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if (t->heap_pos != 0)
@@ -106,8 +108,7 @@ int shms__fair_join(const struct shms__cls *k, uint32_t ref) {
   return sift(k, n);
 }
 
-int shms__fair_leave(const struct shms__cls *k, uint32_t ref) {
-  SHMS__ASSERT(shms__index_owned(k));
+static int top_remove(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
   if (t->heap_pos == 0)
     return 0;
@@ -124,6 +125,176 @@ int shms__fair_leave(const struct shms__cls *k, uint32_t ref) {
   return sift(k, pos);
 }
 
+static int top_resift(const struct shms__cls *k, uint32_t ref) {
+  if (shms__tenant_at(k, ref)->heap_pos == 0)
+    return 0;
+  uint32_t pos = pos_of(k, ref);
+  return pos == UINT32_MAX ? 1 : sift(k, pos);
+}
+
+/* ---- a team's members with a turn: a pairing heap through their records ---- */
+
+/* Two heaps' roots (0: empty) as one; the root charged more becomes the other's first child.
+ * A root out of range (torn) is dropped, and *torn set: the index is rebuilt. */
+static uint32_t meld(const struct shms__cls *k, uint32_t a, uint32_t b, int *torn) {
+  if (a != 0 && !valid_ref(k, a)) {
+    *torn = 1;
+    a = 0;
+  }
+  if (b != 0 && !valid_ref(k, b)) {
+    *torn = 1;
+    b = 0;
+  }
+  if (a == 0 || b == 0)
+    return a != 0 ? a : b;
+  if (shms__fair_before(shms__tenant_at(k, b), shms__tenant_at(k, a))) {
+    uint32_t x = a;
+    a = b;
+    b = x;
+  }
+  struct shms__tenant *ta = shms__tenant_at(k, a), *tb = shms__tenant_at(k, b);
+  if (ta->ph_child != 0 && !valid_ref(k, ta->ph_child)) {
+    *torn = 1;
+    ta->ph_child = 0;
+  }
+  tb->ph_next = ta->ph_child;
+  if (ta->ph_child != 0)
+    shms__tenant_at(k, ta->ph_child)->ph_prev = b;
+  tb->ph_prev = a;
+  ta->ph_child = b;
+  return a;
+}
+
+/* The heap of the sibling list from first (their parent gone): melded in pairs left to right,
+ * then the pairs right to left. Bounded by the table: a torn list sets *torn. */
+static uint32_t merge_pairs(const struct shms__cls *k, uint32_t first, int *torn) {
+  uint32_t pairs = 0, steps = 0;
+  while (first != 0) {
+    if (!valid_ref(k, first) || steps++ > k->ntenants) {
+      *torn = 1;
+      break;
+    }
+    struct shms__tenant *ta = shms__tenant_at(k, first);
+    uint32_t b = ta->ph_next, next = 0;
+    if (b != 0 && !valid_ref(k, b)) {
+      *torn = 1;
+      b = 0;
+    }
+    if (b != 0) {
+      struct shms__tenant *tb = shms__tenant_at(k, b);
+      next = tb->ph_next;
+      tb->ph_next = tb->ph_prev = 0;
+    }
+    ta->ph_next = ta->ph_prev = 0;
+    uint32_t m = meld(k, first, b, torn);
+    shms__tenant_at(k, m)->ph_next = pairs; /* a stack: the last pair on top */
+    pairs = m;
+    first = next;
+  }
+  uint32_t root = 0;
+  while (pairs != 0) {
+    struct shms__tenant *tp = shms__tenant_at(k, pairs);
+    uint32_t next = tp->ph_next;
+    tp->ph_next = 0;
+    root = meld(k, root, pairs, torn);
+    pairs = next;
+  }
+  return root;
+}
+
+static int member_insert(const struct shms__cls *k, struct shms__tenant *team, uint32_t ref) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  int torn = 0;
+  t->ph_child = t->ph_next = t->ph_prev = 0;
+  t->flags |= SHMS__TENANT_MEMBER;
+  team->mroot = meld(k, team->mroot, ref, &torn);
+  return torn;
+}
+
+/* ref out of its team's heap: cut from its parent or sibling, its children merged back. */
+static int member_remove(const struct shms__cls *k, struct shms__tenant *team, uint32_t ref) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  int torn = 0;
+  t->flags &= ~SHMS__TENANT_MEMBER;
+  if (team->mroot == ref) {
+    team->mroot = merge_pairs(k, t->ph_child, &torn);
+  } else {
+    if (!valid_ref(k, t->ph_prev) || (t->ph_next != 0 && !valid_ref(k, t->ph_next)))
+      return 1;
+    struct shms__tenant *prev = shms__tenant_at(k, t->ph_prev);
+    if (prev->ph_child == ref)
+      prev->ph_child = t->ph_next;
+    else if (prev->ph_next == ref)
+      prev->ph_next = t->ph_next;
+    else
+      return 1;
+    if (t->ph_next != 0)
+      shms__tenant_at(k, t->ph_next)->ph_prev = t->ph_prev;
+    uint32_t rest = merge_pairs(k, t->ph_child, &torn);
+    team->mroot = meld(k, team->mroot, rest, &torn);
+  }
+  t->ph_child = t->ph_next = t->ph_prev = 0;
+  return torn;
+}
+
+/* ref's charge changed: its place in its team's heap again. */
+static int member_resift(const struct shms__cls *k, struct shms__tenant *team, uint32_t ref) {
+  if (!(shms__tenant_at(k, ref)->flags & SHMS__TENANT_MEMBER))
+    return 0;
+  int torn = member_remove(k, team, ref);
+  return torn | member_insert(k, team, ref);
+}
+
+/* ref's charge changed: its place (and its team's) in the heaps again. */
+static int resift(const struct shms__cls *k, uint32_t ref) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  uint32_t team = team_of(k, t);
+  if (team == 0)
+    return top_resift(k, ref);
+  return member_resift(k, shms__tenant_at(k, team), ref) | top_resift(k, team);
+}
+
+uint32_t shms__fair_first(const struct shms__cls *k) {
+  SHMS__ASSERT(shms__index_owned(k));
+  if (k->ctl->heap_len == 0)
+    return 0;
+  uint32_t first = k->theap[0];
+  if (!valid_ref(k, first) || !(shms__tenant_at(k, first)->flags & SHMS__TENANT_TEAM))
+    return first;
+  uint32_t m = shms__tenant_at(k, first)->mroot;
+  return m != 0 ? m : UINT32_MAX; /* a team in the heap without members: torn */
+}
+
+int shms__fair_join(const struct shms__cls *k, uint32_t ref) {
+  SHMS__ASSERT(shms__index_owned(k));
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  uint32_t team = team_of(k, t);
+  if (team == 0)
+    return top_insert(k, ref);
+  if (t->flags & SHMS__TENANT_MEMBER)
+    return 0;
+  /* Within its team as a tenant in the class: no credit banked while it had no turn. */
+  struct shms__tenant *tm = shms__tenant_at(k, team);
+  if (t->vt < tm->mvtime)
+    t->vt = tm->mvtime;
+  t->turn = ++k->ctl->turns;
+  int torn = member_insert(k, tm, ref);
+  return torn | top_insert(k, team);
+}
+
+int shms__fair_leave(const struct shms__cls *k, uint32_t ref) {
+  SHMS__ASSERT(shms__index_owned(k));
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  uint32_t team = team_of(k, t);
+  if (team == 0)
+    return top_remove(k, ref);
+  if (!(t->flags & SHMS__TENANT_MEMBER))
+    return 0;
+  struct shms__tenant *tm = shms__tenant_at(k, team);
+  int torn = member_remove(k, tm, ref);
+  return torn | (tm->mroot == 0 ? top_remove(k, team) : 0);
+}
+
 /* Every charge moved back alike, once the class's virtual time nears the top of its range; the
  * heap is then put in order again (a charge clamped at 0 may change places with another). */
 static int rebase(const struct shms__cls *k) {
@@ -133,28 +304,36 @@ static int rebase(const struct shms__cls *k) {
   for (uint32_t i = 0; i < k->ntenants; i++) {
     struct shms__tenant *t = &k->tenants[i];
     t->vt = t->vt > SHMS__FAIR_REBASE ? t->vt - SHMS__FAIR_REBASE : 0;
+    if (t->flags & SHMS__TENANT_TEAM)
+      t->mvtime = t->mvtime > SHMS__FAIR_REBASE ? t->mvtime - SHMS__FAIR_REBASE : 0;
   }
-  int torn = 0;
-  for (uint32_t pos = ctl->heap_len / 2; pos-- > 0;)
-    torn |= sift(k, pos);
-  return torn;
+  /* Moved back alike, clamped at 0: an order that held still holds (no charge passes another),
+   * so the heaps stand as they are. */
+  return 0;
 }
 
 int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c) {
   SHMS__ASSERT(shms__index_owned(k));
   struct shms__class_ctl *ctl = k->ctl;
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  if (t->vt > ctl->vtime)
-    ctl->vtime = t->vt;
+  uint32_t team = team_of(k, t);
+  /* The charge a tenant (or team) that takes turns again starts from: the one granted now's. */
+  struct shms__tenant *top = team != 0 ? shms__tenant_at(k, team) : t;
+  if (top->vt > ctl->vtime)
+    ctl->vtime = top->vt;
+  if (team != 0 && t->vt > top->mvtime)
+    top->mvtime = t->vt;
   uint64_t est = t->est_ns != 0 ? t->est_ns : ctl->hold_est_ns;
   shms__store_64(&k->cells[c].charged_ns, est);
   t->vt += charge(est, t->weight);
   t->turn = ++ctl->turns;
-  int torn = ctl->vtime >= SHMS__FAIR_REBASE_AT ? rebase(k) : 0;
-  if (t->heap_pos == 0)
-    return torn;
-  uint32_t pos = pos_of(k, ref);
-  return torn | (pos == UINT32_MAX ? 1 : sift(k, pos));
+  if (team != 0) {
+    top->vt += charge(est, top->weight);
+    top->turn = ++ctl->turns;
+  }
+  if (ctl->vtime >= SHMS__FAIR_REBASE_AT)
+    rebase(k);
+  return resift(k, ref);
 }
 
 void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_t held_ns,
@@ -178,6 +357,16 @@ static void estimate(const struct shms__cls *k, uint64_t *est_ns, uint64_t held,
   k->ctl->hold_est_ns = *est_ns;
 }
 
+/* t's charge corrected by corr ns of cell-time (held minus charged: either way). */
+static void correct(struct shms__tenant *t, int64_t corr) {
+  if (corr > 0) {
+    t->vt += charge((uint64_t)corr, t->weight);
+  } else {
+    uint64_t back = charge((uint64_t)-corr, t->weight);
+    t->vt -= t->vt > back ? back : t->vt;
+  }
+}
+
 int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
   SHMS__ASSERT(shms__index_owned(k));
   struct shms__tenant *t = shms__tenant_at(k, ref);
@@ -186,18 +375,15 @@ int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
   uint64_t held = ck_pr_fas_64(&t->done_ns, 0);
   t->cell_ns += held;
   estimate(k, &t->est_ns, held, n);
+  uint32_t team = team_of(k, t);
+  if (team != 0)
+    shms__tenant_at(k, team)->cell_ns += held;
   if (corr == 0)
     return 0;
-  if (corr > 0) {
-    t->vt += charge((uint64_t)corr, t->weight);
-  } else {
-    uint64_t back = charge((uint64_t)-corr, t->weight);
-    t->vt -= t->vt > back ? back : t->vt;
-  }
-  if (t->heap_pos == 0)
-    return 0;
-  uint32_t pos = pos_of(k, ref);
-  return pos == UINT32_MAX ? 1 : sift(k, pos);
+  correct(t, corr);
+  if (team != 0)
+    correct(shms__tenant_at(k, team), corr);
+  return resift(k, ref);
 }
 
 void shms__fair_fast_ended(const struct shms__cls *k, const uint64_t *name, uint64_t held_ns) {
@@ -226,11 +412,22 @@ static uint64_t stored_vt(const struct shms__cls *k, const struct shms__account_
   return behind >= 2 || vt < behind * SHMS__FAIR_REBASE ? 0 : vt - behind * SHMS__FAIR_REBASE;
 }
 
-/* vt charged held_ns more: from no less than the class's virtual time, as a lease granted now
- * would have been (what a tenant held while nobody else was charged earns it nothing back). */
-static uint64_t charged_from_now(const struct shms__cls *k, uint64_t vt, uint64_t held_ns,
-                                 uint32_t weight) {
-  return (vt > k->ctl->vtime ? vt : k->ctl->vtime) + charge(held_ns, weight);
+/* vt charged held_ns more, from no less than floor: as a lease granted now would have been (what
+ * a tenant held while nobody else was charged earns it nothing back). */
+static uint64_t charged_from(uint64_t floor, uint64_t vt, uint64_t held_ns, uint32_t weight) {
+  return (vt > floor ? vt : floor) + charge(held_ns, weight);
+}
+
+/* What an account keeps for the class, charged held_ns from floor. */
+static void charge_account(const struct shms__cls *k, uint32_t aref, uint64_t floor, uint64_t held,
+                           uint32_t n) {
+  struct shms__account_class *a = &shms__account_at(k, aref)->cls[k->id];
+  uint64_t est = shms__load_64(&a->est_ns);
+  estimate(k, &est, held, n);
+  shms__store_64(&a->vt, charged_from(floor, stored_vt(k, a), held, shms__account_weight(k, aref)));
+  shms__store_64(&a->rebases, k->ctl->rebases);
+  shms__store_64(&a->est_ns, est);
+  shms__store_64(&a->cell_ns, a->cell_ns + held);
 }
 
 int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
@@ -244,48 +441,58 @@ int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
     return 0;
   shms__store_64(&acct->active_ns, shms__now_ns());
   n = held != 0 ? n : 0; /* unstamped leases tell nothing of how long leases hold */
-  uint32_t ref = record_of(k, aref);
-  if (ref != 0) {
-    struct shms__tenant *t = shms__tenant_at(k, ref);
-    t->vt = charged_from_now(k, t->vt, held, t->weight);
-    t->cell_ns += held;
-    estimate(k, &t->est_ns, held, n);
-    if (t->heap_pos == 0)
-      return 0;
-    uint32_t pos = pos_of(k, ref);
-    return pos == UINT32_MAX ? 1 : sift(k, pos);
+  uint64_t vtime = k->ctl->vtime;
+  uint32_t ref = record_of(k, aref), team_acct = shms__account_team(k, aref);
+  uint32_t team = ref != 0         ? team_of(k, shms__tenant_at(k, ref))
+                  : team_acct != 0 ? record_of(k, team_acct)
+                                   : 0;
+  struct shms__tenant *tm = team != 0 ? shms__tenant_at(k, team) : NULL;
+  /* A member is charged within its team (from its members' charge), the team in the class. */
+  if (tm != NULL) {
+    tm->vt = charged_from(vtime, tm->vt, held, tm->weight);
+    tm->cell_ns += held;
+  } else if (team_acct != 0) {
+    charge_account(k, team_acct, vtime, held, 0);
   }
-  uint64_t est = shms__load_64(&a->est_ns);
-  estimate(k, &est, held, n);
-  shms__store_64(&a->vt, charged_from_now(k, stored_vt(k, a), held, shms__account_weight(k, aref)));
-  shms__store_64(&a->rebases, k->ctl->rebases);
-  shms__store_64(&a->est_ns, est);
-  shms__store_64(&a->cell_ns, a->cell_ns + held);
-  return 0;
+  uint64_t floor = tm != NULL ? tm->mvtime : team_acct != 0 ? 0 : vtime;
+  if (ref == 0) {
+    charge_account(k, aref, floor, held, n);
+    return team != 0 ? top_resift(k, team) : 0;
+  }
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  t->vt = charged_from(floor, t->vt, held, t->weight);
+  t->cell_ns += held;
+  estimate(k, &t->est_ns, held, n);
+  return resift(k, ref);
 }
 
 void shms__fair_reset(const struct shms__cls *k) {
   SHMS__ASSERT(shms__index_owned(k));
   k->ctl->heap_len = 0;
-  for (uint32_t i = 0; i < k->ntenants; i++)
-    k->tenants[i].heap_pos = 0;
+  for (uint32_t i = 0; i < k->ntenants; i++) {
+    struct shms__tenant *t = &k->tenants[i];
+    t->heap_pos = t->mroot = 0;
+    t->ph_child = t->ph_next = t->ph_prev = 0;
+    t->flags &= ~SHMS__TENANT_MEMBER;
+  }
   /* A charge added by a process that died before it marked the record is found here. */
   for (uint32_t i = 0; k->id >= 0 && i < k->naccts; i++)
     if (shms__load_64(&k->accts[i].cls[k->id].fast_ns) != 0)
       shms__hbm_set(k->aattn, k->naccts, i);
 }
 
-void shms__fair_refresh(const struct shms__cls *k) {
+int shms__fair_refresh(const struct shms__cls *k) {
   SHMS__ASSERT(shms__index_owned(k));
   uint64_t gen = shms__load_64(&k->actl->policy_gen);
   if (gen == k->ctl->policy_gen)
-    return;
+    return 0;
   k->ctl->policy_gen = gen;
   for (uint32_t i = 0; i < k->ntenants; i++) {
     struct shms__tenant *t = &k->tenants[i];
-    if ((t->flags & SHMS__TENANT_INUSE) && t->acct != 0)
+    if ((t->flags & (SHMS__TENANT_INUSE | SHMS__TENANT_TEAM)) && t->acct != 0)
       t->weight = shms__account_weight(k, t->acct);
   }
+  return 1;
 }
 
 void shms__fair_load(const struct shms__cls *k, struct shms__tenant *t) {

@@ -66,8 +66,9 @@ int shms__fair_settle(const struct shms__cls *k, uint32_t ref);
 /* Before the index is rebuilt: an empty heap (the ring's members join it again), and every
  * fast-path charge in the tenant table marked again for shms__fair_take_fast. */
 void shms__fair_reset(const struct shms__cls *k);
-/* After a change of policy in the tenant table: every record's weight read again. */
-void shms__fair_refresh(const struct shms__cls *k);
+/* After a change of policy in the tenant table: every record's weight read again. 1 if the
+ * policy had changed since the class last looked, else 0. */
+int shms__fair_refresh(const struct shms__cls *k);
 /* A new record of the class takes up what the tenant table kept of its tenant (charge,
  * estimate, weight); a record that goes leaves them there (core/tenant.c). */
 void shms__fair_load(const struct shms__cls *k, struct shms__tenant *t);

@@ -24,24 +24,28 @@ static int valid_ref(const struct shms__cls *k, uint32_t ref) {
   return ref >= 1 && ref <= k->ntenants;
 }
 
-uint32_t shms__tenant_find(const struct shms__cls *k, const char *name) {
+/* The record of name of kind (0: a tenant's, SHMS__TENANT_TEAM: a team's), or 0. */
+static uint32_t find(const struct shms__cls *k, const char *name, uint32_t kind) {
   uint32_t ref = k->tbuckets[name_hash(name) & (k->ntb - 1)];
   /* Bounded walk: a torn chain (a crash mid-update) cannot loop us forever. */
   for (uint32_t steps = 0; valid_ref(k, ref) && steps < k->ntenants; steps++) {
     struct shms__tenant *t = shms__tenant_at(k, ref);
-    if (strncmp(t->name, name, sizeof t->name) == 0)
+    if ((t->flags & SHMS__TENANT_TEAM) == kind && strncmp(t->name, name, sizeof t->name) == 0)
       return ref;
     ref = t->hash_next;
   }
   return 0;
 }
 
-/* The class's record of account aref's tenant, or 0. */
+uint32_t shms__tenant_find(const struct shms__cls *k, const char *name) { return find(k, name, 0); }
+
+/* The class's record of account aref's tenant (or team), or 0. */
 static uint32_t record_of(const struct shms__cls *k, uint32_t aref) {
+  const struct shms__account *a = shms__account_at(k, aref);
   char name[SHMS_TENANT_MAX + 1];
-  memcpy(name, shms__account_at(k, aref)->name, sizeof name);
+  memcpy(name, a->name, sizeof name);
   name[SHMS_TENANT_MAX] = '\0';
-  uint32_t ref = shms__tenant_find(k, name);
+  uint32_t ref = find(k, name, a->flags & SHMS__ACCT_TEAM ? SHMS__TENANT_TEAM : 0);
   return ref != 0 && shms__tenant_at(k, ref)->acct == aref ? ref : 0;
 }
 
@@ -52,24 +56,18 @@ int shms__tenant_take_fast(const struct shms__cls *k, int budget, int *torn) {
   return taken;
 }
 
-uint32_t shms__tenant_get(const struct shms__cls *k, const char *name) {
-  uint32_t ref = shms__tenant_find(k, name);
-  if (ref != 0)
-    return ref;
+/* A record from the free list, named and hashed, of kind; 0 when the table is full. */
+static uint32_t take_record(const struct shms__cls *k, const char *name, uint32_t kind) {
   struct shms__class_ctl *ctl = k->ctl;
-  ref = ctl->tenant_free;
+  uint32_t ref = ctl->tenant_free;
   if (!valid_ref(k, ref))
     return 0;
   struct shms__tenant *t = shms__tenant_at(k, ref);
   ctl->tenant_free = t->hash_next;
   memset(t, 0, sizeof *t);
   strncpy(t->name, name, SHMS_TENANT_MAX);
-  t->flags = SHMS__TENANT_INUSE;
-  /* What the segment kept of the tenant: its weight, and its charge here while it was away
-   * (without the table, as a tenant new to the segment: weight 1, nothing kept). */
-  t->acct = shms__account_get(k, name, ACCOUNT_WAIT_NS);
-  shms__fair_load(k, t);
-  uint32_t *bucket = &k->tbuckets[name_hash(name) & (k->ntb - 1)];
+  t->flags = kind != 0 ? kind : SHMS__TENANT_INUSE;
+  uint32_t *bucket = &k->tbuckets[name_hash(t->name) & (k->ntb - 1)];
   t->hash_next = *bucket;
   *bucket = ref;
   ctl->tenants_used++;
@@ -96,12 +94,9 @@ static void leave_account(const struct shms__cls *k, struct shms__tenant *t) {
   t->acct = 0;
 }
 
-int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
+/* Back to the free list. */
+static void free_record(const struct shms__cls *k, uint32_t ref) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  if (!(t->flags & SHMS__TENANT_INUSE) || (t->flags & SHMS__TENANT_PENDING) || t->queued != 0 ||
-      shms__load_32(&t->active) != 0)
-    return 0;
-  int torn = shms__ring_remove(k, ref);
   unhash(k, ref);
   leave_account(k, t);
   t->flags = 0;
@@ -109,6 +104,96 @@ int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
   t->hash_next = k->ctl->tenant_free;
   k->ctl->tenant_free = ref;
   k->ctl->tenants_used--;
+}
+
+uint32_t shms__tenant_get(const struct shms__cls *k, const char *name) {
+  uint32_t ref = shms__tenant_find(k, name);
+  if (ref != 0 || (ref = take_record(k, name, 0)) == 0)
+    return ref;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  /* What the segment kept of the tenant: its weight, and its charge here while it was away
+   * (without the table, as a tenant new to the segment: weight 1, nothing kept). */
+  t->acct = shms__account_get(k, name, ACCOUNT_WAIT_NS);
+  shms__fair_load(k, t);
+  return ref;
+}
+
+/* ---- teams (a class fair by time) ---- */
+
+/* ref becomes a member of the team the tenant table gives its tenant, whose record is made if
+ * absent (what the table kept of the team loaded into it). Its charge is then its team's: a
+ * tenant that changes teams starts again from its new team's members. No room: no team. */
+static void team_attach(const struct shms__cls *k, uint32_t ref) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  uint32_t aref = shms__account_team(k, t->acct);
+  if (t->team != 0 || aref == 0)
+    return;
+  const struct shms__account *a = shms__account_at(k, aref);
+  char name[SHMS_TENANT_MAX + 1];
+  memcpy(name, a->name, sizeof name);
+  name[SHMS_TENANT_MAX] = '\0';
+  uint32_t team = find(k, name, SHMS__TENANT_TEAM);
+  if (team == 0) {
+    if ((team = take_record(k, name, SHMS__TENANT_TEAM)) == 0)
+      return;
+    struct shms__tenant *tm = shms__tenant_at(k, team);
+    shms__account_hold(k, aref);
+    tm->acct = aref;
+    shms__fair_load(k, tm);
+  }
+  shms__tenant_at(k, team)->members++;
+  t->team = team;
+}
+
+/* ref leaves its team (out of the heaps first); the team's record goes with its last member. */
+static int team_detach(const struct shms__cls *k, uint32_t ref) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  uint32_t team = t->team;
+  if (team == 0)
+    return 0;
+  int torn = shms__fair_leave(k, ref);
+  t->team = 0;
+  if (!valid_ref(k, team) || !(shms__tenant_at(k, team)->flags & SHMS__TENANT_TEAM))
+    return 1;
+  struct shms__tenant *tm = shms__tenant_at(k, team);
+  if (--tm->members == 0) {
+    if (tm->heap_pos != 0)
+      return 1; /* a team without members in the heap: torn */
+    free_record(k, team);
+  }
+  return torn;
+}
+
+int shms__tenant_refresh(const struct shms__cls *k) {
+  if (!shms__fair_refresh(k))
+    return 0;
+  int torn = 0;
+  for (uint32_t ref = 1; ref <= k->ntenants; ref++) {
+    struct shms__tenant *t = shms__tenant_at(k, ref);
+    if (!(t->flags & SHMS__TENANT_INUSE) || t->acct == 0)
+      continue;
+    uint32_t want = shms__account_team(k, t->acct);
+    uint32_t have = valid_ref(k, t->team) ? shms__tenant_at(k, t->team)->acct : 0;
+    if (want == have)
+      continue;
+    int in = (t->flags & SHMS__TENANT_INRING) != 0;
+    torn |= team_detach(k, ref);
+    t->vt = 0; /* its charge was its old team's (or the class's): it starts from the new one's */
+    team_attach(k, ref);
+    if (in)
+      torn |= shms__fair_join(k, ref);
+  }
+  return torn;
+}
+
+int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (!(t->flags & SHMS__TENANT_INUSE) || (t->flags & SHMS__TENANT_PENDING) || t->queued != 0 ||
+      shms__load_32(&t->active) != 0)
+    return 0;
+  int torn = shms__ring_remove(k, ref);
+  torn |= team_detach(k, ref);
+  free_record(k, ref);
   return torn;
 }
 
@@ -137,7 +222,10 @@ static int ring_append(const struct shms__cls *k, uint32_t ref) {
   ctl->ring_tail = ref;
   t->flags |= SHMS__TENANT_INRING;
   shms__store_32(&ctl->ring_len, ctl->ring_len + 1);
-  return k->timed ? shms__fair_join(k, ref) : 0;
+  if (!k->timed)
+    return 0;
+  team_attach(k, ref);
+  return shms__fair_join(k, ref);
 }
 
 int shms__ring_remove(const struct shms__cls *k, uint32_t ref) {
@@ -213,7 +301,9 @@ static uint32_t ring_snapshot(const struct shms__cls *k) {
  * and (PENDING) its place in the old ring's chain. */
 static void reset_record(const struct shms__cls *k, struct shms__tenant *t) {
   uint32_t active = shms__load_32(&t->active), pending = t->flags & SHMS__TENANT_PENDING;
-  if (active == 0 && !pending && (t->flags & SHMS__TENANT_INUSE))
+  if (t->flags & SHMS__TENANT_TEAM)
+    active = pending = 0; /* made again as its members take turns again */
+  if (active == 0 && !pending && (t->flags & (SHMS__TENANT_INUSE | SHMS__TENANT_TEAM)))
     leave_account(k, t); /* made again, if its requests are, by the re-indexing */
   struct shms__tenant keep = *t;
   memset(t, 0, sizeof *t);

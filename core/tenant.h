@@ -29,6 +29,9 @@ uint32_t shms__tenant_get(const struct shms__cls *k, const char *name);
 /* Charge what leases taken on the fast path held to their tenants (core/fair.h), at most budget
  * records of the tenant table. Returns how many; 1 in *torn if the heap was found torn. */
 int shms__tenant_take_fast(const struct shms__cls *k, int budget, int *torn);
+/* After a change of policy (a class fair by time): weights read again, and each record whose
+ * tenant changed teams moved to its new team's. 1: heap torn. */
+int shms__tenant_refresh(const struct shms__cls *k);
 /* Return ref to the free list if it has neither indexed requests nor counted leases. */
 int shms__tenant_put_if_idle(const struct shms__cls *k, uint32_t ref);
 

@@ -913,11 +913,12 @@ SHMS_EXTERN int shms_command_clear(shms_t *h);
  * tenant while it was idle. A tenant with no policy has weight 1.
  */
 
-/* One row of the tenant table (shms_policy_list). */
+/* One row of the tenant table (shms_policy_list): a tenant's, or a team's (SHMS_POLICY_TEAM). */
 typedef struct {
   char name[SHMS_TENANT_MAX + 1];
-  uint32_t weight; /* 1..SHMS_WEIGHT_MAX */
-  uint32_t flags;  /* SHMS_POLICY_* */
+  uint32_t weight;                /* 1..SHMS_WEIGHT_MAX */
+  uint32_t flags;                 /* SHMS_POLICY_* */
+  char team[SHMS_TENANT_MAX + 1]; /* a tenant's team, "" for none (and in a team's row) */
   /* Cell-time its leases held in each class fair by time, as charged (ns), counted when the
    * class's record of the tenant goes (the tenant idle); `_other` holds the folded records'. */
   uint64_t cell_ns[SHMS_CLASS_COUNT];
@@ -926,6 +927,7 @@ typedef struct {
 enum {
   SHMS_POLICY_SET = 1u,   /* set by policy: kept in the table for good */
   SHMS_POLICY_OTHER = 4u, /* `_other`: what records folded out of a full table used */
+  SHMS_POLICY_TEAM = 8u,  /* a team's row: its weight, and the cell-time its members held */
 };
 
 /*
@@ -939,6 +941,15 @@ enum {
 SHMS_EXTERN int shms_policy_tenant(shms_t *h, const char *tenant, uint32_t weight);
 /* The table's rows: up to max into out, their number into *count (which may exceed max). Never
  * blocks (rows being changed meanwhile may read as either); an observer handle will do. */
+/*
+ * Put tenant in team (1..31 graphic ASCII bytes, a name space of its own; made with weight 1 if
+ * new), or in none (team NULL or ""). A class fair by time divides its cell-time between teams
+ * by their weights, then within a team between its tenants by theirs; a tenant in no team is a
+ * team of its own. Rights, errors and event as shms_policy_tenant.
+ */
+SHMS_EXTERN int shms_policy_tenant_team(shms_t *h, const char *tenant, const char *team);
+/* Set team's weight (1..SHMS_WEIGHT_MAX), making the team if new. As shms_policy_tenant. */
+SHMS_EXTERN int shms_policy_team(shms_t *h, const char *team, uint32_t weight);
 SHMS_EXTERN int shms_policy_list(shms_t *h, shms_policy_row *out, uint32_t max, uint32_t *count);
 
 /* ---- Recovery and audit ------------------------------------------------- */
@@ -1000,8 +1011,8 @@ typedef enum {
    * freezes wait until the processes that mark operations with plain stores are gone
    * (docs/protocol.md, "Plain marks"). Once per process. */
   SHMS_EVENT_MEMBARRIER_FAILED,
-  /* A tenant's policy set (shms_policy_tenant): tenant names it, value is its weight; pid: who
-   * set it. */
+  /* Policy set (pid: who set it). reason SHMS_POLICY_EVENT_WEIGHT: tenant's weight is value;
+   * _TEAM_WEIGHT: team's weight is value (tenant ""); _TEAM: tenant was put in team ("": none). */
   SHMS_EVENT_POLICY_CHANGED,
 } shms_event_kind_t;
 
@@ -1036,6 +1047,13 @@ SHMS_EXTERN uint32_t shms_event_kind(const char *name);
  * recorded (docs/protocol.md, "The event ring"). Writers never wait: a record whose writer died
  * or was overtaken is skipped by readers, never shown torn.
  */
+/* shms_event.reason of SHMS_EVENT_POLICY_CHANGED. */
+enum {
+  SHMS_POLICY_EVENT_WEIGHT = 0,
+  SHMS_POLICY_EVENT_TEAM_WEIGHT = 1,
+  SHMS_POLICY_EVENT_TEAM = 2,
+};
+
 typedef struct {
   uint64_t position; /* its place in the ring's history: increasing, with gaps where lost */
   uint64_t mono_ns;  /* CLOCK_MONOTONIC when recorded, to the kernel's tick (1-4 ms) */
@@ -1044,6 +1062,7 @@ typedef struct {
   int32_t writer;    /* the pid of the process that recorded it (event.pid: whom it concerns) */
   uint32_t reserved; /* 0 */
   shms_event event;  /* kind, class, cell, pid, reason, ticket, tenant */
+  char team[SHMS_TENANT_MAX + 1]; /* a policy event's team (SHMS_POLICY_EVENT_TEAM*), else "" */
 } shms_event_record;
 
 enum {

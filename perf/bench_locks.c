@@ -387,14 +387,20 @@ const char *bl_names(void) {
          "robust-mutex harness";
 }
 
-void bl_set_weights(bl_shared *sh, const char *const *tenants, const double *weights, int n) {
+void bl_set_policy(bl_shared *sh, const char *const *tenants, const double *weights,
+                   const double *teams, int n) {
   shms_t *h;
   int rc = shms_attach(sh->segment, 0, &h);
   if (rc != SHMS_OK)
     bu_die_shms("shms_attach", rc);
-  for (int i = 0; i < n; i++)
+  for (int i = 0; i < n; i++) {
+    char team[16];
+    snprintf(team, sizeof team, "team%d", (int)teams[i]);
     if ((rc = shms_policy_tenant(h, tenants[i], (uint32_t)weights[i])) != SHMS_OK)
       bu_die_shms("shms_policy_tenant", rc);
+    if (teams[i] != 0 && (rc = shms_policy_tenant_team(h, tenants[i], team)) != SHMS_OK)
+      bu_die_shms("shms_policy_tenant_team", rc);
+  }
   shms_detach(h);
 }
 

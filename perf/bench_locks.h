@@ -63,8 +63,10 @@ void bl_open(bl_proc *p, bl_shared *sh, const char *tenant);
 void bl_close(bl_proc *p);
 void bl_destroy(bl_shared *sh);
 
-/* shmsched systems: the tenants' weights (shms_policy_tenant), from the parent before fork. */
-void bl_set_weights(bl_shared *sh, const char *const *tenants, const double *weights, int n);
+/* shmsched systems: the tenants' weights (shms_policy_tenant) and teams (team1, team2, ...;
+ * 0: none), from the parent before fork. */
+void bl_set_policy(bl_shared *sh, const char *const *tenants, const double *weights,
+                   const double *teams, int n);
 
 /* shmsched systems: the class's longest and mean queue wait so far (shms_observe), before
  * bl_destroy; 1 if read, 0 for another system. */

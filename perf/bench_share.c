@@ -3,10 +3,12 @@
  * on a few cells. Tenant t runs --procs processes; each loops acquire -> sleep its hold ->
  * release (a lease held for I/O, a GPU, a licence: the CPU is free meanwhile). --holds gives
  * each tenant's hold in ms (a number, or pN for a Pareto law of mean N, shape 1.5, capped at
- * 50 means); --weights their weights (shmsched systems set them with shms_policy_tenant).
+ * 50 means); --weights their weights (shmsched systems set them with shms_policy_tenant);
+ * --teams each tenant's team, 0 for none (shms_policy_tenant_team; every team of weight 1).
  * After a warm-up, the cell-time each tenant holds in a window of --ms is measured (a lease is
  * counted for the part of it inside the window), sampled every 10 ms against the fluid
- * ideal (every tenant backlogged: the cells shared by weight).
+ * ideal (every tenant backlogged: the cells shared between teams by weight, a tenant in none a
+ * team of its own weight, then within a team between its tenants by weight).
  *
  * Output rows `share,SYSTEM,...`: time_share_T (fraction of the window's cell-time), ideal_T,
  * worst_share_error (largest |share - ideal|), jain_index over the weight-normalised shares
@@ -14,7 +16,8 @@
  * tenant, in ms of one cell), grants_T.
  * --label names the rows' bench (default "share"), so that several mixes can share one table.
  * Usage: bench_share --system NAME [--ms MS] [--warmup-ms MS] [--cells N] [--procs N]
- *                    [--holds H1:H2[:H3[:H4]]] [--weights W1:W2...] [--label NAME]
+ *                    [--holds H1:H2[:H3[:H4]]] [--weights W1:W2...] [--teams T1:T2...] [--label
+ * NAME]
  */
 #include <math.h>
 #include <stdio.h>
@@ -97,7 +100,7 @@ static void member(bl_shared *sh, struct shared *s, int t, int slot, double ms) 
   _exit(0);
 }
 
-static int parse_list(const char *spec, double *out, int pareto_ok) {
+static int parse_list(const char *spec, double *out, int pareto_ok, int zero_ok) {
   int n = 0;
   char buf[128];
   snprintf(buf, sizeof buf, "%s", spec);
@@ -106,7 +109,7 @@ static int parse_list(const char *spec, double *out, int pareto_ok) {
     int pareto = pareto_ok && tok[0] == 'p';
     char *end;
     double v = strtod(tok + pareto, &end);
-    if (*end != '\0' || v <= 0)
+    if (*end != '\0' || v < 0 || (v == 0 && !zero_ok))
       bu_die("bad list entry '%s'", tok);
     out[n++] = pareto ? -v : v;
   }
@@ -116,27 +119,45 @@ static int parse_list(const char *spec, double *out, int pareto_ok) {
 int main(int argc, char **argv) {
   bu_args_init(argc, argv,
                "--system NAME [--ms MS] [--warmup-ms MS] [--cells N] [--procs N] "
-               "[--holds H1:H2...] [--weights W1:W2...] [--label NAME]");
+               "[--holds H1:H2...] [--weights W1:W2...] [--teams T1:T2...] [--label NAME]");
   const char *name = bu_arg_str("system", "shmsched");
   long ms = bu_arg_long("ms", 4000), warmup = bu_arg_long("warmup-ms", 500);
   long cells = bu_arg_long("cells", 2), procs = bu_arg_long("procs", 4);
   const char *holds_spec = bu_arg_str("holds", "40:2"), *weights_spec = bu_arg_str("weights", "");
+  const char *teams_spec = bu_arg_str("teams", "");
   const char *label = bu_arg_str("label", "share");
   bu_args_done();
   const struct bl_system *sys = bl_find(name);
   if (!sys)
     bu_die("unknown system '%s' (one of: %s)", name, bl_names());
   double holds[MAX_TENANTS], weights[MAX_TENANTS] = {1, 1, 1, 1};
-  int n = parse_list(holds_spec, holds, 1);
-  if (n < 2 || (weights_spec[0] != '\0' && parse_list(weights_spec, weights, 0) != n))
-    bu_die("--holds wants 2..4 tenants, --weights as many");
+  int n = parse_list(holds_spec, holds, 1, 0);
+  double teams[MAX_TENANTS] = {0, 0, 0, 0};
+  if (n < 2 || (weights_spec[0] != '\0' && parse_list(weights_spec, weights, 0, 0) != n) ||
+      (teams_spec[0] != '\0' && parse_list(teams_spec, teams, 0, 1) != n))
+    bu_die("--holds wants 2..4 tenants, --weights and --teams as many");
+  /* Each tenant's part of the cells when all are backlogged: its team's (a team of weight 1, or
+   * itself alone), then its own within the team. */
+  double frac[MAX_TENANTS], groups = 0;
+  for (int t = 0; t < n; t++) {
+    int first = 1;
+    for (int u = 0; u < t; u++)
+      first &= teams[t] == 0 || teams[u] != teams[t];
+    groups += teams[t] == 0 ? weights[t] : first ? 1 : 0;
+  }
+  for (int t = 0; t < n; t++) {
+    double in_team = 0;
+    for (int u = 0; u < n; u++)
+      in_team += teams[t] != 0 && teams[u] == teams[t] ? weights[u] : 0;
+    frac[t] = teams[t] == 0 ? weights[t] / groups : weights[t] / in_team / groups;
+  }
   if (cells < 1 || procs < 1 || procs * n > MAX_PROCS)
     bu_die("--cells at least 1, --procs x tenants at most %d", MAX_PROCS);
 
   struct shared *s = bu_shared(sizeof *s);
   bl_shared *sh = bl_create(sys, (unsigned)cells);
-  if (strncmp(name, "shmsched", 8) == 0 && weights_spec[0] != '\0')
-    bl_set_weights(sh, names, weights, n);
+  if (strncmp(name, "shmsched", 8) == 0 && (weights_spec[0] != '\0' || teams_spec[0] != '\0'))
+    bl_set_policy(sh, names, weights, teams, n);
   s->window_start = UINT64_MAX;
   s->window_end = UINT64_MAX;
   pid_t pids[MAX_PROCS];
@@ -155,9 +176,7 @@ int main(int argc, char **argv) {
   uint64_t t0 = bu_now_ns();
   __atomic_store_n(&s->window_end, t0 + (uint64_t)ms * 1000000, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->window_start, t0, __ATOMIC_SEQ_CST);
-  double wsum = 0, max_lag = 0;
-  for (int t = 0; t < n; t++)
-    wsum += weights[t];
+  double max_lag = 0;
   /* Sample: what each tenant has held so far (ended leases, plus the running ones' part). */
   for (uint64_t now = bu_now_ns(); now < s->window_end; now = bu_now_ns()) {
     usleep(10000);
@@ -171,7 +190,7 @@ int main(int argc, char **argv) {
         if (st != 0 && now > st)
           held += (double)clip(st, now, s);
       }
-      double ideal = (double)(now - t0) * (double)cells * weights[t] / wsum;
+      double ideal = (double)(now - t0) * (double)cells * frac[t];
       if (fabs(held - ideal) > max_lag)
         max_lag = fabs(held - ideal);
     }
@@ -193,7 +212,7 @@ int main(int argc, char **argv) {
     bu_die("no lease in the window");
   for (int t = 0; t < n; t++) {
     char metric[32];
-    double share = (double)s->held[t][0] / total, ideal = weights[t] / wsum;
+    double share = (double)s->held[t][0] / total, ideal = frac[t];
     snprintf(metric, sizeof metric, "time_share_%s", names[t]);
     bu_row(label, name, metric, share, "fraction");
     snprintf(metric, sizeof metric, "ideal_%s", names[t]);
@@ -201,7 +220,7 @@ int main(int argc, char **argv) {
     snprintf(metric, sizeof metric, "grants_%s", names[t]);
     bu_row(label, name, metric, (double)s->grants[t][0], "grants");
     worst = fabs(share - ideal) > worst ? fabs(share - ideal) : worst;
-    x[t] = share / weights[t];
+    x[t] = share / frac[t];
     sum += x[t];
     sumsq += x[t] * x[t];
   }

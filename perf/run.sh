@@ -149,7 +149,8 @@ for ((rep = 1; rep <= repeats; rep++)); do
     run "$rep" bench_fairness --system "$s" --ms "$fair_ms" --warmup-ms "$fair_warmup"
   done
   # Cell-time shares of tenants whose leases last 40 ms and 2 ms (sleeping holds), by grants,
-  # by time, and with a semaphore; by time, weights 3:1 and 1:2:4, and heavy-tailed holds.
+  # by time, and with a semaphore; by time, weights 3:1 and 1:2:4, heavy-tailed holds, and a team
+  # of three tenants beside one tenant alone.
   for s in shmsched shmsched-grants posix-sem; do
     run "$rep" bench_share --system "$s" --holds 40:2 --ms "$share_ms" --warmup-ms "$share_warmup"
   done
@@ -159,6 +160,8 @@ for ((rep = 1; rep <= repeats; rep++)); do
     --ms "$share_ms" --warmup-ms "$share_warmup" --label share-1to2to4
   run "$rep" bench_share --system shmsched --holds p10:4 --ms "$share_ms" \
     --warmup-ms "$share_warmup" --label share-pareto
+  run "$rep" bench_share --system shmsched --holds 40:10:20:30 --teams 1:1:1:0 --procs 3 \
+    --ms "$share_ms" --warmup-ms "$share_warmup" --label share-teams
   for q in 64 1048576; do
     run "$rep" bench_client --queue "$q" --rounds "$client_rounds" --cli "$bin/shmsched"
   done

@@ -154,7 +154,7 @@ END {
 
   print ""
   print "Fair share by time (for information):"
-  nm = split("share share-3to1 share-1to2to4 share-pareto", sm, " ")
+  nm = split("share share-3to1 share-1to2to4 share-pareto share-teams", sm, " ")
   for (i = 1; i <= nm; i++) {
     e = fig(sm[i], "shmsched", "worst_share_error")
     j = fig(sm[i], "shmsched", "jain_index")

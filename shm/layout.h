@@ -237,9 +237,12 @@ struct shms__tenant {
   uint32_t age_tail;   /* the newest request, slot index + 1 */
   /* A class fair by time (core/fair.c): written under the baton, but for the three figures of
    * ended leases, which their releasers add to (atomic) and the baton holder takes. */
-  uint64_t vt;       /* cell-time charged, in SHMS__VT_PER_NS units per ns at weight 1 */
-  uint64_t turn;     /* the class's turn count when it last took a turn: ties go to the oldest */
-  uint64_t est_ns;   /* what its next lease is expected to hold (ns): charged at its grant */
+  uint64_t vt;   /* cell-time charged, in SHMS__VT_PER_NS units per ns at weight 1 */
+  uint64_t turn; /* the class's turn count when it last took a turn: ties go to the oldest */
+  union {
+    uint64_t est_ns; /* what its next lease is expected to hold (ns): charged at its grant */
+    uint64_t mvtime; /* a team's record: the charge a member that takes turns again starts from */
+  };
   uint64_t corr_ns;  /* atomic: held minus charged, of leases ended since (two's complement) */
   uint64_t done_ns;  /* atomic: what those leases held */
   uint32_t done_n;   /* atomic: how many they were */
@@ -250,12 +253,26 @@ struct shms__tenant {
   uint32_t acct;
   uint32_t weight;
   uint64_t cell_ns;
-  uint8_t reserved[24];
+  /* Teams (core/fair.c): a member's record names its team's record (TEAM, in the same table,
+   * under the team's name), which takes the member's turns in the class's heap and holds its
+   * members with a turn in a pairing heap: mroot, and each member's child, next sibling and
+   * previous (its parent when it is the first child). members: the records naming it. */
+  uint32_t team;
+  uint32_t ph_child, ph_next, ph_prev;
+  uint32_t mroot;
+  uint32_t members;
 } SHMS__ALIGNED;
 
 /* PENDING: kept through an index rebuild with its turn in the old ring, which it takes again
  * when the rebuild restores the ring (core/tenant.c); no record carries it between operations. */
-enum { SHMS__TENANT_INUSE = 1u, SHMS__TENANT_INRING = 2u, SHMS__TENANT_PENDING = 4u };
+/* TEAM: a team's record (never in the ring); MEMBER: a member in its team's pairing heap. */
+enum {
+  SHMS__TENANT_INUSE = 1u,
+  SHMS__TENANT_INRING = 2u,
+  SHMS__TENANT_PENDING = 4u,
+  SHMS__TENANT_TEAM = 8u,
+  SHMS__TENANT_MEMBER = 16u,
+};
 
 #define SHMS__MARKS 16 /* threads per process with a plain-store operation mark */
 /* shms__proc.marks_used: bits 0..SHMS__MARKS-1 say which marks threads have claimed; PLAIN says

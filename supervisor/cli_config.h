@@ -52,11 +52,13 @@ int cli_set_segment_option(shms_config *cfg, const char *key, const char *value,
  */
 int cli_load_config_file(shms_config *cfg, const char *path, char *err, size_t n);
 
-/* The tenants' weights of an INI file's [tenant NAME] sections, applied once the segment is
- * made (shms_policy_tenant). */
+/* The policy of an INI file's [tenant NAME] and [team NAME] sections, applied once the segment
+ * is made (shms_policy_tenant, shms_policy_tenant_team, shms_policy_team). */
 struct cli_policy {
-  char tenant[SHMS_TENANT_MAX + 1];
-  uint32_t weight;
+  char tenant[SHMS_TENANT_MAX + 1]; /* the tenant's name, or the team's (is_team) */
+  char team[SHMS_TENANT_MAX + 1];   /* a tenant's team, "" for none given */
+  uint32_t weight;                  /* 0: none given */
+  int is_team;
   int line; /* its section's header line */
 };
 struct cli_policies {

@@ -65,8 +65,12 @@ static int ini_fail(struct ini_ctx *x, int line, const char *fmt, ...) {
 static int end_section(struct ini_ctx *x) {
   char why[384];
   int key;
-  if (x->kind == SEC_TENANT && x->pol->v[x->pol->n - 1].weight == 0)
-    return ini_fail(x, x->section_line, "weight: missing (a [tenant NAME] section sets it)");
+  const struct cli_policy *t = x->kind == SEC_TENANT ? &x->pol->v[x->pol->n - 1] : NULL;
+  if (t != NULL && t->is_team && t->weight == 0)
+    return ini_fail(x, x->section_line, "weight: missing (a [team NAME] section sets it)");
+  if (t != NULL && t->weight == 0 && t->team[0] == '\0')
+    return ini_fail(x, x->section_line,
+                    "weight or team: missing (a [tenant NAME] section sets one or both)");
   if (x->kind != SEC_CLASS)
     return 0;
   if (cli_class_finish(&x->b, x->cfg, why, sizeof why, &key) == 0)
@@ -75,17 +79,18 @@ static int end_section(struct ini_ctx *x) {
   return ini_fail(x, line, "%s", why);
 }
 
-/* "tenant NAME": a tenant's weight, once per tenant. */
-static int begin_tenant(struct ini_ctx *x, const char *name) {
+/* "tenant NAME" (its weight and team) or "team NAME" (its weight), once each. */
+static int begin_tenant(struct ini_ctx *x, const char *name, int is_team) {
   char q[96];
-  snprintf(x->section, sizeof x->section, "tenant %s", name);
+  const char *kind = is_team ? "team" : "tenant";
+  snprintf(x->section, sizeof x->section, "%s %s", kind, name);
   x->section_line = x->lineno;
   if (shms_tenant_check(name) != SHMS_OK)
-    return ini_fail(x, x->lineno, "[tenant %s]: not a tenant name (1..%d graphic ASCII bytes)",
-                    cli_quote(q, sizeof q, name), SHMS_TENANT_MAX);
+    return ini_fail(x, x->lineno, "[%s %s]: not a %s name (1..%d graphic ASCII bytes)", kind,
+                    cli_quote(q, sizeof q, name), kind, SHMS_TENANT_MAX);
   struct cli_policies *p = x->pol;
   for (size_t i = 0; i < p->n; i++)
-    if (strcmp(p->v[i].tenant, name) == 0)
+    if (p->v[i].is_team == is_team && strcmp(p->v[i].tenant, name) == 0)
       return ini_fail(x, x->lineno, "[%s]: duplicate section (first at line %d)", x->section,
                       p->v[i].line);
   if (p->n == p->cap) {
@@ -99,6 +104,7 @@ static int begin_tenant(struct ini_ctx *x, const char *name) {
   struct cli_policy *t = &p->v[p->n++];
   memset(t, 0, sizeof *t);
   snprintf(t->tenant, sizeof t->tenant, "%s", name);
+  t->is_team = is_team;
   t->line = x->lineno;
   x->kind = SEC_TENANT;
   return 0;
@@ -115,8 +121,8 @@ static int begin_section(struct ini_ctx *x, const char *name, size_t len) {
   x->kind = SEC_NONE;
   x->section_line = x->lineno;
   int slot = -1;
-  if (words == 2 && strcmp(word, "tenant") == 0 && len < sizeof raw)
-    return begin_tenant(x, arg);
+  if (words == 2 && (strcmp(word, "tenant") == 0 || strcmp(word, "team") == 0) && len < sizeof raw)
+    return begin_tenant(x, arg, strcmp(word, "team") == 0);
   if (words == 1 && strcmp(word, "segment") == 0)
     slot = SHMS_CLASS_COUNT;
   else if (words == 2 && strcmp(word, "class") == 0)
@@ -124,7 +130,7 @@ static int begin_section(struct ini_ctx *x, const char *name, size_t len) {
   if (slot < 0 || len >= sizeof raw)
     return ini_fail(x, x->lineno,
                     "[%s]: unknown section (expected [segment], [class NAME] with NAME one of "
-                    "tiny, small, standard, large, extra-large, or [tenant NAME])",
+                    "tiny, small, standard, large, extra-large, [tenant NAME] or [team NAME])",
                     cli_quote(q, sizeof q, raw));
   if (slot == SHMS_CLASS_COUNT)
     snprintf(x->section, sizeof x->section, "segment");
@@ -225,9 +231,18 @@ static int class_pair(struct ini_ctx *x, const char *name, const char *value) {
 static int tenant_pair(struct ini_ctx *x, const char *name, const char *value) {
   char q[96], why[256];
   struct cli_policy *t = &x->pol->v[x->pol->n - 1];
+  if (!t->is_team && strcmp(name, "team") == 0) {
+    if (t->team[0] != '\0')
+      return ini_fail(x, x->lineno, "team: given twice");
+    if (shms_tenant_check(value) != SHMS_OK)
+      return ini_fail(x, x->lineno, "team: not a team name (1..%d graphic ASCII bytes): %s",
+                      SHMS_TENANT_MAX, cli_quote(q, sizeof q, value));
+    snprintf(t->team, sizeof t->team, "%s", value);
+    return 0;
+  }
   if (strcmp(name, "weight") != 0)
-    return ini_fail(x, x->lineno, "%s: unknown key (expected weight)",
-                    cli_quote(q, sizeof q, name));
+    return ini_fail(x, x->lineno, "%s: unknown key (expected weight%s)",
+                    cli_quote(q, sizeof q, name), t->is_team ? "" : " or team");
   if (t->weight != 0)
     return ini_fail(x, x->lineno, "weight: given twice");
   if (cli_parse_u32(value, &t->weight, why, sizeof why) != 0)

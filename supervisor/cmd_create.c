@@ -90,7 +90,7 @@ static const struct option opts[] = {
 
 struct create_args {
   shms_config cfg;
-  struct cli_policies policies;      /* the file's [tenant NAME] weights */
+  struct cli_policies policies;      /* the file's [tenant NAME] and [team NAME] sections */
   int classes;                       /* --class options, parsed into cfg as they come */
   const char *config;                /* --config FILE */
   const char *segment[SEGMENT_KEYS]; /* last value of each segment option */
@@ -138,20 +138,28 @@ static int build_config(struct create_args *a) {
     return cli_usage("create: %s", err);
   uint32_t table = a->cfg.tenant_table != 0 ? a->cfg.tenant_table : SHMS_DEFAULT_TENANT_TABLE;
   if (a->policies.n >= table) /* `_other` needs a record of its own */
-    return cli_usage("create: %s: %zu [tenant NAME] sections, but the tenant table has %u records "
-                     "(set tenant-table above %zu)",
+    return cli_usage("create: %s: %zu [tenant NAME] and [team NAME] sections, but the tenant "
+                     "table has %u records (set tenant-table above %zu)",
                      a->config, a->policies.n, table, a->policies.n);
   return 0;
 }
 
-/* The file's tenants' weights, into the segment just made; on failure it is removed again. */
+/* The file's tenants' and teams' policy, into the segment just made; on failure it is removed
+ * again. */
 static int apply_policies(const char *name, const struct create_args *a) {
   if (a->policies.n == 0)
     return CLI_EXIT_OK;
   shms_t *h = NULL;
   int rc = shms_attach(name, 0, &h);
-  for (size_t i = 0; rc == SHMS_OK && i < a->policies.n; i++)
-    rc = shms_policy_tenant(h, a->policies.v[i].tenant, a->policies.v[i].weight);
+  for (size_t i = 0; rc == SHMS_OK && i < a->policies.n; i++) {
+    const struct cli_policy *p = &a->policies.v[i];
+    if (p->is_team)
+      rc = shms_policy_team(h, p->tenant, p->weight);
+    else if (p->weight != 0)
+      rc = shms_policy_tenant(h, p->tenant, p->weight);
+    if (rc == SHMS_OK && !p->is_team && p->team[0] != '\0')
+      rc = shms_policy_tenant_team(h, p->tenant, p->team);
+  }
   if (rc == SHMS_OK)
     return shms_detach(h) == SHMS_OK ? CLI_EXIT_OK : cli_fail_lib(SHMS_ESYSTEM);
   int code = cli_fail_lib(rc);

@@ -139,7 +139,7 @@ static void print(const struct events_args *a, const shms_event_record *r) {
   }
   char t[40], line[512];
   printf("%s %s\n", event_time(t, sizeof t, r->wall_ns),
-         event_line(line, sizeof line, &r->event, r->value));
+         event_line(line, sizeof line, &r->event, r->value, r->team));
 }
 
 /* How long a record still being written holds up the records after it before it is skipped: a

@@ -229,7 +229,7 @@ static void log_event(const shms_event *ev, void *ctx) {
   if (ev->kind == SHMS_EVENT_CLASS_RECOMPUTED && !v->a->verbose)
     return;
   char line[512];
-  say_line(0, event_line(line, sizeof line, ev, 0));
+  say_line(0, event_line(line, sizeof line, ev, 0, NULL));
   if (ev->kind == SHMS_EVENT_PROCESS_DIED && v->ndied < MAX_WATCHED)
     v->died[v->ndied++] = ev->pid;
 }

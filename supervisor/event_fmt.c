@@ -29,7 +29,7 @@ static void duration(char *buf, size_t n, uint64_t ns) {
     snprintf(buf, n, "%.3fs", (double)ns / 1e9);
 }
 
-char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
+char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value, const char *team) {
   char ticket[SHMS_TICKET_STRLEN], d[32], user[64];
   size_t k = (size_t)snprintf(buf, n, "%s", shms_event_name(ev->kind));
 #define ADD(...)                                                                                   \
@@ -53,7 +53,7 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
     ADD(" uid=%u user=%s", ev->uid, cli_user_name(ev->uid, user, sizeof user));
   if (ev->reason < 0)
     ADD(" reason=%s", shms_err_name(ev->reason));
-  else if (ev->reason > 0) /* the holder's own code (run: 128 + the signal) */
+  else if (ev->reason > 0 && ev->kind != SHMS_EVENT_POLICY_CHANGED) /* run: 128 + the signal */
     ADD(" code=%d", ev->reason);
   if (ev->kind == SHMS_EVENT_GRANTED) {
     duration(d, sizeof d, value);
@@ -61,8 +61,11 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value) {
   }
   if (ev->kind == SHMS_EVENT_CELL_REPAIRED && value != 0) /* an operator's repair */
     ADD(" now=%s", value == 2 ? "offline" : "in-service");
-  if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
-    ADD(" weight=%" PRIu64, value);
+  team = team != NULL ? team : "";
+  if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_TEAM)
+    ADD(" team=%s", team[0] != '\0' ? team : "-");
+  else if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
+    ADD("%s%s weight=%" PRIu64, team[0] != '\0' ? " team=" : "", team, value);
 #undef ADD
   return buf;
 }
@@ -110,7 +113,7 @@ void event_json(FILE *f, const shms_event_record *r) {
     fputs(",\"uid\":null,\"user\":null", f);
   if (ev->reason < 0)
     fprintf(f, ",\"reason\":\"%s\",\"code\":null", shms_err_name(ev->reason));
-  else if (ev->reason > 0)
+  else if (ev->reason > 0 && ev->kind != SHMS_EVENT_POLICY_CHANGED)
     fprintf(f, ",\"reason\":null,\"code\":%d", ev->reason);
   else
     fputs(",\"reason\":null,\"code\":null", f);
@@ -118,8 +121,12 @@ void event_json(FILE *f, const shms_event_record *r) {
     fprintf(f, ",\"waited_ns\":%" PRIu64, r->value);
   if (ev->kind == SHMS_EVENT_CELL_REPAIRED && r->value != 0)
     fprintf(f, ",\"now\":\"%s\"", r->value == 2 ? "offline" : "in-service");
-  if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
-    fprintf(f, ",\"weight\":%" PRIu64, r->value);
+  if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_TEAM)
+    fprintf(f, ",\"team\":%s%s%s", r->team[0] ? "\"" : "", r->team[0] ? r->team : "null",
+            r->team[0] ? "\"" : "");
+  else if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
+    fprintf(f, ",\"team\":%s%s%s,\"weight\":%" PRIu64, r->team[0] ? "\"" : "",
+            r->team[0] ? r->team : "null", r->team[0] ? "\"" : "", r->value);
   fprintf(f, ",\"writer\":%d", r->writer);
   fputs("}\n", f);
 }

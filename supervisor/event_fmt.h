@@ -16,9 +16,10 @@
 /*
  * "KIND class=C cell=N tenant=T ticket=K pid=P uid=U user=NAME reason=R" into buf (n bytes,
  * NUL-terminated), each field only where it applies; a caller's own code (positive reason) is
- * "code=N"; value is the record's figure (a grant's wait: "waited=DUR"), 0 for none. Returns buf.
+ * "code=N"; value is the record's figure (a grant's wait: "waited=DUR"), 0 for none; team a
+ * policy event's team (NULL: none). Returns buf.
  */
-char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value);
+char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value, const char *team);
 /* One record as a JSON object on one line (JSON Lines), newline included. */
 void event_json(FILE *f, const shms_event_record *r);
 /* A CLOCK_REALTIME time as ISO 8601 UTC with milliseconds ("2026-05-01T12:00:00.123Z"). */

@@ -59,7 +59,7 @@ static void tell(const shms_cell_info *was, const shms_cell_info *now, int c, su
     return;
   }
   char line[512];
-  say(0, event_line(line, sizeof line, &ev, value));
+  say(0, event_line(line, sizeof line, &ev, value, NULL));
 }
 
 /* The kinds of the requests' ordinary course: told only with --verbose. */
@@ -92,7 +92,8 @@ static void tell_ring(shms_t *h, struct sup_cells *s, sup_say_fn *say) {
     lost += missed;
     for (size_t i = 0; i < n; i++)
       if (recs[i].writer != s->self && (s->verbose || !routine(recs[i].event.kind)))
-        say(recs[i].wall_ns, event_line(line, sizeof line, &recs[i].event, recs[i].value));
+        say(recs[i].wall_ns,
+            event_line(line, sizeof line, &recs[i].event, recs[i].value, recs[i].team));
   } while (n == 64);
   if (lost != 0) {
     snprintf(line, sizeof line,

@@ -197,6 +197,90 @@ START_TEST(a_torn_heap_is_found_and_rebuilt) {
 }
 END_TEST
 
+/* Teams: a tenant put in a team and out again, a team's weight; listed, and in the event ring. */
+START_TEST(teams_are_set_listed_and_recorded) {
+  const char *name;
+  shms_t *h = open_timed(&name, 0);
+  ck_assert_shms_ok(shms_policy_tenant_team(h, "alice", "red"));
+  ck_assert_shms_ok(shms_policy_team(h, "red", 4));
+  ck_assert_shms_ok(shms_policy_team(h, "alice", 2)); /* a team may share a tenant's name */
+  ck_assert_shms_err(shms_policy_team(h, "red", 0), SHMS_EINVAL, "team red: weight");
+  ck_assert_shms_err(shms_policy_tenant_team(h, "alice", "bad name"), SHMS_EINVAL, "team name");
+  shms_policy_row rows[8];
+  uint32_t n = 0;
+  ck_assert_shms_ok(shms_policy_list(h, rows, 8, &n));
+  ck_assert_uint_eq(n, 3);
+  int teams = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (rows[i].flags & SHMS_POLICY_TEAM) {
+      teams++;
+      ck_assert_uint_eq(rows[i].weight, strcmp(rows[i].name, "red") == 0 ? 4 : 2);
+    } else {
+      ck_assert_str_eq(rows[i].name, "alice");
+      ck_assert_str_eq(rows[i].team, "red");
+    }
+  }
+  ck_assert_int_eq(teams, 2);
+  ck_assert_shms_ok(shms_policy_tenant_team(h, "alice", NULL));
+  ck_assert_shms_ok(shms_policy_list(h, rows, 8, &n));
+  ck_assert_str_eq(row_of(rows, n, "alice")->team, "");
+  shms_event_record recs[16];
+  size_t got = 0;
+  uint64_t cursor = 0;
+  ck_assert_shms_ok(shms_events_read(h, &cursor, 0, recs, 16, &got, NULL));
+  ck_assert_uint_eq(got, 4);
+  ck_assert_int_eq(recs[0].event.reason, SHMS_POLICY_EVENT_TEAM);
+  ck_assert_str_eq(recs[0].event.tenant, "alice");
+  ck_assert_str_eq(recs[0].team, "red");
+  ck_assert_int_eq(recs[1].event.reason, SHMS_POLICY_EVENT_TEAM_WEIGHT);
+  ck_assert_str_eq(recs[1].event.tenant, "");
+  ck_assert_str_eq(recs[1].team, "red");
+  ck_assert_uint_eq(recs[1].value, 4);
+  ck_assert_int_eq(recs[3].event.reason, SHMS_POLICY_EVENT_TEAM);
+  ck_assert_str_eq(recs[3].team, "");
+  sched_close(h, name);
+}
+END_TEST
+
+/*
+ * A team's heap torn (a baton holder killed mid-change): the pass that finds it rebuilds the
+ * index, and every member's request is still granted; a tenant moved to another team while its
+ * requests wait keeps them.
+ */
+START_TEST(a_torn_team_heap_is_rebuilt) {
+  const char *name;
+  shms_t *h = open_timed(&name, 0);
+  shms_ticket hold = sched_enqueue(h, "holder", 0, 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &hold, UINT64_MAX, &l));
+  const char *member[3] = {"a", "b", "c"};
+  for (int i = 0; i < 3; i++)
+    ck_assert_shms_ok(shms_policy_tenant_team(h, member[i], "red"));
+  shms_ticket t[3];
+  for (int i = 0; i < 3; i++)
+    t[i] = sched_enqueue(h, member[i], 0, 0);
+  char report[2048];
+  uint32_t violations = 1;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  ck_assert_uint_eq(k->ctl->heap_len, 1); /* the team takes its members' turns */
+  ck_assert_shms_ok(shms_policy_tenant_team(h, "c", "blue"));
+  struct shms__tenant *team = &k->tenants[k->theap[0] - 1];
+  ck_assert(team->flags & SHMS__TENANT_TEAM);
+  team->mroot = k->ntenants + 7; /* as if its holder died between two stores */
+  ck_assert_shms_ok(shms_release(h, &l));
+  for (int i = 0; i < 3; i++) {
+    ck_assert_shms_ok(shms_wait(h, &t[i], UINT64_MAX, &l));
+    ck_assert_shms_ok(shms_release(h, &l));
+  }
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_uint_eq(k->ctl->tenants_used, 0); /* team records go with their last members */
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("account");
   TCase *tc = harness_tcase("table");
@@ -204,6 +288,8 @@ int main(void) {
   tcase_add_test(tc, a_full_table_folds_into_other);
   tcase_add_test(tc, a_dead_holders_lock_is_taken_over);
   tcase_add_test(tc, a_torn_heap_is_found_and_rebuilt);
+  tcase_add_test(tc, teams_are_set_listed_and_recorded);
+  tcase_add_test(tc, a_torn_team_heap_is_rebuilt);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

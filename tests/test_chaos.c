@@ -1,9 +1,8 @@
 /*
  * Chaos: processes churn random operations on two lease classes (one fair by grants, one by
- * time, with a weighted tenant) and a worker class while the test SIGKILLs them at random and
- * recovers after each death,
- * as the supervisor would. After every recovery the audit must be clean, while
- * the survivors keep running; at the end, with everyone gone, nothing is lost.
+ * time, with a weighted tenant and a team of two) and a worker class while the test SIGKILLs them
+ * at random and recovers after each death, as the supervisor would. After every recovery the audit
+ * must be clean, while the survivors keep running; at the end, with everyone gone, nothing is lost.
  *
  * The event ring records all along (a small one, so that it wraps): every record read back is
  * whole and well formed, whoever was killed in the middle of writing one.
@@ -174,8 +173,11 @@ START_TEST(random_kills_lose_nothing) {
   double seconds = env ? atof(env) : 3.0;
   shms_config cfg;
   shms_config_init(&cfg);
-  cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){
-      .configured = 1, .cells = 2, .queue = 64, .on_holder_death = SHMS_ON_DEATH_RELEASE};
+  cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){.configured = 1,
+                                                         .cells = 2,
+                                                         .queue = 64,
+                                                         .on_holder_death = SHMS_ON_DEATH_RELEASE,
+                                                         .fairness = SHMS_FAIRNESS_GRANTS};
   cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
       .configured = 1, .cells = 2, .queue = 64, .mode = SHMS_MODE_WORKER, .payload = 64};
   cfg.classes[SHMS_CLASS_TINY] = (shms_class_config){.configured = 1,
@@ -187,6 +189,9 @@ START_TEST(random_kills_lose_nothing) {
   const char *name;
   shms_t *h = sched_open(&name, 0, 0, &cfg);
   ck_assert_shms_ok(shms_policy_tenant(h, "a", 3));
+  ck_assert_shms_ok(shms_policy_tenant_team(h, "b", "red")); /* b and c share a team's part */
+  ck_assert_shms_ok(shms_policy_tenant_team(h, "c", "red"));
+  ck_assert_shms_ok(shms_policy_team(h, "red", 2));
   unmarked =
       mmap(NULL, sizeof *unmarked, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ck_assert_ptr_ne(unmarked, MAP_FAILED);

@@ -444,6 +444,18 @@ START_TEST(ini_tenant_weights) {
   ck_assert_str_eq(pol.v[1].tenant, "free");
   ck_assert_uint_eq(pol.v[1].weight, 1);
   cli_policies_free(&pol);
+  /* [team NAME] and a tenant's team: a team's weight, a tenant's team without a weight. */
+  shms_config_init(&cfg);
+  ck_assert_parses(cli_load_config_file_policies(
+      &cfg,
+      write_ini("[class small]\ncells=1\nqueue=1\n[team red]\nweight = 2\n"
+                "[tenant alice]\nteam = red\n[tenant red]\nweight = 4\n"),
+      &pol, err, sizeof err));
+  ck_assert_uint_eq(pol.n, 3);
+  ck_assert(pol.v[0].is_team && strcmp(pol.v[0].tenant, "red") == 0 && pol.v[0].weight == 2);
+  ck_assert(!pol.v[1].is_team && strcmp(pol.v[1].team, "red") == 0 && pol.v[1].weight == 0);
+  ck_assert(!pol.v[2].is_team && pol.v[2].weight == 4); /* a tenant may share a team's name */
+  cli_policies_free(&pol);
   ck_assert_ptr_null(pol.v);
 }
 END_TEST
@@ -507,11 +519,20 @@ static const struct {
 } bad_inis[] = {
     {"[class small]\ncells = 4\nqueue = x\n", "cfg.ini:3: [class small] queue: not a number: 'x'"},
     {"[class small]\ncells = 1\nqueue = 1\n[tenant paying]\n",
-     "cfg.ini:4: [tenant paying] weight: missing"},
+     "cfg.ini:4: [tenant paying] weight or team: missing"},
+    {"[class small]\ncells = 1\nqueue = 1\n[team red]\n", "cfg.ini:4: [team red] weight: missing"},
+    {"[class small]\ncells = 1\nqueue = 1\n[team red]\nweight = 2\nteam = x\n",
+     "cfg.ini:6: [team red] team: unknown key (expected weight)"},
+    {"[class small]\ncells = 1\nqueue = 1\n[tenant p]\nteam = a b\n",
+     "cfg.ini:5: [tenant p] team: not a team name"},
+    {"[class small]\ncells = 1\nqueue = 1\n[tenant p]\nteam = a\nteam = b\n",
+     "cfg.ini:6: [tenant p] team: given twice"},
+    {"[team r]\nweight = 2\n[class small]\ncells = 1\nqueue = 1\n[team r]\nweight = 3\n",
+     "cfg.ini:6: [team r]: duplicate section (first at line 1)"},
     {"[class small]\ncells = 1\nqueue = 1\n[tenant paying]\nweight = 1001\n",
      "cfg.ini:5: [tenant paying] weight: must be 1..1000, got 1001"},
-    {"[class small]\ncells = 1\nqueue = 1\n[tenant paying]\nweight = 2\nteam = x\n",
-     "cfg.ini:6: [tenant paying] team: unknown key (expected weight)"},
+    {"[class small]\ncells = 1\nqueue = 1\n[tenant paying]\nweight = 2\nshare = x\n",
+     "cfg.ini:6: [tenant paying] share: unknown key (expected weight or team)"},
     {"[tenant p]\nweight = 2\n[class small]\ncells = 1\nqueue = 1\n[tenant p]\nweight = 3\n",
      "cfg.ini:6: [tenant p]: duplicate section (first at line 1)"},
     {"[class small]\ncells = 1\nqueue = 1\n[tenant]\nweight = 2\n",

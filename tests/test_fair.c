@@ -26,6 +26,12 @@ struct tenant_plan {
   uint64_t leave_ns; /* when it stops (0: never) */
   uint64_t think_ns; /* after each lease, the loop that held it waits this long to queue again */
   uint32_t weight;   /* its weight from the start (0: the default, 1) */
+  int team;          /* its team: an index into plan.teams + 1; 0: none (a team of its own) */
+};
+
+struct team_plan {
+  const char *name;
+  uint32_t weight; /* 0: the default, 1 */
 };
 
 struct plan {
@@ -38,6 +44,7 @@ struct plan {
   uint64_t reweight_ns;
   int reweight_tenant;
   uint32_t reweight_to;
+  struct team_plan teams[2];
 };
 
 struct lease_run {
@@ -102,7 +109,12 @@ static void simulate(const struct plan *p, struct result *r) {
     weight[i] = p->t[i].weight != 0 ? p->t[i].weight : 1;
     if (weight[i] != 1)
       ck_assert_shms_ok(shms_policy_tenant(h, p->t[i].name, weight[i]));
+    if (p->t[i].team != 0)
+      ck_assert_shms_ok(shms_policy_tenant_team(h, p->t[i].name, p->teams[p->t[i].team - 1].name));
   }
+  for (int g = 0; g < 2; g++)
+    if (p->teams[g].weight > 1)
+      ck_assert_shms_ok(shms_policy_team(h, p->teams[g].name, p->teams[g].weight));
   shms_ticket tickets[MAX_TENANTS][BACKLOG];
   int queued[MAX_TENANTS] = {0};
   uint64_t first_at[MAX_TENANTS] = {0};
@@ -168,15 +180,31 @@ static void simulate(const struct plan *p, struct result *r) {
       if (p->t[i].leave_ns > now && p->t[i].leave_ns < next)
         next = p->t[i].leave_ns;
     }
-    /* The fluid ideal over [now, next): every cell shared by the tenants with a backlog, in
-     * proportion to their weights. */
-    double weights = 0;
-    for (int i = 0; i < p->n; i++)
-      weights += active(&p->t[i], now) ? weight[i] : 0;
+    /* The fluid ideal over [now, next): every cell shared by the teams with a backlog (a tenant
+     * in none a team of its own weight) in proportion to their weights, and a team's part by
+     * its tenants with a backlog in proportion to theirs. */
+    double weights = 0, in_team[2] = {0, 0};
+    for (int i = 0; i < p->n; i++) {
+      if (!active(&p->t[i], now))
+        continue;
+      int g = p->t[i].team;
+      if (g == 0)
+        weights += weight[i];
+      else if (in_team[g - 1] == 0)
+        weights += p->teams[g - 1].weight > 1 ? p->teams[g - 1].weight : 1;
+      if (g != 0)
+        in_team[g - 1] += weight[i];
+    }
     double span = (double)(next - now) / 1e9;
-    for (int i = 0; i < p->n; i++)
-      if (active(&p->t[i], now))
-        r->ideal_s[i] += span * p->cells * weight[i] / weights;
+    for (int i = 0; i < p->n; i++) {
+      if (!active(&p->t[i], now))
+        continue;
+      int g = p->t[i].team;
+      double part = g == 0 ? weight[i] / weights
+                           : (p->teams[g - 1].weight > 1 ? p->teams[g - 1].weight : 1) / weights *
+                                 weight[i] / in_team[g - 1];
+      r->ideal_s[i] += span * p->cells * part;
+    }
     for (int j = 0; j < nrun; j++)
       r->held_s[run[j].tenant] += span;
     now = next;
@@ -386,6 +414,49 @@ START_TEST(weights_one_two_four) {
 }
 END_TEST
 
+/* Teams: a team of three tenants beside a tenant in none share the cells half and half, and the
+ * team's half goes a third to each of its tenants, whatever their holds. */
+START_TEST(a_team_of_three_and_one_alone) {
+  struct plan p = {.cells = 2,
+                   .fairness = SHMS_FAIRNESS_TIME,
+                   .n = 4,
+                   .t = {{"a", 40 * MS, 0, 0, 0, 0, 0, 1},
+                         {"b", 10 * MS, 0, 0, 0, 0, 0, 1},
+                         {"c", 20 * MS, 0, 0, 0, 0, 0, 1},
+                         {"alone", 30 * MS, 0, 0, 0, 0, 0, 0}},
+                   .run_ns = 60000 * MS,
+                   .teams = {{"red", 0}}};
+  struct result r;
+  simulate(&p, &r);
+  report("time, a team of three and one alone", &p, &r);
+  const double want[] = {1.0 / 6, 1.0 / 6, 1.0 / 6, 0.5};
+  for (int i = 0; i < 4; i++)
+    ck_assert_msg(fabs(share(&r, &p, i) - want[i]) < 0.03, "%s's share %.3f, want %.3f",
+                  p.t[i].name, share(&r, &p, i), want[i]);
+  ck_assert_msg(r.max_lag_s <= (p.cells + 1) * 0.04 * 2, "lag %.3f s", r.max_lag_s);
+}
+END_TEST
+
+/* Team weights 2:1, a tenant of weight 3 beside one of 1 in the heavier team: 1/2, 1/6, 1/3. */
+START_TEST(team_weights_and_tenant_weights) {
+  struct plan p = {.cells = 2,
+                   .fairness = SHMS_FAIRNESS_TIME,
+                   .n = 3,
+                   .t = {{"r3", 50 * MS, 0, 0, 0, 0, 3, 1},
+                         {"r1", 20 * MS, 0, 0, 0, 0, 1, 1},
+                         {"b", 30 * MS, 0, 0, 0, 0, 0, 2}},
+                   .run_ns = 60000 * MS,
+                   .teams = {{"red", 2}, {"blue", 1}}};
+  struct result r;
+  simulate(&p, &r);
+  report("time, teams 2:1, tenants 3:1 in the first", &p, &r);
+  const double want[] = {0.5, 1.0 / 6, 1.0 / 3};
+  for (int i = 0; i < 3; i++)
+    ck_assert_msg(fabs(share(&r, &p, i) - want[i]) < 0.03, "%s's share %.3f, want %.3f",
+                  p.t[i].name, share(&r, &p, i), want[i]);
+}
+END_TEST
+
 /* A weight changed at runtime takes effect at the next grant: before the change, 1:1; after,
  * 4:1, each measured against the ideal of its own time. */
 START_TEST(weight_changed_mid_run) {
@@ -501,6 +572,8 @@ int main(void) {
   tcase_add_test(tc, weights_three_to_one);
   tcase_add_test(tc, weights_one_two_four);
   tcase_add_test(tc, weight_changed_mid_run);
+  tcase_add_test(tc, a_team_of_three_and_one_alone);
+  tcase_add_test(tc, team_weights_and_tenant_weights);
   tcase_add_test(tc, explain_counts_the_less_charged);
   tcase_add_test(tc, fast_path_leases_are_charged);
   suite_add_tcase(s, tc);

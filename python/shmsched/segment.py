@@ -214,14 +214,30 @@ class Segment:
             raise InvalidArgument(f"tenant {tenant}: weight: must be 1..1000, got {weight}")
         self._h.policy_tenant(tenant, weight)
 
+    def set_team(self, tenant: str, team: Optional[str]) -> None:
+        """Put a tenant in a team (made with weight 1 if new), or in none (``None``), as
+        ``shmsched policy NAME --tenant T --team X``: classes fair by time share between teams
+        by their weights, then within a team between its tenants by theirs."""
+        self._h.policy_tenant_team(tenant, team)
+
+    def set_team_weight(self, team: str, weight: int) -> None:
+        """Set a team's weight (1..1000), making the team if new, as ``shmsched policy NAME
+        --team X --weight N``."""
+        if isinstance(weight, bool) or not isinstance(weight, int):
+            raise TypeError(f"weight must be an int, not {type(weight).__name__}")
+        if not 1 <= weight <= 1000:
+            raise InvalidArgument(f"team {team}: weight: must be 1..1000, got {weight}")
+        self._h.policy_team(team, weight)
+
     def tenant_table(self) -> List[TenantRecord]:
-        """The segment's tenant table (``shmsched policy NAME``): each tenant with a weight set
-        or whose requests were queued, its weight, and the cell-time it held in each class fair
-        by time."""
+        """The segment's tenant table (``shmsched policy NAME``): each tenant with a weight or
+        team set or whose requests were queued, and each team; its weight, its team, and the
+        cell-time it held in each class fair by time."""
         return [TenantRecord(name=n, weight=w, policy=bool(f & 1), other=bool(f & 4),
                              cell_seconds={CLASSES[c]: ns / 1e9 for c, ns in enumerate(cells)
-                                           if CLASSES[c] in self.config().classes})
-                for n, w, f, cells in self._h.policy_list()]
+                                           if CLASSES[c] in self.config().classes},
+                             team=team or None, kind="team" if f & 8 else "tenant")
+                for n, w, f, cells, team in self._h.policy_list()]
 
     # ---- leases ---------------------------------------------------------------------------
 

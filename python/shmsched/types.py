@@ -127,6 +127,8 @@ class TenantRecord:
     other: bool  #: ``_other``: what records folded out of a full table held
     #: cell-time (s) held in each class fair by time, counted when the tenant went idle there
     cell_seconds: Dict[str, float]
+    team: Optional[str] = None  #: a tenant's team (:meth:`Segment.set_team`); None: none
+    kind: str = "tenant"  #: "tenant", or "team" for a team's own record
 
 
 @dataclass(frozen=True)

@@ -270,7 +270,27 @@ static PyObject *handle_policy_tenant(HandleObject *self, PyObject *args) {
   return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
 }
 
-/* The tenant table: a list of (name, weight, flags, (cell_ns per class)). */
+static PyObject *handle_policy_team(HandleObject *self, PyObject *args) {
+  const char *team;
+  unsigned int weight;
+  if (!PyArg_ParseTuple(args, "sI", &team, &weight) || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_policy_team(self->h, team, weight));
+  return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
+}
+
+/* team None: the tenant in no team. */
+static PyObject *handle_policy_tenant_team(HandleObject *self, PyObject *args) {
+  const char *tenant, *team;
+  if (!PyArg_ParseTuple(args, "sz", &tenant, &team) || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_policy_tenant_team(self->h, tenant, team));
+  return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
+}
+
+/* The tenant table: a list of (name, weight, flags, (cell_ns per class), team). */
 static PyObject *handle_policy_list(HandleObject *self, PyObject *unused) {
   (void)unused;
   if (pyshms_handle_usable(self, 0) < 0)
@@ -288,9 +308,9 @@ static PyObject *handle_policy_list(HandleObject *self, PyObject *unused) {
   for (uint32_t i = 0; list != NULL && i < n && i < got; i++) {
     const uint64_t *c = rows[i].cell_ns;
     PyObject *row =
-        Py_BuildValue("(sII(KKKKK))", rows[i].name, rows[i].weight, rows[i].flags,
+        Py_BuildValue("(sII(KKKKK)s)", rows[i].name, rows[i].weight, rows[i].flags,
                       (unsigned long long)c[0], (unsigned long long)c[1], (unsigned long long)c[2],
-                      (unsigned long long)c[3], (unsigned long long)c[4]);
+                      (unsigned long long)c[3], (unsigned long long)c[4], rows[i].team);
     if (row == NULL || PyList_Append(list, row) < 0) {
       Py_XDECREF(row);
       Py_CLEAR(list);
@@ -333,8 +353,11 @@ static PyMethodDef handle_methods[] = {
     METH("repair", handle_repair, METH_VARARGS, "shms_repair(class, cell)."),
     METH("policy_tenant", handle_policy_tenant, METH_VARARGS,
          "shms_policy_tenant(tenant, weight)."),
+    METH("policy_team", handle_policy_team, METH_VARARGS, "shms_policy_team(team, weight)."),
+    METH("policy_tenant_team", handle_policy_tenant_team, METH_VARARGS,
+         "shms_policy_tenant_team(tenant, team or None)."),
     METH("policy_list", handle_policy_list, METH_NOARGS,
-         "shms_policy_list: [(name, weight, flags, (cell_ns per class))]."),
+         "shms_policy_list: [(name, weight, flags, (cell_ns per class), team)]."),
     METH("enqueue", pyshms_enqueue, METH_VARARGS,
          "enqueue(cls, tenant, priority, deadline_ns, activation)."),
     METH("try_acquire", pyshms_try_acquire, METH_VARARGS, "A lease tuple, or None (would-block)."),

@@ -84,6 +84,19 @@ def test_fair_by_time_and_weights(make_segment):
             else:
                 raise AssertionError(f"weight {bad} was taken")
         assert {r.name: r.weight for r in seg.tenant_table()}["paying"] == 3
+        seg.set_team("paying", "research")
+        seg.set_team_weight("research", 2)
+        rows = {(r.kind, r.name): r for r in seg.tenant_table()}
+        assert rows[("tenant", "paying")].team == "research"
+        assert rows[("team", "research")].weight == 2
+        seg.set_team("paying", None)
+        assert {r.name: r.team for r in seg.tenant_table()}["paying"] is None
+        try:
+            seg.set_team_weight("research", 0)
+        except shmsched.InvalidArgument as e:
+            assert "weight: must be 1..1000" in str(e)
+        else:
+            raise AssertionError("team weight 0 was taken")
     try:
         make_segment({"small": shmsched.ClassConfig(cells=1, queue=8, mode="worker", payload=64,
                                                     fairness="time")})
