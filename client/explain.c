@@ -170,9 +170,11 @@ int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max
       o->granted = t->granted;
       o->total_wait_ns = t->total_wait_ns;
       o->max_wait_ns = t->max_wait_ns;
+      shms__tenant_fair_row(k, t, o);
     }
     n++;
   }
+  shms__tenant_shares(k, out, n < max ? n : max);
   shms__baton_done(h, k);
   shms__op_leave(h, k);
   *count = n;

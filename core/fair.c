@@ -357,6 +357,16 @@ static void estimate(const struct shms__cls *k, uint64_t *est_ns, uint64_t held,
   k->ctl->hold_est_ns = *est_ns;
 }
 
+/* What t's leases held, added to the counter its record in the tenant table keeps for the class
+ * (read by observers as it grows: shms_policy_list, metrics). Written by the class's baton
+ * holder only. */
+static void held_time(const struct shms__cls *k, const struct shms__tenant *t, uint64_t held) {
+  if (t->acct == 0 || k->id < 0 || held == 0)
+    return;
+  uint64_t *c = &shms__account_at(k, t->acct)->cls[k->id].cell_ns;
+  shms__store_64(c, shms__load_64(c) + held);
+}
+
 /* t's charge corrected by corr ns of cell-time (held minus charged: either way). */
 static void correct(struct shms__tenant *t, int64_t corr) {
   if (corr > 0) {
@@ -373,11 +383,11 @@ int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
   int64_t corr = (int64_t)ck_pr_fas_64(&t->corr_ns, 0);
   uint32_t n = ck_pr_fas_32(&t->done_n, 0);
   uint64_t held = ck_pr_fas_64(&t->done_ns, 0);
-  t->cell_ns += held;
+  held_time(k, t, held);
   estimate(k, &t->est_ns, held, n);
   uint32_t team = team_of(k, t);
   if (team != 0)
-    shms__tenant_at(k, team)->cell_ns += held;
+    held_time(k, shms__tenant_at(k, team), held);
   if (corr == 0)
     return 0;
   correct(t, corr);
@@ -450,7 +460,7 @@ int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
   /* A member is charged within its team (from its members' charge), the team in the class. */
   if (tm != NULL) {
     tm->vt = charged_from(vtime, tm->vt, held, tm->weight);
-    tm->cell_ns += held;
+    held_time(k, tm, held);
   } else if (team_acct != 0) {
     charge_account(k, team_acct, vtime, held, 0);
   }
@@ -461,7 +471,7 @@ int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
   }
   struct shms__tenant *t = shms__tenant_at(k, ref);
   t->vt = charged_from(floor, t->vt, held, t->weight);
-  t->cell_ns += held;
+  held_time(k, t, held);
   estimate(k, &t->est_ns, held, n);
   return resift(k, ref);
 }
@@ -511,6 +521,4 @@ void shms__fair_store(const struct shms__cls *k, struct shms__tenant *t) {
   shms__store_64(&a->vt, t->vt);
   shms__store_64(&a->est_ns, t->est_ns);
   shms__store_64(&a->rebases, k->ctl->rebases);
-  shms__store_64(&a->cell_ns, a->cell_ns + t->cell_ns);
-  t->cell_ns = 0;
 }

@@ -463,6 +463,12 @@ enum shms__next shms__revoke_unpark(const struct shms__cls *k, uint32_t i, uint6
  * 0), a configured class into *k. SHMS_EINVAL with a detail otherwise. */
 int shms__view_rows(const shms_t *h, shms_class_t c, const void *out, uint32_t max,
                     const uint32_t *count, const struct shms__cls **k);
+/* A tenant record's fair-share figures into o: weight, team and its weight, cell-time held
+ * (read as they are: an observer's). */
+void shms__tenant_fair_row(const struct shms__cls *k, const struct shms__tenant *t,
+                           shms_tenant_stats *o);
+/* Each row's entitled_share, from the rows' weights, teams and turns. */
+void shms__tenant_shares(const struct shms__cls *k, shms_tenant_stats *rows, uint32_t n);
 
 /* ---- The index (under the baton) ---- */
 

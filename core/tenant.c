@@ -325,7 +325,6 @@ static void reset_record(const struct shms__cls *k, struct shms__tenant *t) {
   t->done_n = keep.done_n;
   t->acct = keep.acct;
   t->weight = keep.weight;
-  t->cell_ns = keep.cell_ns;
 }
 
 uint32_t shms__tenant_reset(const struct shms__cls *k) {

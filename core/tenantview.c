@@ -12,7 +12,9 @@
 
 #include "../shm/atomic.h"
 #include "../shm/error.h"
+#include "account.h"
 #include "sched.h"
+#include "tenant.h"
 
 /* Tries for one record before it is left out (it keeps changing) or read torn (see below). */
 #define RECORD_TRIES 64
@@ -46,6 +48,15 @@ static unsigned seq_begin(const ck_sequence_t *seq, int *torn) {
   return v;
 }
 
+/* A name read from shared memory: only what a name may hold. */
+static void copy_name(char *out, const char *name) {
+  memcpy(out, name, SHMS_TENANT_MAX);
+  out[SHMS_TENANT_MAX] = '\0';
+  for (int i = 0; out[i] != '\0'; i++)
+    if (out[i] <= ' ' || out[i] > '~')
+      out[i] = '?';
+}
+
 /* One record into o: 1 if it is in use and was read whole, else 0. */
 static int read_record(const struct shms__cls *k, const struct shms__tenant *t, int *torn,
                        shms_tenant_stats *o) {
@@ -69,14 +80,58 @@ static int read_record(const struct shms__cls *k, const struct shms__tenant *t, 
     if (memcmp(&before, &after, sizeof before) != 0)
       continue; /* freed, taken by another tenant, or moved in or out of the ring meanwhile */
     o->in_ring = (after.flags & SHMS__TENANT_INRING) != 0;
-    memcpy(o->name, after.name, SHMS_TENANT_MAX);
-    o->name[SHMS_TENANT_MAX] = '\0';
-    for (int i = 0; o->name[i] != '\0'; i++) /* shared memory: only what a name may hold */
-      if (o->name[i] <= ' ' || o->name[i] > '~')
-        o->name[i] = '?';
+    copy_name(o->name, (const char *)after.name);
+    shms__tenant_fair_row(k, t, o);
     return 1;
   }
   return 0;
+}
+
+void shms__tenant_fair_row(const struct shms__cls *k, const struct shms__tenant *t,
+                           shms_tenant_stats *o) {
+  uint32_t acct = shms__load_32((uint32_t *)&t->acct);
+  o->weight = shms__account_weight(k, acct);
+  o->team_weight = 0;
+  o->team[0] = '\0';
+  o->cell_ns = 0;
+  if (acct >= 1 && acct <= k->naccts && k->id >= 0)
+    o->cell_ns = shms__load_64((uint64_t *)&shms__account_at(k, acct)->cls[k->id].cell_ns);
+  uint32_t team = shms__load_32((uint32_t *)&t->team);
+  if (team < 1 || team > k->ntenants)
+    return;
+  const struct shms__tenant *tm = shms__tenant_at(k, team);
+  if (!(shms__load_32((uint32_t *)&tm->flags) & SHMS__TENANT_TEAM))
+    return;
+  copy_name(o->team, tm->name);
+  uint32_t w = shms__load_32((uint32_t *)&tm->weight);
+  o->team_weight = w >= 1 && w <= SHMS_WEIGHT_MAX ? w : 1;
+}
+
+void shms__tenant_shares(const struct shms__cls *k, shms_tenant_stats *rows, uint32_t n) {
+  double total = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const shms_tenant_stats *r = &rows[i];
+    if (!r->in_ring)
+      continue;
+    int first = 1; /* a team counts once, at its first member with a turn */
+    for (uint32_t j = 0; j < i && r->team[0] != '\0'; j++)
+      first &= !(rows[j].in_ring && strcmp(rows[j].team, r->team) == 0);
+    total += !k->timed ? 1 : r->team[0] == '\0' ? r->weight : first ? r->team_weight : 0;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    shms_tenant_stats *r = &rows[i];
+    r->entitled_share = 0;
+    if (!r->in_ring || total == 0)
+      continue;
+    if (!k->timed || r->team[0] == '\0') {
+      r->entitled_share = (k->timed ? r->weight : 1) / total;
+      continue;
+    }
+    double in_team = 0;
+    for (uint32_t j = 0; j < n; j++)
+      in_team += rows[j].in_ring && strcmp(rows[j].team, r->team) == 0 ? rows[j].weight : 0;
+    r->entitled_share = r->team_weight / total * r->weight / in_team;
+  }
 }
 
 int shms_tenants_snapshot(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max,
@@ -93,6 +148,7 @@ int shms_tenants_snapshot(shms_t *h, shms_class_t c, shms_tenant_stats *out, uin
       continue;
     n++;
   }
+  shms__tenant_shares(k, out, n < max ? n : max);
   *count = n;
   return SHMS_OK;
 }

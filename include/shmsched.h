@@ -698,6 +698,16 @@ typedef struct {
   uint64_t granted;
   uint64_t total_wait_ns;
   uint64_t max_wait_ns;
+  /* Fair share (shmsched policy): its weight, its team ("" for none) and the team's weight, and
+   * the cell-time its leases held in the class (fair by time; ns, counted as each ends). */
+  uint32_t weight;
+  uint32_t team_weight;
+  char team[SHMS_TENANT_MAX + 1];
+  uint64_t cell_ns;
+  /* Its part of the class now by the fairness rule, among the tenants with a turn (in_ring;
+   * 0 without one): of cell-time by weight and team in a class fair by time, of grants (equal
+   * turns) in one fair by grants. Computed over the rows returned. */
+  double entitled_share;
 } shms_tenant_stats;
 
 /*
@@ -919,8 +929,8 @@ typedef struct {
   uint32_t weight;                /* 1..SHMS_WEIGHT_MAX */
   uint32_t flags;                 /* SHMS_POLICY_* */
   char team[SHMS_TENANT_MAX + 1]; /* a tenant's team, "" for none (and in a team's row) */
-  /* Cell-time its leases held in each class fair by time, as charged (ns), counted when the
-   * class's record of the tenant goes (the tenant idle); `_other` holds the folded records'. */
+  /* Cell-time its leases held in each class fair by time, as charged (ns), counted as each
+   * ends (a team's: its members'); `_other` holds the folded records'. */
   uint64_t cell_ns[SHMS_CLASS_COUNT];
 } shms_policy_row;
 

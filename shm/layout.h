@@ -248,11 +248,11 @@ struct shms__tenant {
   uint32_t done_n;   /* atomic: how many they were */
   uint32_t heap_pos; /* its place in the class's heap + 1; 0 when not in it */
   /* Its record in the tenant table (core/account.c), referenced while this one exists: the
-   * weight it had there when the class last looked, and the cell-time its leases held since
-   * this record was made, left there with its charge when this record goes. */
+   * weight it had there when the class last looked (what its leases held is counted there as
+   * each ends; its charge is left there when this record goes). */
   uint32_t acct;
   uint32_t weight;
-  uint64_t cell_ns;
+  uint64_t reserved2;
   /* Teams (core/fair.c): a member's record names its team's record (TEAM, in the same table,
    * under the team's name), which takes the member's turns in the class's heap and holds its
    * members with a turn in a pairing heap: mroot, and each member's child, next sibling and
@@ -344,7 +344,7 @@ struct shms__account_class {
   uint64_t vt;      /* its charge (fair.h's units), as of the class's rebase count below */
   uint64_t est_ns;  /* what its next lease is expected to hold */
   uint64_t rebases; /* the class's rebases when vt was written (fair.h) */
-  uint64_t cell_ns; /* cell-time its leases held, measured as fairness by time charges */
+  uint64_t cell_ns; /* cell-time its leases held, as fairness by time charges, at each end */
   /* Atomic: what leases taken on the fast path held, added as each ends while requests are
    * queued, until the baton's holder takes it into the charge (fair.h). */
   uint64_t fast_ns;

@@ -93,6 +93,10 @@ static void append(char *buf, size_t n, size_t *o, const char *fmt, ...) {
     *o = *o + (size_t)w < n ? *o + (size_t)w : n - 1;
 }
 
+/* Whether the request's class is fair by time (its turns go by charge, not round the ring): set
+ * once from the configuration before anything is printed. */
+static int class_timed;
+
 /* One sentence: what the request waits for. */
 static void why(char *buf, size_t n, const shms_explanation *x) {
   size_t o = 0;
@@ -106,7 +110,12 @@ static void why(char *buf, size_t n, const shms_explanation *x) {
     append(buf, n, &o, " its tenant is at tenant-max-active;");
   if (x->blocked_by & SHMS_BLOCK_NO_WORKER)
     append(buf, n, &o, " no idle worker;");
-  if (x->tenants_ahead != UINT32_MAX && x->tenants_ahead > 0)
+  if (x->tenants_ahead != UINT32_MAX && x->tenants_ahead > 0 && class_timed)
+    append(buf, n, &o,
+           " %u of the %u tenants taking turns go first (fair by time: the least charged "
+           "cell-time by weight, by team, first);",
+           x->tenants_ahead, x->ring_length);
+  else if (x->tenants_ahead != UINT32_MAX && x->tenants_ahead > 0)
     append(buf, n, &o, " %u of the %u tenants in the ring take their turn first;", x->tenants_ahead,
            x->ring_length);
   if (x->ahead_in_tenant > 0)
@@ -296,8 +305,9 @@ int cmd_explain(int argc, char **argv) {
   int recorded = rc == SHMS_ENOTFOUND && shms_events_find(h, &t, &rec) == SHMS_OK;
   if (recorded)
     rc = SHMS_OK;
-  int worker = rc == SHMS_OK && shms_get_config(h, &cfg) == SHMS_OK && t.cls < SHMS_CLASS_COUNT &&
-               cfg.classes[t.cls].mode == SHMS_MODE_WORKER;
+  int known = rc == SHMS_OK && shms_get_config(h, &cfg) == SHMS_OK && t.cls < SHMS_CLASS_COUNT;
+  int worker = known && cfg.classes[t.cls].mode == SHMS_MODE_WORKER;
+  class_timed = known && shms_class_fairness(&cfg.classes[t.cls]) == SHMS_FAIRNESS_TIME;
   int code = rc == SHMS_OK ? CLI_EXIT_OK : cli_sched_fail(rc);
   shms_detach(h);
   if (code != CLI_EXIT_OK)

@@ -32,9 +32,43 @@ struct seg {
   shms_tenant_stats *tenants[SHMS_CLASS_COUNT]; /* --tenants: malloc'd, sorted */
   uint32_t ntenants[SHMS_CLASS_COUNT];
   int named_other[SHMS_CLASS_COUNT]; /* a tenant is named "_other": it is last, summed in */
+  shms_policy_row *table; /* --tenants: the tenant table, malloc'd; tenants by cell-time */
+  uint32_t ntable;
 };
 
 /* ---- gathering ------------------------------------------------------------ */
+
+static uint64_t table_cell_ns(const shms_policy_row *r) {
+  uint64_t sum = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    sum += r->cell_ns[c];
+  return sum;
+}
+
+/* Teams first, then tenants by cell-time held, most first; `_other` (the folded records') last. */
+static int by_cell_time(const void *a, const void *b) {
+  const shms_policy_row *x = a, *y = b;
+  int kx = x->flags & SHMS_POLICY_TEAM ? 0 : x->flags & SHMS_POLICY_OTHER ? 2 : 1;
+  int ky = y->flags & SHMS_POLICY_TEAM ? 0 : y->flags & SHMS_POLICY_OTHER ? 2 : 1;
+  if (kx != ky)
+    return kx - ky;
+  uint64_t cx = table_cell_ns(x), cy = table_cell_ns(y);
+  return cx != cy ? (cx < cy ? 1 : -1) : strcmp(x->name, y->name);
+}
+
+static int gather_table(shms_t *h, struct seg *s) {
+  uint32_t n = 0;
+  int rc = shms_policy_list(h, NULL, 0, &n);
+  if (rc != SHMS_OK)
+    return rc;
+  s->table = calloc(n ? n : 1, sizeof *s->table);
+  if (s->table == NULL)
+    return SHMS_ENOMEM;
+  rc = shms_policy_list(h, s->table, n, &s->ntable);
+  s->ntable = s->ntable < n ? s->ntable : n;
+  qsort(s->table, s->ntable, sizeof *s->table, by_cell_time);
+  return rc;
+}
 
 static int gather_holders(shms_t *h, int c, struct seg *s) {
   uint32_t n = s->cfg.classes[c].cells;
@@ -107,6 +141,8 @@ static int gather(const struct metrics_opts *o, struct seg *s) {
     if (rc == SHMS_OK && o->tenants)
       rc = gather_tenants(h, c, s);
   }
+  if (rc == SHMS_OK && o->tenants)
+    rc = gather_table(h, s);
   shms_detach(h);
   return rc;
 }
@@ -451,6 +487,90 @@ static void write_tenants(const struct out *o, uint32_t cap) {
   per_tenant(o, cap, "shmsched_tenant_wait_max_seconds", T_MAX);
 }
 
+/* ---- the tenant table: weights, teams and cell-time, capped ---------------- */
+
+/*
+ * The tenant table's records of segment s: its teams, then at most cap tenants by cell-time
+ * (each with its own row), and the rest with the folded records summed as "_other". Calls
+ * fn for each row to write, with other set for the sum.
+ */
+static void table_rows(const struct seg *s, uint32_t cap,
+                       void (*fn)(const struct out *, const struct seg *, const shms_policy_row *,
+                                  int),
+                       const struct out *o) {
+  shms_policy_row other = {.name = "_other", .weight = 1, .flags = SHMS_POLICY_OTHER};
+  uint32_t shown = 0;
+  int rest = 0;
+  for (uint32_t i = 0; i < s->ntable; i++) {
+    const shms_policy_row *r = &s->table[i];
+    int tenant = !(r->flags & (SHMS_POLICY_TEAM | SHMS_POLICY_OTHER));
+    if (!(r->flags & SHMS_POLICY_TEAM) &&
+        (!tenant || shown++ >= cap || strcmp(r->name, "_other") == 0)) {
+      for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+        other.cell_ns[c] += r->cell_ns[c];
+      rest = 1;
+      continue;
+    }
+    fn(o, s, r, 0);
+  }
+  if (rest)
+    fn(o, s, &other, 1);
+}
+
+static void cell_seconds_row(const struct out *o, const struct seg *s, const shms_policy_row *r,
+                             int other) {
+  (void)other;
+  if (r->flags & SHMS_POLICY_TEAM)
+    return;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    if (!s->cfg.classes[c].configured ||
+        shms_class_fairness(&s->cfg.classes[c]) != SHMS_FAIRNESS_TIME)
+      continue;
+    open_sample(o->f, "shmsched_tenant_cell_seconds_total", s, c);
+    label(o->f, "tenant", r->name, 0);
+    close_seconds(o->f, r->cell_ns[c]);
+  }
+}
+
+/* The rest have weights of their own: no sum of them means anything, so "_other" has none. */
+static void tenant_weight_row(const struct out *o, const struct seg *s, const shms_policy_row *r,
+                              int other) {
+  if (other || (r->flags & SHMS_POLICY_TEAM))
+    return;
+  open_sample(o->f, "shmsched_tenant_weight", s, -1);
+  label(o->f, "tenant", r->name, 0);
+  label(o->f, "team", r->team, 0);
+  close_u64(o->f, r->weight);
+}
+
+static void team_weight_row(const struct out *o, const struct seg *s, const shms_policy_row *r,
+                            int other) {
+  if (other || !(r->flags & SHMS_POLICY_TEAM))
+    return;
+  open_sample(o->f, "shmsched_team_weight", s, -1);
+  label(o->f, "team", r->name, 0);
+  close_u64(o->f, r->weight);
+}
+
+static void write_table(const struct out *o, uint32_t cap) {
+  family(o, "shmsched_tenant_cell_seconds_total", "counter",
+         "Cell-time (cells x seconds) a tenant's leases held in a class fair by time, counted as "
+         "each ends and kept while the tenant is idle; the tenants past --tenant-series and the "
+         "records folded out of a full tenant table summed as tenant=\"_other\".");
+  for (int i = 0; i < o->n; i++)
+    if (o->segs[i].up)
+      table_rows(&o->segs[i], cap, cell_seconds_row, o);
+  family(o, "shmsched_tenant_weight", "gauge",
+         "A tenant's weight in classes fair by time, and its team (\"\": none).");
+  for (int i = 0; i < o->n; i++)
+    if (o->segs[i].up)
+      table_rows(&o->segs[i], cap, tenant_weight_row, o);
+  family(o, "shmsched_team_weight", "gauge", "A team's weight in classes fair by time.");
+  for (int i = 0; i < o->n; i++)
+    if (o->segs[i].up)
+      table_rows(&o->segs[i], cap, team_weight_row, o);
+}
+
 int metrics_render(const struct metrics_opts *o, char **out, size_t *len) {
   struct seg *segs = calloc((size_t)o->count, sizeof *segs);
   if (segs == NULL)
@@ -476,18 +596,22 @@ int metrics_render(const struct metrics_opts *o, char **out, size_t *len) {
     struct out w = {f, segs, o->count};
     write_segments(&w);
     write_classes(&w);
-    if (o->tenants)
+    if (o->tenants) {
       write_tenants(&w, o->tenant_series);
+      write_table(&w, o->tenant_series);
+    }
     if (fclose(f) != 0) {
       free(*out);
       *out = NULL;
     }
   }
-  for (int i = 0; i < o->count; i++)
+  for (int i = 0; i < o->count; i++) {
     for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
       free(segs[i].tenants[c]);
       free(segs[i].held[c]);
     }
+    free(segs[i].table);
+  }
   free(segs);
   return *out == NULL ? -1 : down;
 }

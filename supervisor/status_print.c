@@ -243,9 +243,10 @@ static void text_tenants(void *f, const shms_tenant_stats *t, uint32_t n) {
   for (uint32_t i = 0; i < n; i++)
     fprintf(f,
             "tenant.%s: queued=%u active=%u in_ring=%s granted=%" PRIu64 " total_wait_ns=%" PRIu64
-            " max_wait_ns=%" PRIu64 "\n",
+            " max_wait_ns=%" PRIu64 " weight=%u team=%s cell_ns=%" PRIu64 " entitled_share=%.4f\n",
             cli_quote(q, sizeof q, t[i].name), t[i].queued, t[i].active,
-            t[i].in_ring ? "yes" : "no", t[i].granted, t[i].total_wait_ns, t[i].max_wait_ns);
+            t[i].in_ring ? "yes" : "no", t[i].granted, t[i].total_wait_ns, t[i].max_wait_ns,
+            t[i].weight, t[i].team[0] != '\0' ? t[i].team : "-", t[i].cell_ns, t[i].entitled_share);
 }
 
 static void text_cells_begin(void *f, uint32_t n) { fprintf(f, "leases: %u\n", n); }
@@ -353,6 +354,13 @@ static void json_sink_tenants(void *ctx, const shms_tenant_stats *t, uint32_t n)
     json_u64(j, "granted", t[i].granted);
     json_u64(j, "total_wait_ns", t[i].total_wait_ns);
     json_u64(j, "max_wait_ns", t[i].max_wait_ns);
+    json_u64(j, "weight", t[i].weight);
+    if (t[i].team[0] != '\0')
+      json_str(j, "team", t[i].team);
+    else
+      json_null(j, "team");
+    json_u64(j, "cell_ns", t[i].cell_ns);
+    json_double(j, "entitled_share", t[i].entitled_share);
     json_end(j);
   }
   json_end(j);

@@ -46,6 +46,14 @@ struct top_tenant {
   uint64_t wait_mean_ns;    /* over the interval, TOP_NONE if no grant */
   uint64_t wait_max_ns;     /* its longest wait during its stay in the tenant table */
   uint64_t interval_grants; /* grants from the queue in the interval */
+  /* Fair share: its weight and team ("" none); its share of the cell-time the class's tenants
+   * were counted in the interval (< 0: none counted); its entitled share now (shms_tenant_stats).
+   */
+  uint32_t weight;
+  char team[SHMS_TENANT_MAX + 1];
+  double time_share;
+  double entitled;
+  uint64_t interval_cell_ns;
 };
 
 struct top_class {

@@ -108,7 +108,7 @@ static int make_tenants(const struct top_sample *prev, const struct top_sample *
   r->tenants = calloc(n ? n : 1, sizeof *r->tenants);
   if (r->tenants == NULL)
     return SHMS_ENOMEM;
-  uint64_t total = 0;
+  uint64_t total = 0, cell_total = 0;
   uint32_t wanting = 0;
   for (uint32_t i = 0; i < n; i++) {
     const shms_tenant_stats *t = &now->tenants[c][i];
@@ -128,9 +128,18 @@ static int make_tenants(const struct top_sample *prev, const struct top_sample *
     o->wait_max_ns = t->granted ? t->max_wait_ns : TOP_NONE;
     total += o->interval_grants;
     wanting += o->queued > 0 || o->interval_grants > 0;
+    o->weight = t->weight;
+    memcpy(o->team, t->team, sizeof o->team);
+    o->entitled = t->entitled_share;
+    /* The table's counter outlives the record: a tenant seen first now has no interval. */
+    o->interval_cell_ns = p != NULL && t->cell_ns >= p->cell_ns ? t->cell_ns - p->cell_ns : 0;
+    cell_total += o->interval_cell_ns;
   }
-  for (uint32_t i = 0; i < n; i++)
-    r->tenants[i].share = total ? (double)r->tenants[i].interval_grants / (double)total : -1;
+  for (uint32_t i = 0; i < n; i++) {
+    struct top_tenant *o = &r->tenants[i];
+    o->share = total ? (double)o->interval_grants / (double)total : -1;
+    o->time_share = cell_total ? (double)o->interval_cell_ns / (double)cell_total : -1;
+  }
   r->ntenants = n;
   r->fair_share = wanting ? 1.0 / wanting : 0;
   sort_key = sort;

@@ -115,15 +115,20 @@ static void tenants(struct lines *l, const struct top_class *r, enum top_sort so
   put(l, 1,
       "TENANTS of %s: %u  (fair share %s)  sort: %s   keys: c/Tab class  s sort  l leases  q quit",
       shms_class_name((shms_class_t)r->cls), r->ntenants, fair, top_sort_name(sort));
-  put(l, 1, "%-32s %7s %7s %8s %6s %8s %8s", "TENANT", "QUEUED", "ACTIVE", "GRANT/s", "SHARE",
-      "WAIT", "WAITMAX");
+  put(l, 1, "%-32s %7s %7s %8s %6s %8s %8s %4s %6s %6s  %s", "TENANT", "QUEUED", "ACTIVE",
+      "GRANT/s", "SHARE", "WAIT", "WAITMAX", "W", "TIME", "ENTIT", "TEAM");
   for (uint32_t i = 0; i < r->ntenants; i++) {
     const struct top_tenant *t = &r->tenants[i];
-    char share[16] = "-", w[16], m[16];
+    char share[16] = "-", time[16] = "-", ent[16] = "-", w[16], m[16];
     if (t->share >= 0)
       snprintf(share, sizeof share, "%.0f%%", t->share * 100);
-    put(l, 0, "%-32s %7u %7u %8.1f %6s %8s %8s", t->name, t->queued, t->active, t->grants_per_s,
-        share, dur(w, sizeof w, t->wait_mean_ns), dur(m, sizeof m, t->wait_max_ns));
+    if (t->time_share >= 0)
+      snprintf(time, sizeof time, "%.0f%%", t->time_share * 100);
+    if (t->entitled > 0)
+      snprintf(ent, sizeof ent, "%.0f%%", t->entitled * 100);
+    put(l, 0, "%-32s %7u %7u %8.1f %6s %8s %8s %4u %6s %6s  %s", t->name, t->queued, t->active,
+        t->grants_per_s, share, dur(w, sizeof w, t->wait_mean_ns), dur(m, sizeof m, t->wait_max_ns),
+        t->weight, time, ent, t->team[0] != '\0' ? t->team : "-");
   }
 }
 
@@ -203,6 +208,16 @@ static void json_class(struct json_out *j, const struct top_class *r) {
       json_double(j, "share", t->share);
     else
       json_null(j, "share");
+    json_u64(j, "weight", t->weight);
+    if (t->team[0] != '\0')
+      json_str(j, "team", t->team);
+    else
+      json_null(j, "team");
+    if (t->time_share >= 0)
+      json_double(j, "time_share", t->time_share);
+    else
+      json_null(j, "time_share");
+    json_double(j, "entitled_share", t->entitled);
     json_wait(j, "wait_mean_ns", t->wait_mean_ns);
     json_wait(j, "wait_max_ns", t->wait_max_ns);
     json_end(j);

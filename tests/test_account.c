@@ -3,6 +3,7 @@
  * folds its least recently active records into `_other` and refuses a policy it has no room
  * for; a process that died holding the table's lock does not keep it.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -281,6 +282,53 @@ START_TEST(a_torn_team_heap_is_rebuilt) {
 }
 END_TEST
 
+/* The tenant rows observers read: weight, team, cell-time held, and the entitled share of the
+ * tenants taking turns by weight and team (status --tenants, top, metrics). */
+START_TEST(tenant_rows_show_fair_share) {
+  const char *name;
+  shms_t *h = open_timed(&name, 0);
+  ck_assert_shms_ok(shms_policy_tenant_team(h, "a", "red"));
+  ck_assert_shms_ok(shms_policy_tenant_team(h, "b", "red"));
+  ck_assert_shms_ok(shms_policy_tenant(h, "b", 3));
+  shms_set_clock(sched_fake_clock, NULL);
+  shms_ticket hold = sched_enqueue(h, "c", 0, 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &hold, UINT64_MAX, &l));
+  shms_ticket t[3] = {sched_enqueue(h, "a", 0, 0), sched_enqueue(h, "b", 0, 0),
+                      sched_enqueue(h, "c", 0, 0)};
+  sched_fake_now += 200 * 1000 * 1000ull;
+  ck_assert_shms_ok(shms_release(h, &l)); /* c held 200 ms: counted at once */
+  shms_tenant_stats rows[8];
+  uint32_t n = 0;
+  for (int snapshot = 0; snapshot < 2; snapshot++) {
+    ck_assert_shms_ok(snapshot ? shms_tenants_snapshot(h, SHMS_CLASS_STANDARD, rows, 8, &n)
+                               : shms_tenants(h, SHMS_CLASS_STANDARD, rows, 8, &n));
+    ck_assert_uint_eq(n, 3);
+    for (uint32_t i = 0; i < n; i++) {
+      const shms_tenant_stats *r = &rows[i];
+      if (strcmp(r->name, "c") == 0) {
+        ck_assert_str_eq(r->team, "");
+        ck_assert_uint_ge(r->cell_ns, 200 * 1000 * 1000ull);
+        ck_assert(!r->in_ring || fabs(r->entitled_share - 0.5) < 1e-9);
+      } else {
+        ck_assert_str_eq(r->team, "red");
+        ck_assert_uint_eq(r->team_weight, 1);
+        ck_assert_uint_eq(r->weight, strcmp(r->name, "b") == 0 ? 3 : 1);
+      }
+    }
+  }
+  /* One of a and b was granted the cell c let go; the other two take turns: the team, and c. */
+  double sum = 0;
+  for (uint32_t i = 0; i < n; i++)
+    sum += rows[i].entitled_share;
+  ck_assert_msg(fabs(sum - 1) < 1e-9, "entitled shares sum to %f", sum);
+  shms_set_clock(NULL, NULL);
+  for (int i = 0; i < 3; i++)
+    (void)shms_cancel(h, &t[i]);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("account");
   TCase *tc = harness_tcase("table");
@@ -290,6 +338,7 @@ int main(void) {
   tcase_add_test(tc, a_torn_heap_is_found_and_rebuilt);
   tcase_add_test(tc, teams_are_set_listed_and_recorded);
   tcase_add_test(tc, a_torn_team_heap_is_rebuilt);
+  tcase_add_test(tc, tenant_rows_show_fair_share);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

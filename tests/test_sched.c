@@ -98,10 +98,12 @@ START_TEST(bounds_and_denials) {
   ck_assert_uint_eq(s.queue_depth, 2);
   ck_assert_uint_eq(s.rejected, 1);
   ck_assert_shms_ok(shms_release(h, &l));
+  /* Both are served, one after the other: which first is the fairness's (by time, bob is
+   * charged what his lease held while carol waited, if the clock saw it). */
   shms_ticket both[] = {q1, q2};
-  ck_assert_int_eq(sched_granted(h, both, 2, &l), 0);
+  int first = sched_granted(h, both, 2, &l);
   ck_assert_shms_ok(shms_release(h, &l));
-  ck_assert_int_eq(sched_granted(h, both, 2, &l), 1);
+  ck_assert_int_eq(sched_granted(h, both, 2, &l), 1 - first);
   ck_assert_shms_ok(shms_release(h, &l));
   sched_close(h, name);
 }

@@ -125,7 +125,7 @@ class TenantRecord:
     weight: int  #: 1..1000; 1 unless set (:meth:`Segment.set_weight`)
     policy: bool  #: set by policy: kept for good
     other: bool  #: ``_other``: what records folded out of a full table held
-    #: cell-time (s) held in each class fair by time, counted when the tenant went idle there
+    #: cell-time (s) held in each class fair by time, counted as each lease ends
     cell_seconds: Dict[str, float]
     team: Optional[str] = None  #: a tenant's team (:meth:`Segment.set_team`); None: none
     kind: str = "tenant"  #: "tenant", or "team" for a team's own record
