@@ -464,7 +464,10 @@ int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
   } else if (team_acct != 0) {
     charge_account(k, team_acct, vtime, held, 0);
   }
-  uint64_t floor = tm != NULL ? tm->mvtime : team_acct != 0 ? 0 : vtime;
+  /* A member's floor is its team's members' charge; without the team's record here (no member
+   * taking turns) there is none to go by. A tenant with a record outside its team (it joins the
+   * team when it next takes turns) is charged as one in none. */
+  uint64_t floor = tm != NULL ? tm->mvtime : ref != 0 || team_acct == 0 ? vtime : 0;
   if (ref == 0) {
     charge_account(k, aref, floor, held, n);
     return team != 0 ? top_resift(k, team) : 0;

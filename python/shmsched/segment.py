@@ -181,8 +181,9 @@ class Segment:
 
     def tenants(self, cls: str) -> List[TenantStats]:
         """The tenants with queued work (or counted leases) in a class."""
-        return [TenantStats(n, q, a, bool(r), g, tw, mw)
-                for n, q, a, r, g, tw, mw in self._h.tenants(class_index(cls))]
+        return [TenantStats(n, q, a, bool(r), g, tw, mw, w, team or None, cell / 1e9, share)
+                for n, q, a, r, g, tw, mw, w, team, cell, share
+                in self._h.tenants(class_index(cls))]
 
     def check(self) -> List[str]:
         """Audit every invariant of the segment: the violations found, one line each

@@ -115,6 +115,11 @@ class TenantStats:
     granted: int
     total_wait_ns: int
     max_wait_ns: int
+    weight: int = 1  #: its weight (:meth:`Segment.set_weight`)
+    team: Optional[str] = None  #: its team (:meth:`Segment.set_team`)
+    cell_seconds: float = 0.0  #: cell-time its leases held in the class (fair by time)
+    #: its part of the class now by the fairness rule, among the tenants taking turns
+    entitled_share: float = 0.0
 
 
 @dataclass(frozen=True)

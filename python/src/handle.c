@@ -184,9 +184,10 @@ static PyObject *tenant_list(const shms_tenant_stats *t, uint32_t n) {
   PyObject *list = PyList_New(n);
   for (uint32_t i = 0; list != NULL && i < n; i++) {
     PyObject *row =
-        Py_BuildValue("(sIIIKKK)", t[i].name, t[i].queued, t[i].active, t[i].in_ring,
+        Py_BuildValue("(sIIIKKKIsKd)", t[i].name, t[i].queued, t[i].active, t[i].in_ring,
                       (unsigned long long)t[i].granted, (unsigned long long)t[i].total_wait_ns,
-                      (unsigned long long)t[i].max_wait_ns);
+                      (unsigned long long)t[i].max_wait_ns, t[i].weight, t[i].team,
+                      (unsigned long long)t[i].cell_ns, t[i].entitled_share);
     if (row == NULL)
       Py_CLEAR(list);
     else

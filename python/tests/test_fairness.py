@@ -89,6 +89,14 @@ def test_fair_by_time_and_weights(make_segment):
         rows = {(r.kind, r.name): r for r in seg.tenant_table()}
         assert rows[("tenant", "paying")].team == "research"
         assert rows[("team", "research")].weight == 2
+        seg.set_weight("queued", 2)
+        seg.set_team("queued", "research")
+        with seg.lease("standard", tenant="holder"), seg.lease("standard", tenant="holder"):
+            t = seg.enqueue("standard", tenant="queued")
+            stats = {r.name: r for r in seg.tenants("standard")}
+            assert stats["queued"].weight == 2 and stats["queued"].team == "research"
+            assert stats["queued"].in_ring and stats["queued"].entitled_share == 1.0
+            t.cancel()
         seg.set_team("paying", None)
         assert {r.name: r.team for r in seg.tenant_table()}["paying"] is None
         try:
