@@ -121,7 +121,7 @@ static int lock(const struct shms__cls *k, uint64_t timeout_ns) {
   }
 }
 
-static void unlock(const struct shms__cls *k) { ck_pr_fas_64(&k->actl->lock, 0); }
+static void unlock(const struct shms__cls *k) { shms__fas_64(&k->actl->lock, 0); }
 
 /* ---- adding and folding, under the lock ---- */
 
@@ -233,7 +233,7 @@ static uint32_t fold_some(const struct shms__cls *k) {
       continue;
     for (int c = 0; c < SHMS_CLASS_COUNT; c++) /* a fast-path charge not yet taken too */
       shms__store_64(&o->cls[c].cell_ns,
-                     o->cls[c].cell_ns + a->cls[c].cell_ns + ck_pr_fas_64(&a->cls[c].fast_ns, 0));
+                     o->cls[c].cell_ns + a->cls[c].cell_ns + shms__fas_64(&a->cls[c].fast_ns, 0));
     unlink_record(k, i + 1);
     shms__store_32(&a->state, SHMS__ACCT_FREE);
     shms__store_32(&a->hash_next, ctl->free_head);

@@ -284,7 +284,7 @@ static void run(struct shms *h, const struct shms__cls *k) {
     /* An atomic exchange: everything the pass wrote is visible before the baton reads free,
      * and (a full barrier) the re-check below is not ordered before it. A process that failed to
      * take the baton published its work first, so one of us sees the other. */
-    ck_pr_fas_64(&k->ctl->baton, 0);
+    shms__fas_64(&k->ctl->baton, 0);
     if (stop || !work_pending(k) || !baton_try(h, k))
       return;
   }

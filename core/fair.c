@@ -380,9 +380,9 @@ static void correct(struct shms__tenant *t, int64_t corr) {
 int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
   SHMS__ASSERT(shms__index_owned(k));
   struct shms__tenant *t = shms__tenant_at(k, ref);
-  int64_t corr = (int64_t)ck_pr_fas_64(&t->corr_ns, 0);
-  uint32_t n = ck_pr_fas_32(&t->done_n, 0);
-  uint64_t held = ck_pr_fas_64(&t->done_ns, 0);
+  int64_t corr = (int64_t)shms__fas_64(&t->corr_ns, 0);
+  uint32_t n = shms__fas_32(&t->done_n, 0);
+  uint64_t held = shms__fas_64(&t->done_ns, 0);
   held_time(k, t, held);
   estimate(k, &t->est_ns, held, n);
   uint32_t team = team_of(k, t);
@@ -445,8 +445,8 @@ int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
   SHMS__ASSERT(shms__index_owned(k));
   struct shms__account *acct = shms__account_at(k, aref);
   struct shms__account_class *a = &acct->cls[k->id];
-  uint64_t held = ck_pr_fas_64(&a->fast_ns, 0);
-  uint32_t n = ck_pr_fas_32(&a->fast_n, 0);
+  uint64_t held = shms__fas_64(&a->fast_ns, 0);
+  uint32_t n = shms__fas_32(&a->fast_n, 0);
   if (shms__load_32(&acct->state) != SHMS__ACCT_LIVE || (held == 0 && n == 0))
     return 0;
   shms__store_64(&acct->active_ns, shms__now_ns());

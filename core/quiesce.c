@@ -110,7 +110,7 @@ static void mark(struct shms *h, const struct shms__cls *k, struct thread_op *t,
     shms__store_32(t->word, v);
     ck_pr_barrier();
   } else {
-    ck_pr_fas_32(t->word, v); /* a locked exchange: the mark is visible before we look for FROZEN
+    shms__fas_32(t->word, v); /* a locked exchange: the mark is visible before we look for FROZEN
                                  (cheaper here than a store and an mfence) */
   }
 }
@@ -258,7 +258,7 @@ static int barrier_plain(struct shms *h, const struct shms__cls *k) {
   int e = shms__membarrier_global();
   if (e == 0 || !plain_markers(h, 1))
     return 0;
-  if (ck_pr_fas_32(&barrier_failure_told, (uint32_t)h->pid) != (uint32_t)h->pid)
+  if (shms__fas_32(&barrier_failure_told, (uint32_t)h->pid) != (uint32_t)h->pid)
     shms__ev_put(&h->events, &(struct shms__ev){.kind = SHMS_EVENT_MEMBARRIER_FAILED,
                                                 .cls = k->id,
                                                 .cell = -1,
