@@ -116,6 +116,13 @@ int shms__ticket_live(const struct shms *h, const struct shms__slot *s, const sh
   return SHMS_OK;
 }
 
+const struct shms__cls *shms__table_view(const struct shms *h) {
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    if (h->cls[c].id >= 0)
+      return &h->cls[c];
+  return NULL;
+}
+
 int shms__check_class(struct shms *h, shms_class_t c, struct shms__cls **k) {
   shms__clear_detail();
   int rc = shms__handle_check_member(h);

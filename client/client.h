@@ -98,6 +98,9 @@ int shms__ticket_live(const struct shms *h, const struct shms__slot *s, const sh
                       const char *what, uint64_t *w);
 /* When (real clock) a wait of timeout_ns ends: 0 for UINT64_MAX, no end. */
 uint64_t shms__wait_end(uint64_t timeout_ns);
+/* A view of the segment's tenant table: it is the segment's, so any configured class's view
+ * reaches it; NULL with no class. */
+const struct shms__cls *shms__table_view(const struct shms *h);
 /* The prologue of a call naming a class: the handle attached as a member, class c configured. */
 int shms__check_class(struct shms *h, shms_class_t c, struct shms__cls **k);
 /* The segment's state (shms_segment_state_t). */

@@ -9,14 +9,6 @@
 #include "../shm/identity.h"
 #include "client.h"
 
-/* The table is the segment's; any class's view reaches it. */
-static const struct shms__cls *any_view(const struct shms *h) {
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-    if (h->cls[c].id >= 0)
-      return &h->cls[c];
-  return NULL;
-}
-
 /* How long setting policy waits for the table's lock: others hold it for a few stores. */
 #define POLICY_WAIT_NS (1000ull * 1000 * 1000)
 
@@ -36,7 +28,7 @@ static int set_policy(shms_t *h, const struct shms__policy_change *p, int reason
                       SHMS_WEIGHT_MAX, p->weight);
   if ((rc = shms__admin_check(h, "set the policy of %s %s", what, p->name)) != SHMS_OK)
     return rc;
-  const struct shms__cls *k = any_view(h);
+  const struct shms__cls *k = shms__table_view(h);
   if (k == NULL)
     return shms__fail(SHMS_EINVAL, "the segment has no class");
   if ((rc = shms__account_set(k, p, POLICY_WAIT_NS)) != SHMS_OK)
@@ -77,7 +69,7 @@ int shms_policy_list(shms_t *h, shms_policy_row *out, uint32_t max, uint32_t *co
     return rc;
   if (count == NULL || (out == NULL && max != 0))
     return shms__fail(SHMS_EINVAL, "count is NULL, or out is NULL with max > 0");
-  const struct shms__cls *k = any_view(h);
+  const struct shms__cls *k = shms__table_view(h);
   uint32_t n = 0;
   for (uint32_t i = 0; k != NULL && i < k->naccts; i++) {
     const struct shms__account *a = &k->accts[i];
