@@ -38,6 +38,23 @@ static int check_names(const shms_request *req, uint64_t *tenant_words) {
   return SHMS_OK;
 }
 
+/* A request of several cells: where it can be served (docs/contract.md, "Multi-cell
+ * requests"). */
+static int check_cells(const struct shms__cls *k, uint32_t cells, const char *cn) {
+  if (k->cfg->mode == SHMS_MODE_WORKER)
+    return shms__fail(SHMS_EINVAL, "class %s is a worker class: a job runs on one cell (cells=%u)",
+                      cn, cells);
+  if (cells > k->ncells)
+    return shms__fail(SHMS_EINVAL, "class %s has %u cells: a request cannot hold %u at once", cn,
+                      k->ncells, cells);
+  if (k->cfg->tenant_max_active != 0)
+    return shms__fail(SHMS_EINVAL,
+                      "class %s has tenant-max-active, which counts leases of one cell: "
+                      "a request of %u cells is refused there",
+                      cn, cells);
+  return SHMS_OK;
+}
+
 int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, const void *result,
                         const char *result_name, struct shms__cls **out, uint64_t *tenant_words) {
   shms__clear_detail();
@@ -59,6 +76,8 @@ int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, 
                       mode == SHMS_MODE_LEASE ? "class %s is a worker class: submit jobs to it"
                                               : "class %s is a lease class: acquire leases from it",
                       cn);
+  if (req->cells > 1 && (rc = check_cells(k, req->cells, cn)) != SHMS_OK)
+    return rc;
   if (k->nslots == 0)
     return shms__fail(SHMS_EDENIED, "class %s is denied (queue=0)", cn);
   if (!tenant_allowed(k, req->tenant))

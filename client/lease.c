@@ -169,3 +169,17 @@ int shms_resume(shms_t *h) {
     return shms__fail(SHMS_ESHUTDOWN, "the segment is being destroyed");
   return st == SHMS_SEG_DRAINING;
 }
+
+int shms_lease_cells(shms_t *h, const shms_lease *lease, uint32_t *out, uint32_t max) {
+  struct shms__cls *k = NULL;
+  int rc = lease_class(h, lease, &k);
+  if (rc != SHMS_OK)
+    return rc;
+  if (out == NULL && max > 0)
+    return shms__fail(SHMS_EINVAL, "out is NULL");
+  const struct shms__cls *ck = k;
+  uint64_t w = 0;
+  if ((rc = check_lease(&ck, lease, &w)) != SHMS_OK)
+    return rc;
+  return (int)shms__lease_cells_of(k, lease->cell, lease->generation, out, max);
+}

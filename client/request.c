@@ -142,7 +142,8 @@ int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   int rc = shms__check_request(h, req, SHMS_MODE_LEASE, ticket, "ticket", &k, NULL);
   if (rc != SHMS_OK)
     return rc;
-  return shms__enqueue_slot(h, k, req, NULL, 0, 0, ticket);
+  unsigned cells = req->cells > 1 ? req->cells << SHMS__OPT_CELLS_SHIFT : 0;
+  return shms__enqueue_slot(h, k, req, NULL, 0, cells, ticket);
 }
 
 /* Claim a slot, fill it and publish it as QUEUED: one operation. */
@@ -223,6 +224,7 @@ static void make_lease(const struct shms *h, const struct shms__cls *k, uint32_t
   *lease = (shms_lease){.cls = (uint32_t)k->id,
                         .cell = c,
                         .generation = gen,
+                        .cells = 1,
                         .token = token,
                         .incarnation = h->incarnation};
 }
@@ -243,7 +245,7 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
     return SHMS__LOOK_AGAIN;
   }
   ck_pr_fence_load(); /* the grant's cell and token were written before GRANTED */
-  uint32_t c = s->cell, gen = s->generation;
+  uint32_t c = s->cell, gen = s->generation, cells = SHMS__OPT_CELLS(s->options);
   uint64_t token = s->token;
   if (c >= k->ncells || !shms__slot_accept(k, i, w, seq))
     return SHMS__LOOK_AGAIN;
@@ -260,6 +262,7 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   shms__held_record(k, c, gen, seq); /* its ticket goes on naming the lease (core/held.h) */
   shms__slot_free(k, i);             /* a lease-mode request gives its slot back once accepted */
   make_lease(h, k, c, gen, token, lease);
+  lease->cells = cells;
   return SHMS_OK;
 }
 
@@ -395,15 +398,16 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k, tenant);
   if (rc != SHMS_OK)
     return rc;
-  if (k->cfg->tenant_max_active == 0)
+  if (k->cfg->tenant_max_active == 0 && req->cells <= 1)
     return shms__try_now(h, k, tenant, 1, lease);
   return shms__try_limited(h, k, req, lease);
 }
 
 int shms__try_limited(struct shms *h, const struct shms__cls *k, const shms_request *req,
                       shms_lease *lease) {
-  /* A tenant limit needs the dispatcher's books: queue, look once, withdraw if not granted
-   * (as would-block, which no counter records: nothing was refused or cancelled). */
+  /* A tenant limit, or several cells at once, needs the dispatcher's books: queue, look once,
+   * withdraw if not granted (as would-block, which no counter records: nothing was refused or
+   * cancelled). */
   shms_ticket t;
   int rc;
   if ((rc = shms_enqueue(h, req, &t)) != SHMS_OK)
@@ -415,7 +419,12 @@ int shms__try_limited(struct shms *h, const struct shms__cls *k, const shms_requ
                                  1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
                                  SHMS_EWOULDBLOCK));
   rc = shms_wait(h, &t, 0, lease);
-  return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell within the tenant's limit") : rc;
+  return rc == SHMS_EWOULDBLOCK
+             ? shms__fail(rc,
+                          req->cells > 1 ? "not %u cells free, or queued work goes first"
+                                         : "no free cell within the tenant's limit",
+                          req->cells)
+             : rc;
 }
 
 int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
@@ -424,8 +433,8 @@ int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k, tenant);
   if (rc != SHMS_OK)
     return rc;
-  /* An immediate grant never takes a request slot. */
-  if (k->cfg->tenant_max_active == 0 &&
+  /* An immediate grant never takes a request slot (a grant of several cells always does). */
+  if (k->cfg->tenant_max_active == 0 && req->cells <= 1 &&
       (rc = shms__take_now(h, k, tenant, 1, lease)) != SHMS_EWOULDBLOCK)
     return rc;
   return shms__acquire_queued(h, req, lease);

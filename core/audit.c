@@ -79,10 +79,18 @@ static void audit_cells(struct audit *a, uint32_t *quarantined) {
     uint32_t st = SHMS__CELL_STATE(w), ref = cell->slot;
     int worker = k->cfg->mode == SHMS_MODE_WORKER;
     *quarantined += st == SHMS__CELL_QUARANTINED;
-    if (st < SHMS__CELL_AVAILABLE || st > SHMS__CELL_OFFLINE)
+    if (st < SHMS__CELL_AVAILABLE || st > SHMS__CELL_BOUND)
       corrupt(a, "cell %u: state %u is not a cell state", c, st);
     else if (st == SHMS__CELL_OFFLINE && !worker)
       corrupt(a, "cell %u: offline in a lease class", c);
+    else if ((st == SHMS__CELL_RESERVED || st == SHMS__CELL_BOUND) && worker)
+      corrupt(a, "cell %u: %s in a worker class", c,
+              st == SHMS__CELL_RESERVED ? "reserved" : "bound to a lead");
+    if (st == SHMS__CELL_RESERVED && !worker && k->ctl->gather_slot == 0)
+      violation(a, "cell %u: reserved, and no request gathers cells (needs recovery)", c);
+    if (st == SHMS__CELL_BOUND && !worker && shms__companion_orphaned(k, c))
+      violation(a, "cell %u: bound to lead cell %u, whose lease has ended (needs recovery)", c,
+                cell->lead - 1);
     if (st == SHMS__CELL_GRANTED) {
       const struct shms__slot *s = ref >= 1 && ref <= k->nslots ? shms__slot_at(k, ref - 1) : NULL;
       if (s == NULL || SHMS__SLOT_STATE(s->word) != SHMS__SLOT_GRANTED || s->cell != c)

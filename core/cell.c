@@ -212,6 +212,7 @@ int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, con
   for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
     shms__store_64(&cell->tenant_name[i], name[i]);
   shms__store_32(&cell->slot, slot);
+  shms__store_32(&cell->ncells, 0); /* a lease of several: the dispatcher says so next */
   shms__store_64(&cell->lease_start_ns, start_ns);
   *gen = SHMS__CELL_GEN(w);
   *token = next;
@@ -245,13 +246,14 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
  * after it, the cell may carry the next lease. */
 struct ending {
   uint32_t tenant;
-  int fast; /* a lease taken on the fast path, charged by its tenant's name */
+  uint32_t ncells; /* the cells of the lease: its companions end with it */
+  int fast;        /* a lease taken on the fast path, charged by its tenant's name */
   uint64_t start_ns, charged_ns;
   uint64_t name[SHMS__NAME_WORDS];
 };
 
 static struct ending ending_of(const struct shms__cls *k, const struct shms__cell *cell) {
-  struct ending e = {.tenant = cell->tenant};
+  struct ending e = {.tenant = cell->tenant, .ncells = shms__load_32((uint32_t *)&cell->ncells)};
   if (!k->timed)
     return e;
   if (e.tenant == 0) {
@@ -285,8 +287,110 @@ static void ended(const struct shms__cls *k, const struct ending *e, int used) {
     return;
   }
   if (k->timed)
-    shms__fair_ended(k, e->tenant, used, held, e->charged_ns);
+    shms__fair_ended(k, e->tenant, used, held, e->charged_ns, e->ncells > 1 ? e->ncells : 1);
   shms__tenant_lease_ended(k, e->tenant);
+}
+
+/*
+ * A companion cell (BOUND) follows its lead (docs/protocol.md, "Multi-cell requests"): it belongs
+ * to the lease while the lead is RESERVED, GRANTED or LEASED at the generation it was bound at.
+ * Returns the state an orphan goes to (AVAILABLE, or QUARANTINED when its lead ended so), or 0
+ * while it still belongs to a lease. lead_gen moves on only when the companion's word does.
+ */
+static uint32_t companion_fate(const struct shms__cls *k, const struct shms__cell *cell,
+                               uint32_t *lead_out) {
+  uint32_t lead = shms__load_32((uint32_t *)&cell->lead), gen;
+  gen = shms__load_32((uint32_t *)&cell->lead_gen);
+  *lead_out = lead;
+  if (lead == 0 || lead > k->ncells)
+    return SHMS__CELL_AVAILABLE; /* torn: nothing holds it */
+  uint64_t lw = shms__load_64(&k->cells[lead - 1].word);
+  uint32_t st = SHMS__CELL_STATE(lw);
+  if (SHMS__CELL_GEN(lw) == gen &&
+      (st == SHMS__CELL_RESERVED || st == SHMS__CELL_GRANTED || st == SHMS__CELL_LEASED))
+    return 0;
+  return st == SHMS__CELL_QUARANTINED && SHMS__CELL_GEN(lw) == gen + 1 ? SHMS__CELL_QUARANTINED
+                                                                       : SHMS__CELL_AVAILABLE;
+}
+
+/* End companion cell d, read as BOUND word w, into state (AVAILABLE or QUARANTINED, with the
+ * lead's reason): one exact CAS, so of several enders one wins. */
+static int companion_end(const struct shms__cls *k, uint32_t d, uint64_t w, uint32_t state,
+                         uint32_t reason) {
+  struct shms__cell *cell = &k->cells[d];
+  uint32_t owner = state == SHMS__CELL_QUARANTINED ? SHMS__CELL_OWNER(w) : 0;
+  if (!ck_pr_cas_64(&cell->word, w, SHMS__CELL_WORD(SHMS__CELL_GEN(w) + 1, owner, state)))
+    return 0;
+  SHMS__STEP();
+  if (state == SHMS__CELL_QUARANTINED) {
+    shms__store_32(&cell->reason, reason);
+    shms__store_64(&cell->quarantined_unix_ns, shms__wall_now_ns());
+    ck_pr_inc_32(&k->ctl->quarantined);
+    ck_pr_inc_64(&k->ctl->quarantines);
+  } else {
+    shms__fast_put(k, d);
+  }
+  return 1;
+}
+
+/* The lease whose lead c ended at generation gen held its companions: they end as it did. */
+static void companions_end(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t state,
+                           uint32_t reason) {
+  for (uint32_t d = 0; d < k->ncells; d++) {
+    struct shms__cell *cell = &k->cells[d];
+    uint64_t w = shms__load_64(&cell->word);
+    if (SHMS__CELL_STATE(w) != SHMS__CELL_BOUND)
+      continue;
+    ck_pr_fence_load(); /* the lead fields were written before the word said BOUND */
+    if (shms__load_32(&cell->lead) == c + 1 && shms__load_32(&cell->lead_gen) == gen)
+      companion_end(k, d, w, state, reason);
+  }
+}
+
+uint32_t shms__cells_settle_reserved(const struct shms__cls *k) {
+  uint32_t freed = 0;
+  for (uint32_t d = 0; d < k->ncells; d++) {
+    struct shms__cell *cell = &k->cells[d];
+    uint64_t w = shms__load_64(&cell->word);
+    uint32_t st = SHMS__CELL_STATE(w), fate = SHMS__CELL_AVAILABLE, lead = 0, reason = 0;
+    if (st == SHMS__CELL_BOUND) {
+      ck_pr_fence_load(); /* the lead fields were written before the word said BOUND */
+      fate = companion_fate(k, cell, &lead);
+    } else if (st != SHMS__CELL_RESERVED) {
+      continue;
+    }
+    if (fate == 0)
+      continue;
+    if (fate == SHMS__CELL_QUARANTINED)
+      reason = shms__load_32(&k->cells[lead - 1].reason);
+    freed += (uint32_t)companion_end(k, d, w, fate, reason);
+  }
+  return freed;
+}
+
+int shms__companion_orphaned(const struct shms__cls *k, uint32_t c) {
+  uint32_t lead;
+  ck_pr_fence_load();
+  return companion_fate(k, &k->cells[c], &lead) != 0;
+}
+
+uint32_t shms__lease_cells_of(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t *out,
+                              uint32_t max) {
+  uint32_t n = 0;
+  for (uint32_t d = 0; d < k->ncells; d++) {
+    struct shms__cell *cell = &k->cells[d];
+    uint64_t w = shms__load_64(&cell->word);
+    int mine = d == c;
+    if (!mine && SHMS__CELL_STATE(w) == SHMS__CELL_BOUND) {
+      ck_pr_fence_load();
+      mine = shms__load_32(&cell->lead) == c + 1 && shms__load_32(&cell->lead_gen) == gen &&
+             shms__load_64(&cell->word) == w;
+    }
+    if (mine && n < max)
+      out[n] = d;
+    n += (uint32_t)mine;
+  }
+  return n;
 }
 
 int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
@@ -308,6 +412,8 @@ int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
       ended(k, &e, 0);
       shms__fast_put(k, c);
       SHMS__STEP();
+      if (e.ncells > 1)
+        companions_end(k, c, gen, SHMS__CELL_AVAILABLE, 0);
       return 1;
     }
   }
@@ -327,6 +433,9 @@ int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect
   ck_pr_inc_32(&k->ctl->quarantined);
   ck_pr_inc_64(&k->ctl->quarantines);
   ended(k, &e, 1);
+  SHMS__STEP();
+  if (e.ncells > 1) /* its cleanup could not be proven: nor can its companions' */
+    companions_end(k, c, SHMS__CELL_GEN(expect), SHMS__CELL_QUARANTINED, (uint32_t)reason);
   return 1;
 }
 
@@ -378,6 +487,11 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
   if (!k->fast_map)
     shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
   SHMS__STEP();
+  if (e.ncells > 1) {
+    /* The companions first: the lead's cell going free then kicks for all of them. */
+    companions_end(k, c, SHMS__CELL_GEN(expect), SHMS__CELL_AVAILABLE, 0);
+    tenant = 1;
+  }
   if (k->overtake_ns == 0) {
     uint64_t fast = shms__fast_put(k, c);
     SHMS__STEP();
@@ -413,6 +527,8 @@ int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {
     return 0;
   ended(k, &e, 1);
   shms__fast_put(k, c);
+  if (e.ncells > 1)
+    companions_end(k, c, SHMS__CELL_GEN(expect), SHMS__CELL_AVAILABLE, 0);
   return 1;
 }
 

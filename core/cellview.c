@@ -33,30 +33,58 @@ static void read_ticket(const struct shms *h, const struct shms__cls *k,
                        .incarnation = h->incarnation};
 }
 
+/* A companion cell (BOUND) is shown as its lease: the lead's state and records, if the lead
+ * still carries that lease; else (an orphan about to be returned) as available. */
+static void read_companion(const struct shms__cls *k, const struct shms__cell *cell, uint64_t w,
+                           uint32_t *st, const struct shms__cell **rec, uint32_t *lead) {
+  uint32_t ref = shms__load_32((uint32_t *)&cell->lead);
+  uint32_t gen = shms__load_32((uint32_t *)&cell->lead_gen);
+  *st = SHMS__CELL_AVAILABLE;
+  if (ref == 0 || ref > k->ncells || shms__load_64((uint64_t *)&cell->word) != w)
+    return;
+  uint64_t lw = shms__load_64((uint64_t *)&k->cells[ref - 1].word);
+  uint32_t lst = SHMS__CELL_STATE(lw);
+  if (SHMS__CELL_GEN(lw) != gen || (lst != SHMS__CELL_GRANTED && lst != SHMS__CELL_LEASED))
+    return;
+  *st = lst;
+  *rec = &k->cells[ref - 1];
+  *lead = ref - 1;
+}
+
 static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t c,
                       shms_cell_info *out) {
-  const struct shms__cell *cell = &k->cells[c];
   for (int tries = 0;; tries++) {
+    const struct shms__cell *cell = &k->cells[c], *rec = cell;
     uint64_t w = shms__load_64((uint64_t *)&cell->word);
-    uint32_t st = SHMS__CELL_STATE(w);
+    uint32_t st = SHMS__CELL_STATE(w), lead = c;
     memset(out, 0, sizeof *out);
     out->cell = c;
+    ck_pr_fence_load();
+    if (st == SHMS__CELL_BOUND)
+      read_companion(k, cell, w, &st, &rec, &lead);
     out->state = st;
     out->generation = SHMS__CELL_GEN(w);
     out->leases = shms__load_64((uint64_t *)&cell->leases);
     int worker = k->cfg->mode == SHMS_MODE_WORKER;
     uint32_t owner = worker ? shms__load_32((uint32_t *)&cell->worker) : SHMS__CELL_OWNER(w);
-    if (st == SHMS__CELL_GRANTED || st == SHMS__CELL_LEASED || st == SHMS__CELL_QUARANTINED) {
-      /* A quarantine keeps the owner and the name of the lease it ended. */
-      shms__cell_tenant(k, c, out->tenant);
-      out->uid = shms__load_32((uint32_t *)&cell->uid);
-      out->since_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
+    if (st == SHMS__CELL_GRANTED || st == SHMS__CELL_LEASED) {
+      uint32_t n = shms__load_32((uint32_t *)&rec->ncells);
+      out->lead = lead;
+      out->lease_cells = n > 1 ? n : 1;
+    }
+    if (st == SHMS__CELL_GRANTED || st == SHMS__CELL_LEASED || st == SHMS__CELL_QUARANTINED ||
+        st == SHMS__CELL_RESERVED) {
+      /* A quarantine keeps the owner and the name of the lease it ended; a lease's records are
+       * its lead's. */
+      shms__cell_tenant(k, lead, out->tenant);
+      out->uid = shms__load_32((uint32_t *)&rec->uid);
+      out->since_ns = shms__load_64((uint64_t *)&rec->lease_start_ns);
     }
     if (st == SHMS__CELL_QUARANTINED) {
       out->reason = (int)shms__load_32((uint32_t *)&cell->reason);
       out->quarantined_unix_ns = shms__load_64((uint64_t *)&cell->quarantined_unix_ns);
     }
-    if (st == SHMS__CELL_LEASED && !worker)
+    if (st == SHMS__CELL_LEASED && !worker && rec == cell)
       read_ticket(h, k, cell, w, &out->ticket);
     if (st != SHMS__CELL_OFFLINE && (worker || st != SHMS__CELL_AVAILABLE))
       out->pid = holder(h, owner, &out->alive);

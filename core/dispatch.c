@@ -124,7 +124,9 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__index_attend(h, k, i);
     return 1;
   }
-  int64_t taken = shms__cell_take(k, SHMS__TAKE_ANY, s->owner, SHMS__CELL_GRANTED);
+  uint32_t want = SHMS__OPT_CELLS(s->options);
+  int64_t taken = want > 1 ? shms__gather(k, i, want)
+                           : shms__cell_take(k, SHMS__TAKE_ANY, s->owner, SHMS__CELL_GRANTED);
   if (taken < 0)
     return 0;
   /* The lease counts against its tenant: for its limit, or for its charge's correction. */
@@ -142,10 +144,14 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
     shms__index_attend(h, k, i);
     shms__exhaust_and_check(h, k, c);
+    if (want > 1)
+      shms__gather_drop(k); /* the other cells it gathered go back */
     return 1;
   }
+  if (want > 1)
+    shms__gather_bind(k, c, gen, want);
   if (k->timed)
-    shms__index_corrupt |= shms__fair_granted(k, ref, c);
+    shms__index_corrupt |= shms__fair_granted(k, ref, c, want);
   SHMS__STEP();
   shms__store_32(&s->cell, c);         /* waiters read it while polling */
   shms__store_32(&s->generation, gen); /* settlers read it to return the cell */
@@ -218,7 +224,8 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
     shms__index_corrupt |= torn;
   }
   if (k->ctl->ring_head == 0 && shms__load_32(&k->ctl->ring_len) != 0)
-    shms__index_corrupt = 1; /* a ring that counts tenants but has no head */
+    shms__index_corrupt = 1;  /* a ring that counts tenants but has no head */
+  (void)shms__gather_next(k); /* a gathering request that ended gives its cells back now */
   for (int cells = 1, swept = 0; budget > 0 && k->ctl->ring_head != 0 && !shms__index_corrupt;
        budget--) {
     if (!cells) {
@@ -229,14 +236,19 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
       if (swept++ || !shms__revoke_wanted(k, now) || shms__revoke_due(h, k, now) == 0)
         break;
     }
-    uint32_t ref = k->timed ? shms__fair_first(k) : k->ctl->ring_head;
+    /* A request of several cells whose turn came keeps it until it holds them all. */
+    uint32_t pick = shms__gather_next(k);
+    uint32_t ref = pick != 0  ? shms__slot_at(k, pick - 1)->tenant
+                   : k->timed ? shms__fair_first(k)
+                              : k->ctl->ring_head;
     /* Every index read from the segment is checked before use: a bad one means a torn or
      * corrupt index, rebuilt from the slots' state words. */
-    if (ref > k->ntenants) {
+    if (ref > k->ntenants || (pick != 0 && ref == 0)) {
       shms__index_corrupt = 1;
       break;
     }
-    uint32_t pick = shms__index_select(k, ref, now);
+    if (pick == 0)
+      pick = shms__index_select(k, ref, now);
     if (pick == 0 || pick > k->nslots)
       shms__index_corrupt = 1; /* the ring holds only tenants with a queued request */
     if (shms__index_corrupt)

@@ -312,7 +312,7 @@ static int rebase(const struct shms__cls *k) {
   return 0;
 }
 
-int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c) {
+int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c, uint32_t cells) {
   SHMS__ASSERT(shms__index_owned(k));
   struct shms__class_ctl *ctl = k->ctl;
   struct shms__tenant *t = shms__tenant_at(k, ref);
@@ -323,7 +323,7 @@ int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c) {
     ctl->vtime = top->vt;
   if (team != 0 && t->vt > top->mvtime)
     top->mvtime = t->vt;
-  uint64_t est = t->est_ns != 0 ? t->est_ns : ctl->hold_est_ns;
+  uint64_t est = (t->est_ns != 0 ? t->est_ns : ctl->hold_est_ns) * cells;
   shms__store_64(&k->cells[c].charged_ns, est);
   t->vt += charge(est, t->weight);
   t->turn = ++ctl->turns;
@@ -337,12 +337,14 @@ int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c) {
 }
 
 void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_t held_ns,
-                      uint64_t charged_ns) {
+                      uint64_t charged_ns, uint32_t cells) {
   struct shms__tenant *t = shms__tenant_at(k, ref);
+  held_ns *= cells; /* cell-time: a lease of several cells held each of them */
   ck_pr_add_64(&t->corr_ns, held_ns - charged_ns); /* two's complement: may be negative */
   if (used) {
+    /* Counted as that many leases of one cell: the estimate stays one cell's hold. */
     ck_pr_add_64(&t->done_ns, held_ns);
-    ck_pr_inc_32(&t->done_n);
+    ck_pr_add_32(&t->done_n, cells);
   }
 }
 

@@ -34,19 +34,19 @@ int shms__fair_join(const struct shms__cls *k, uint32_t ref);
 /* ref takes no more turns: out of the heap. 1: heap torn. */
 int shms__fair_leave(const struct shms__cls *k, uint32_t ref);
 /*
- * ref was granted cell c: charge it what its lease is expected to hold, recorded in the cell
- * for the lease's end to correct; its next turn comes after every tenant charged alike.
- * 1: heap torn.
+ * ref was granted lead cell c of a lease of `cells` cells: charge it what the lease is expected
+ * to hold (cells x one lease's hold), recorded in the cell for the lease's end to correct; its
+ * next turn comes after every tenant charged alike. 1: heap torn.
  */
-int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c);
+int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c, uint32_t cells);
 /*
- * A lease charged charged_ns to ref ended after holding held_ns (used 0: a grant returned
- * unused, held_ns 0): the difference is owed to ref, taken by the baton's holder when it
- * attends ref (the caller raises ref's attention bit). Any process, inside an operation
- * (atomic adds).
+ * A lease of `cells` cells charged charged_ns to ref ended after holding held_ns (used 0: a
+ * grant returned unused, held_ns 0): the difference between cells x held_ns and the charge is owed
+ * to ref, taken by the baton's holder when it attends ref (the caller raises ref's attention bit).
+ * Any process, inside an operation (atomic adds).
  */
 void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_t held_ns,
-                      uint64_t charged_ns);
+                      uint64_t charged_ns, uint32_t cells);
 /*
  * A lease taken on the fast path (it has no tenant record) ended after holding held_ns while
  * requests were queued: added to its tenant's record in the tenant table (name: packed words),

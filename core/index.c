@@ -181,6 +181,8 @@ uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t no
 
 void shms__index_rebuild(const struct shms__cls *k) {
   SHMS__ASSERT(shms__index_owned(k));
+  /* A gathering request gathers again from nothing: its holder may have died halfway. */
+  shms__gather_drop(k);
   uint32_t turns = shms__tenant_reset(k);
   for (uint32_t b = 0; b < k->nab; b++)
     k->abuckets[b] = 0;

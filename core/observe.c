@@ -14,14 +14,33 @@
 #include "../shm/handle.h"
 #include "sched.h"
 
+static const struct shms__cell *cell_at(const struct shms *h, const struct shms__class_desc *d,
+                                        uint32_t i) {
+  return SHMS__AT(h->base, d->cells_off + (uint64_t)i * sizeof(struct shms__cell),
+                  const struct shms__cell);
+}
+
 static void count_cells(const struct shms *h, const struct shms__class_desc *d, uint64_t now_ns,
                         shms_class_stats *out) {
   for (uint32_t i = 0; i < d->cells_count; i++) {
-    const struct shms__cell *cell = SHMS__AT(
-        h->base, d->cells_off + (uint64_t)i * sizeof(struct shms__cell), const struct shms__cell);
+    const struct shms__cell *cell = cell_at(h, d, i);
     out->granted += shms__load_64((uint64_t *)&cell->leases);
     uint32_t state = SHMS__CELL_STATE(shms__load_64((uint64_t *)&cell->word));
+    if (state == SHMS__CELL_BOUND) {
+      /* A companion counts as its lease does (whose start is its lead's, counted there). */
+      uint32_t lead = shms__load_32((uint32_t *)&cell->lead) - 1;
+      uint64_t lw =
+          lead < d->cells_count ? shms__load_64((uint64_t *)&cell_at(h, d, lead)->word) : 0;
+      if (SHMS__CELL_STATE(lw) == SHMS__CELL_GRANTED)
+        out->granted_unaccepted++;
+      else
+        out->leased++;
+      continue;
+    }
     switch (state) {
+    case SHMS__CELL_RESERVED:
+      out->reserved++;
+      break;
     case SHMS__CELL_AVAILABLE:
       out->available++;
       break;

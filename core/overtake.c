@@ -59,10 +59,17 @@ void shms__overtake_update(const struct shms__cls *k, const uint64_t seen[2], in
     head = first >= 1 && first <= k->ntenants ? shms__order_oldest(shms__tenant_at(k, first)) : 0;
   }
   uint64_t end = 0;
-  if (head >= 1 && head <= k->nslots)
+  uint32_t gathering = ctl->gather_slot;
+  if (gathering != 0) {
+    /* A request gathering several cells: every cell freed is its own until it holds them all
+     * (core/gather.c). Overtaking it would only put its start off. */
+    head = gathering;
+    end = 1;
+  } else if (head >= 1 && head <= k->nslots) {
     end = shms__slot_at(k, head - 1)->enqueue_ns + k->overtake_ns;
-  else
+  } else {
     head = 0;
+  }
   /* An enqueuer sets its attention bit, then brings the end forward (shms__overtake_arrived).
    * One that did so before `seen` was read had its bit taken by this pass, which indexed its
    * request: `end` counts it (unless the pass's budget ran out first: then keep `seen`). One that
@@ -82,6 +89,9 @@ void shms__overtake_update(const struct shms__cls *k, const uint64_t seen[2], in
   if (shms__load_32(&ctl->oldest_slot) != head)
     shms__store_32(&ctl->oldest_slot, head);
   uint64_t w = shms__load_64(&ctl->fast), clear = SHMS__FAST_WOKEN;
+  while (gathering != 0 && SHMS__FAST_QUEUED(w) != 0 && !(w & SHMS__FAST_STRICT) &&
+         !ck_pr_cas_64_value(&ctl->fast, w, w | SHMS__FAST_STRICT, &w))
+    ;
   if (!(w & (SHMS__FAST_STRICT | SHMS__FAST_WOKEN)))
     return;
   /* The request that made the queue strict has been granted (or has gone) when the oldest left

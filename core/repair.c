@@ -351,6 +351,10 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
       repair_cell(k, c, a, r);
   for (uint32_t i = 0; i < k->nslots; i++)
     repair_slot(k, i, a, r);
+  /* Cells reserved for a gathering request go back (it gathers again), and the companions of
+   * leases whose lead was settled above follow it (core/gather.c). */
+  shms__cells_settle_reserved(k);
+  shms__store_32(&k->ctl->gather_slot, 0);
   /* A dispatcher that died inside its observation write section left the sequence odd. */
   uint32_t seq = shms__load_32(&k->ctl->obs_seq);
   if (seq & 1)

@@ -192,6 +192,35 @@ int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect
 int shms__cell_accept(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t owner);
 /* GRANTED -> LEASED (a worker starts the job granted to its cell c): returns the generation. */
 uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner);
+/*
+ * Multi-cell leases (docs/protocol.md, "Multi-cell requests"). A lease of several cells is its
+ * lead cell (GRANTED, then LEASED, with `ncells` recorded) and companions (BOUND to the lead at
+ * its generation); every end of the lead (return, release, reclaim, quarantine) ends its
+ * companions as it ended. RESERVED cells are held for the class's gathering request.
+ *
+ * Return every RESERVED cell and every companion whose lead has ended (an orphan: its ender
+ * died in between) to AVAILABLE, or to QUARANTINED with a lead that ended so; returns how many.
+ * Only the baton holder (with gather_slot cleared) or recovery, the class frozen.
+ */
+uint32_t shms__cells_settle_reserved(const struct shms__cls *k);
+/* Whether companion cell c (read BOUND) belongs to no lease any more. Any member. */
+int shms__companion_orphaned(const struct shms__cls *k, uint32_t c);
+/* The cells of the lease whose lead is c at generation gen, ascending: up to max into out;
+ * returns how many (the lead itself counts). Any member; a snapshot. */
+uint32_t shms__lease_cells_of(const struct shms__cls *k, uint32_t c, uint32_t gen, uint32_t *out,
+                              uint32_t max);
+/*
+ * Gathering the cells of a multi-cell request (core/gather.c), under the baton. shms__gather:
+ * reserve free cells for request i until it holds want; then its lead cell, GRANTED to the
+ * request's owner, for the caller to start as any grant (-1: not all there yet; the pass stops).
+ * shms__gather_bind: after the lead's start at generation gen, bind the other reserved cells to
+ * it and end the gathering. shms__gather_next: the slot (index + 1) still gathering, or 0 once
+ * it ended (its cells returned). shms__gather_drop: return the reserved cells, end the gathering.
+ */
+int64_t shms__gather(const struct shms__cls *k, uint32_t i, uint32_t want);
+void shms__gather_bind(const struct shms__cls *k, uint32_t lead, uint32_t gen, uint32_t cells);
+uint32_t shms__gather_next(const struct shms__cls *k);
+void shms__gather_drop(const struct shms__cls *k);
 /* What shms__cell_release did, and what its caller must do next. */
 enum shms__release {
   SHMS__RELEASE_RACED,

@@ -397,6 +397,7 @@ typedef struct {
   uint64_t recovered;   /* what recoveries settled in the class: one per event they reported
                            (a dead process's lease, grant, request, job, baton, a recomputed
                            class), counts fixed and slots freed excepted */
+  uint32_t reserved;    /* cells held for a multi-cell request gathering its cells */
 } shms_class_stats;
 
 /* Names one request. A stale ticket (its slot reused) is told apart by seq. */
@@ -414,6 +415,7 @@ typedef enum {
   SHMS_CELL_LEASED = 3,      /* an accepted lease (a worker class: a job its worker runs) */
   SHMS_CELL_QUARANTINED = 4, /* out of service until repaired */
   SHMS_CELL_OFFLINE = 5,     /* worker class: no worker bound */
+  SHMS_CELL_RESERVED = 6,    /* held for a multi-cell request gathering its cells */
 } shms_cell_state_t;
 
 /* One cell: who holds it and since when. */
@@ -436,6 +438,11 @@ typedef struct {
   uint64_t quarantined_unix_ns; /* quarantined: when (CLOCK_REALTIME), 0 if not known */
   uint32_t uid; /* granted, leased (quarantined: the last lease's): the effective uid of the
                    process that enqueued or acquired it */
+  /* Granted, leased: the lead cell of the lease this cell belongs to (the cell itself for a
+   * lease of one cell) and how many cells that lease holds. A cell held with others reports its
+   * lease's state, holder, tenant and start. */
+  uint32_t lead;
+  uint32_t lease_cells;
 } shms_cell_info;
 
 /*
@@ -466,14 +473,19 @@ typedef struct {
   int32_t priority;       /* higher runs first, within the tenant's turn */
   uint64_t deadline_ns;   /* absolute CLOCK_MONOTONIC; 0 = none */
   const char *activation; /* optional id, 1..31 graphic bytes; live ids are unique per class */
+  /* Cells held at once, all or nothing: 0 or 1 for one; up to the class's cells (lease classes
+   * without tenant-max-active; docs/contract.md, "Multi-cell requests"). */
+  uint32_t cells;
 } shms_request;
 
-/* The right to run on one cell. Release or quarantine must present it exactly. */
+/* The right to run on one cell, or on several at once. Release or quarantine must present it
+ * exactly. A lease of several cells names its lead cell (cell, generation and token are the
+ * lead's); shms_lease_cells lists them all, and releasing or quarantining the lease ends all. */
 typedef struct {
   uint32_t cls;
   uint32_t cell;
   uint32_t generation;
-  uint32_t reserved;
+  uint32_t cells; /* cells the lease holds: 1 (0 in a lease made by hand reads as 1) */
   uint64_t token;
   uint64_t incarnation;
 } shms_lease;
@@ -613,6 +625,13 @@ SHMS_EXTERN int shms_release(shms_t *h, const shms_lease *lease);
  * quarantined ends its queued requests SHMS_EQUARANTINED.
  */
 SHMS_EXTERN int shms_quarantine(shms_t *h, const shms_lease *lease, int reason);
+/*
+ * The cells the lease holds, in ascending order: up to max into out; returns how many it holds
+ * (1 for a lease of one cell), or SHMS_ELEASE if the lease is not exactly current, SHMS_EINVAL
+ * for a NULL out with max > 0. Never blocks; any thread. Reads the class's cells: O(cells) for
+ * a lease of several.
+ */
+SHMS_EXTERN int shms_lease_cells(shms_t *h, const shms_lease *lease, uint32_t *out, uint32_t max);
 
 /*
  * Return quarantined cells of class c to service: one cell, or every one with

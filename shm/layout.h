@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 8u
+#define SHMS__LAYOUT_VERSION 9u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -140,10 +140,14 @@ struct shms__class_ctl {
   uint64_t vtime SHMS__ALIGNED;
   uint64_t turns;
   uint32_t heap_len;
-  uint32_t reserved2;
+  /* A multi-cell request gathering its cells (core/gather.c), written under the baton: its slot
+   * index + 1 (0: none) and its sequence. The cells reserved for it are the class's RESERVED
+   * cells. */
+  uint32_t gather_slot;
   uint64_t hold_est_ns;
   uint64_t rebases;    /* how many times every charge was moved back (fair.h) */
   uint64_t policy_gen; /* the tenant table's policy_gen when the weights were last read */
+  uint64_t gather_seq;
 };
 
 /*
@@ -178,11 +182,17 @@ struct shms__cell {
    * (the request's, when the dispatcher grants). Written and valid as tenant_name is; kept
    * after the lease ends, like the name, for a quarantined cell's report. */
   uint32_t uid;
-  uint32_t reserved0;
+  /* A lease (or grant) of several cells: on its lead cell, how many it holds in all (0 or 1 for
+   * a lease of one). Written with the lease's start; read when it ends, to end its companions. */
+  uint32_t ncells;
   /* A class fair by time: what the grant charged its tenant for this lease (ns), returned or
    * corrected to what it held when it ends (core/fair.c). Written with `tenant` at the grant. */
   uint64_t charged_ns;
-  uint8_t reserved[8];
+  /* While BOUND: the lead cell (index + 1) whose lease this companion cell belongs to, and the
+   * lead's generation then. The companion is the lease's while the lead is RESERVED, GRANTED or
+   * LEASED at that generation, and an orphan once it is not (core/cell.c). */
+  uint32_t lead;
+  uint32_t lead_gen;
 } SHMS__ALIGNED;
 
 /*
@@ -379,6 +389,8 @@ enum {
   SHMS__CELL_LEASED = 3,      /* an accepted lease */
   SHMS__CELL_QUARANTINED = 4, /* out of service until repaired */
   SHMS__CELL_OFFLINE = 5,     /* worker class: no worker bound */
+  SHMS__CELL_RESERVED = 6,    /* held for the class's multi-cell request that gathers its cells */
+  SHMS__CELL_BOUND = 7,       /* a companion of a multi-cell lease: follows its lead cell */
 };
 #define SHMS__CELL_STATE(w) ((uint32_t)((w)&0xfu))
 #define SHMS__CELL_OWNER(w) ((uint32_t)(((w) >> 4) & 0xfffffffu))
@@ -410,6 +422,9 @@ enum {
 
 /* Request options (shms__slot.options). */
 enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };
+/* The cells a lease-mode request asks for, in the high half of its options (0 reads as 1). */
+#define SHMS__OPT_CELLS_SHIFT 16
+#define SHMS__OPT_CELLS(o)    ((o) >> SHMS__OPT_CELLS_SHIFT ? (o) >> SHMS__OPT_CELLS_SHIFT : 1u)
 /* While a request is QUEUED or GRANTED its reason byte counts the revocations of its grants
  * (core/revoke.c), so that two grants of one request never read as the same word: a settler
  * that read the first grant's cell must not settle the second with one CAS (the spin model,

@@ -5,7 +5,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -47,8 +49,13 @@ static const char help[] =
     "                         (default: off; a free cell is then taken without queueing)\n"
     "  -k, --kill-after DUR   from a forwarded signal, or CMD's exit with processes\n"
     "                         left, to SIGKILL of what is left (default 10s)\n"
+    "  -n, --cells K          hold K cells at once, all or none: CMD starts once it\n"
+    "                         holds K, and SHMSCHED_CELL lists them (e.g. 0,2); 1..the\n"
+    "                         class's cells, in a class without tenant-max-active\n"
+    "                         (default 1)\n"
     "  --cell-env VAR=LIST    set VAR to the LIST item (comma-separated, one per cell)\n"
-    "                         at the cell's index; repeatable, at most 8\n"
+    "                         at the cell's index, or the items of each cell held;\n"
+    "                         repeatable, at most 8\n"
     "                         (e.g. CUDA_VISIBLE_DEVICES=0,1,2,3) (default: none)\n"
     "  --release-on-signal    release the cell even when CMD crashed, whatever the\n"
     "                         class's on-command-crash says (default: off)\n"
@@ -69,7 +76,9 @@ static const char help[] =
     "  shmsched run jobs -c standard -t nightly -p -5 --deadline 10m -- ./backup.sh\n"
     "  shmsched run jobs -c standard -t web --print-ticket -- ./render.sh 2>render.log &\n"
     "  shmsched cancel jobs \"$(head -n1 render.log)\"\n"
-    "  shmsched run gpus -c large -t ml --cell-env CUDA_VISIBLE_DEVICES=0,1,2,3 -- ./train\n";
+    "  shmsched run gpus -c large -t ml --cell-env CUDA_VISIBLE_DEVICES=0,1,2,3 -- ./train\n"
+    "  shmsched run gpus -c large -t ml --cells 2 --cell-env CUDA_VISIBLE_DEVICES=0,1,2,3 \\\n"
+    "      -- ./train-on-two\n";
 
 enum { OPT_PRINT_TICKET = 256, OPT_RELEASE_ON_SIGNAL, OPT_CELL_ENV };
 
@@ -83,6 +92,7 @@ static const struct option opts[] = {
     {"release-on-signal", no_argument, NULL, OPT_RELEASE_ON_SIGNAL},
     {"kill-after", required_argument, NULL, 'k'},
     {"cell-env", required_argument, NULL, OPT_CELL_ENV},
+    {"cells", required_argument, NULL, 'n'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -109,6 +119,10 @@ static int take_option(int c, char **argv, struct run_args *a) {
     if (cli_parse_duration(optarg, &a->kill_after_ns, err, sizeof err) != 0)
       return cli_usage("run: --kill-after: %s", err);
     return -1;
+  case 'n':
+    if (cli_parse_u32(optarg, &a->req.cells, err, sizeof err) != 0 || a->req.cells == 0)
+      return cli_usage("run: --cells: %s", a->req.cells == 0 ? "must be at least 1" : err);
+    return -1;
   case OPT_CELL_ENV:
     if (run_cell_env_add(&a->cell_env, optarg, err, sizeof err) != 0)
       return cli_usage("run: --cell-env: %s", err);
@@ -130,7 +144,7 @@ static int take_option(int c, char **argv, struct run_args *a) {
 static int parse(int argc, char **argv, struct run_args *a) {
   int dashes = cli_dashes(argc, argv);
   int c, rc;
-  while ((c = getopt_long(dashes, argv, ":c:t:p:d:a:k:h", opts, NULL)) != -1)
+  while ((c = getopt_long(dashes, argv, ":c:t:p:d:a:k:n:h", opts, NULL)) != -1)
     if ((rc = take_option(c, argv, a)) >= 0)
       return rc;
   if ((rc = cli_take_name_before_cmd("run", dashes, argv, &a->name)) != 0)
@@ -191,14 +205,32 @@ static int dispose(shms_t *h, const struct run_args *a, const struct contain *c,
   return code;
 }
 
-/* Check the options that depend on the segment: --cell-env against the class's cells. */
+/* Check the options that depend on the segment: --cells and --cell-env against the class's
+ * cells. */
 static int check_segment(const struct run_args *a, const shms_config *cfg) {
   char err[256];
   if (!cfg->classes[a->req.cls].configured)
     return 0; /* the library says so, with its own reason */
+  if (a->req.cells > cfg->classes[a->req.cls].cells)
+    return cli_usage("run: --cells %" PRIu32 ": class %s has %" PRIu32 " cells", a->req.cells,
+                     a->cls, cfg->classes[a->req.cls].cells);
   if (run_cell_env_check(&a->cell_env, cfg->classes[a->req.cls].cells, a->cls, err, sizeof err))
     return cli_usage("run: --cell-env %s", err);
   return 0;
+}
+
+/* The cells the lease holds (malloc'd, ascending), or NULL with *n 0 when out of memory. */
+static uint32_t *lease_cells(shms_t *h, const shms_lease *lease, uint32_t *n) {
+  uint32_t want = lease->cells > 1 ? lease->cells : 1;
+  uint32_t *cells = calloc(want, sizeof *cells);
+  int got = cells != NULL ? shms_lease_cells(h, lease, cells, want) : -1;
+  if (got < 1 || (uint32_t)got > want) { /* we hold it: it is current */
+    free(cells);
+    *n = 0;
+    return NULL;
+  }
+  *n = (uint32_t)got;
+  return cells;
 }
 
 /* Run CMD on the lease, contained; returns run's exit code. */
@@ -208,8 +240,12 @@ static int run_on_lease(shms_t *h, const struct run_args *a, const shms_config *
   struct contain c;
   struct run_env env = {.list = {NULL}};
   int st;
-  if (contain_init(&c, h, a->kill_after_ns, 1) != 0 ||
-      run_env_build(&env, a->name, a->cls, a->req.tenant, lease->cell, ticket, &a->cell_env) != 0 ||
+  uint32_t n;
+  uint32_t *cells = lease_cells(h, lease, &n);
+  if (cells == NULL)
+    errno = ENOMEM;
+  if (cells == NULL || contain_init(&c, h, a->kill_after_ns, 1) != 0 ||
+      run_env_build(&env, a->name, a->cls, a->req.tenant, cells, n, ticket, &a->cell_env) != 0 ||
       run_command(a->cmd, env.list, sigs, &c, &st) != 0) {
     int e = errno;
     /* EAGAIN: the system's process table (or the user's RLIMIT_NPROC) is full; temporary. */
@@ -220,9 +256,11 @@ static int run_on_lease(shms_t *h, const struct run_args *a, const shms_config *
                  : "");
     shms_release(h, lease);
     run_env_free(&env);
+    free(cells);
     return e == EAGAIN ? CLI_EXIT_SCHED : CLI_EXIT_FAIL;
   }
   run_env_free(&env);
+  free(cells);
   if (c.tty >= 0)
     close(c.tty);
   return dispose(h, a, &c, cfg, lease, st);
@@ -245,8 +283,10 @@ int cmd_run(int argc, char **argv) {
     shms_detach(h);
     return rc < 0 ? cli_fail_lib(rc) : rc;
   }
-  /* The fast path never queues; with a tenant limit the library would queue and cancel. */
-  int fast = cfg.classes[a.req.cls].configured && cfg.classes[a.req.cls].tenant_max_active == 0;
+  /* The fast path never queues; with a tenant limit, or several cells, the library would queue
+   * and cancel. */
+  int fast = cfg.classes[a.req.cls].configured && cfg.classes[a.req.cls].tenant_max_active == 0 &&
+             a.req.cells <= 1;
   shms_lease lease;
   shms_ticket ticket;
   int signo, queued;

@@ -289,15 +289,17 @@ static void write_class_info(const struct out *o) {
 }
 
 static void write_cells(const struct out *o) {
-  static const char *const states[] = {"available", "granted", "leased", "quarantined", "offline"};
+  static const char *const states[] = {"available",   "granted", "leased",
+                                       "quarantined", "offline", "reserved"};
   family(o, "shmsched_cells", "gauge", "Cells by state.");
   for (int i = 0; i < o->n; i++)
     for (int c = 0; o->segs[i].up && c < SHMS_CLASS_COUNT; c++) {
       if (!o->segs[i].cfg.classes[c].configured)
         continue;
       const shms_class_stats *st = &o->segs[i].st[c];
-      const uint32_t v[] = {st->available, st->granted_unaccepted, st->leased, st->quarantined,
-                            st->offline};
+      const uint32_t v[] = {st->available, st->granted_unaccepted,
+                            st->leased,    st->quarantined,
+                            st->offline,   st->reserved};
       for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) {
         open_sample(o->f, "shmsched_cells", &o->segs[i], c);
         label(o->f, "state", states[k], 0);

@@ -67,29 +67,58 @@ int run_cell_env_check(const struct cell_envs *e, uint32_t cells, const char *cl
   return 0;
 }
 
-/* "VAR=" and the cell-th item of VAR=LIST, malloc'd. */
-static char *pick(const char *spec, uint32_t cell) {
-  const char *eq = strchr(spec, '='), *p = eq + 1;
-  for (uint32_t i = 0; i < cell; i++)
-    p = strchr(p, ',') + 1; /* checked: the list has more than cell items */
-  size_t name = (size_t)(eq - spec) + 1, len = strcspn(p, ",");
-  char *out = malloc(name + len + 1);
-  if (out != NULL) {
-    memcpy(out, spec, name);
-    memcpy(out + name, p, len);
-    out[name + len] = '\0';
+/* The item-th item of a comma list: where it starts, and its length. */
+static const char *item_at(const char *list, uint32_t item, size_t *len) {
+  const char *p = list;
+  for (uint32_t i = 0; i < item; i++)
+    p = strchr(p, ',') + 1; /* checked: the list has more than item items */
+  *len = strcspn(p, ",");
+  return p;
+}
+
+/* prefix followed by, for each of cells[0..n), the cell's item of list (NULL: its number),
+ * comma-separated; malloc'd. */
+static char *joined(const char *prefix, size_t plen, const char *list, const uint32_t *cells,
+                    uint32_t n) {
+  size_t cap = plen + 1;
+  for (uint32_t i = 0; i < n; i++) {
+    size_t len = 10;
+    if (list != NULL)
+      (void)item_at(list, cells[i], &len);
+    cap += len + 1;
   }
+  char *out = malloc(cap), *o = out;
+  if (out == NULL)
+    return NULL;
+  memcpy(o, prefix, plen);
+  o += plen;
+  for (uint32_t i = 0; i < n; i++) {
+    if (i > 0)
+      *o++ = ',';
+    if (list == NULL) {
+      o += snprintf(o, cap - (size_t)(o - out), "%" PRIu32, cells[i]);
+      continue;
+    }
+    size_t len;
+    const char *p = item_at(list, cells[i], &len);
+    memcpy(o, p, len);
+    o += len;
+  }
+  *o = '\0';
   return out;
 }
 
 int run_env_build(struct run_env *env, const char *segment, const char *cls, const char *tenant,
-                  uint32_t cell, const shms_ticket *ticket, const struct cell_envs *e) {
+                  const uint32_t *cells, uint32_t n, const shms_ticket *ticket,
+                  const struct cell_envs *e) {
   memset(env, 0, sizeof *env);
   size_t k = 0;
   snprintf(env->segment, sizeof env->segment, "SHMSCHED_SEGMENT=%s", segment);
   snprintf(env->cls, sizeof env->cls, "SHMSCHED_CLASS=%s", cls);
-  snprintf(env->cell, sizeof env->cell, "SHMSCHED_CELL=%" PRIu32, cell);
   snprintf(env->tenant, sizeof env->tenant, "SHMSCHED_TENANT=%s", tenant);
+  static const char cell_var[] = "SHMSCHED_CELL=";
+  if ((env->cell = joined(cell_var, sizeof cell_var - 1, NULL, cells, n)) == NULL)
+    return -1;
   env->list[k++] = env->segment;
   env->list[k++] = env->cls;
   env->list[k++] = env->cell;
@@ -101,7 +130,9 @@ int run_env_build(struct run_env *env, const char *segment, const char *cls, con
     env->list[k++] = env->ticket;
   }
   for (unsigned i = 0; i < e->n; i++) {
-    if ((env->cell_values[i] = pick(e->spec[i], cell)) == NULL)
+    const char *eq = strchr(e->spec[i], '=');
+    env->cell_values[i] = joined(e->spec[i], (size_t)(eq - e->spec[i]) + 1, eq + 1, cells, n);
+    if (env->cell_values[i] == NULL)
       return -1;
     env->list[k++] = env->cell_values[i];
   }
@@ -110,6 +141,7 @@ int run_env_build(struct run_env *env, const char *segment, const char *cls, con
 }
 
 void run_env_free(struct run_env *env) {
+  free(env->cell);
   for (unsigned i = 0; i < RUN_CELL_ENV_MAX; i++)
     free(env->cell_values[i]);
 }

@@ -1,9 +1,10 @@
 /*
  * What `shmsched run` tells its command about where it runs: SHMSCHED_SEGMENT,
- * SHMSCHED_CLASS, SHMSCHED_CELL, SHMSCHED_TENANT, SHMSCHED_TICKET (when the
- * lease came through the queue), and each --cell-env VAR=LIST as VAR set to
- * the LIST item at the cell's index (CUDA_VISIBLE_DEVICES=0,1,2,3 gives cell 2
- * the value 2).
+ * SHMSCHED_CLASS, SHMSCHED_CELL (its cells, comma-separated, for a lease of
+ * several), SHMSCHED_TENANT, SHMSCHED_TICKET (when the lease came through the
+ * queue), and each --cell-env VAR=LIST as VAR set to the LIST items at its
+ * cells' indices (CUDA_VISIBLE_DEVICES=0,1,2,3 gives cell 2 the value 2, and
+ * cells 1 and 3 the value 1,3).
  */
 #ifndef SHMS_SUPERVISOR_RUN_ENV_H
 #define SHMS_SUPERVISOR_RUN_ENV_H
@@ -30,16 +31,18 @@ int run_cell_env_check(const struct cell_envs *e, uint32_t cells, const char *cl
 
 /* The strings for the command's environment. */
 struct run_env {
-  char segment[24 + SHMS_NAME_MAX], cls[40], cell[40], tenant[24 + SHMS_TENANT_MAX],
+  char segment[24 + SHMS_NAME_MAX], cls[40], tenant[24 + SHMS_TENANT_MAX],
       ticket[24 + SHMS_TICKET_STRLEN];
-  char *cell_values[RUN_CELL_ENV_MAX]; /* malloc'd "VAR=item" */
+  char *cell;                          /* malloc'd "SHMSCHED_CELL=c[,c...]" */
+  char *cell_values[RUN_CELL_ENV_MAX]; /* malloc'd "VAR=item[,item...]" */
   char *list[6 + RUN_CELL_ENV_MAX];    /* NULL-ended */
 };
 
-/* Fill env for a lease on cell of class cls; ticket NULL when the lease was taken at once. -1
- * when out of memory. */
+/* Fill env for a lease on cells[0..n) of class cls (ascending); ticket NULL when the lease was
+ * taken at once. -1 when out of memory. */
 int run_env_build(struct run_env *env, const char *segment, const char *cls, const char *tenant,
-                  uint32_t cell, const shms_ticket *ticket, const struct cell_envs *e);
+                  const uint32_t *cells, uint32_t n, const shms_ticket *ticket,
+                  const struct cell_envs *e);
 void run_env_free(struct run_env *env);
 
 #endif

@@ -138,6 +138,7 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "cells_granted", st->granted_unaccepted);
   s->u64(s->ctx, "cells_quarantined", st->quarantined);
   s->u64(s->ctx, "cells_offline", st->offline);
+  s->u64(s->ctx, "cells_reserved", st->reserved);
   s->u64(s->ctx, "queue_depth", st->queue_depth);
   s->u64(s->ctx, "queue_capacity", st->queue_capacity);
   s->u64(s->ctx, "queued_tenants", st->queued_tenants);
@@ -153,8 +154,8 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
 }
 
 static const char *cell_state_name(uint32_t st) {
-  static const char *const names[] = {"unknown", "available",   "granted",
-                                      "leased",  "quarantined", "offline"};
+  static const char *const names[] = {"unknown",     "available", "granted", "leased",
+                                      "quarantined", "offline",   "reserved"};
   return st < sizeof names / sizeof names[0] ? names[st] : "unknown";
 }
 
@@ -168,7 +169,7 @@ static void emit_cells(const struct status_view *v, int c, const struct sink *s)
       shms_ticket_format(&ci->ticket, r.ticket);
     /* Granted, leased, or quarantined (the last lease's, which the cell keeps). */
     if (ci->state == SHMS_CELL_GRANTED || ci->state == SHMS_CELL_LEASED ||
-        ci->state == SHMS_CELL_QUARANTINED)
+        ci->state == SHMS_CELL_QUARANTINED || ci->state == SHMS_CELL_RESERVED)
       cli_user_name(ci->uid, r.user, sizeof r.user);
     if ((ci->state == SHMS_CELL_GRANTED || ci->state == SHMS_CELL_LEASED) && ci->since_ns != 0 &&
         v->now_ns >= ci->since_ns) {
@@ -252,7 +253,8 @@ static void text_tenants(void *f, const shms_tenant_stats *t, uint32_t n) {
 static void text_cells_begin(void *f, uint32_t n) { fprintf(f, "leases: %u\n", n); }
 
 /*
- * "cell.N: state=... gen=... pid=... holder=... tenant=... ticket=... age_ns=...", the fields
+ * "cell.N: state=... gen=... pid=... holder=... tenant=... ticket=... lease_cells=... lead=...
+ * age_ns=...", the fields
  * that apply to its state only; a quarantined cell adds reason= (the reason word, or the
  * holder's own code) and quarantined= (ISO time). Values hold no spaces.
  */
@@ -269,6 +271,8 @@ static void text_cell(void *f, const struct lease_row *r) {
     fprintf(f, " uid=%u user=%s", c->uid, r->user);
   if (r->ticket[0] != '\0')
     fprintf(f, " ticket=%s", r->ticket);
+  if (c->lease_cells > 1)
+    fprintf(f, " lease_cells=%u lead=%u", c->lease_cells, c->lead);
   if (r->aged)
     fprintf(f, " age_ns=%" PRIu64, r->age_ns);
   if (c->state == SHMS_CELL_QUARANTINED) {
@@ -407,6 +411,14 @@ static void json_cell(void *ctx, const struct lease_row *r) {
     json_str(j, "ticket", r->ticket);
   else
     json_null(j, "ticket");
+  /* The lease the cell belongs to: its lead cell and how many it holds (1 for most). */
+  if (c->lease_cells != 0) {
+    json_u64(j, "lease_cells", c->lease_cells);
+    json_u64(j, "lead", c->lead);
+  } else {
+    json_null(j, "lease_cells");
+    json_null(j, "lead");
+  }
   if (r->aged)
     json_u64(j, "lease_age_ns", r->age_ns);
   else

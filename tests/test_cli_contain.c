@@ -440,6 +440,39 @@ START_TEST(run_environment) {
 }
 END_TEST
 
+/* --cells K: the command starts holding K cells, listed in SHMSCHED_CELL and mapped by
+ * --cell-env; while one is held elsewhere, the others are reserved for it, not handed out. */
+START_TEST(run_on_several_cells) {
+  const char *name = cli_segment("cells", "standard:cells=3,queue=4", NULL);
+  static const char script[] = "echo \"$SHMSCHED_CELL $GPU\"";
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--cells", "2", "--cell-env",
+                       "GPU=g0,g1,g2", "--", "sh", "-c", script),
+                   0);
+  ck_assert_str_eq(out, "0,1 g0,g1\n");
+  struct cli_proc holder, big;
+  char line[64];
+  CLI_SPAWN(&holder, "run", name, "-c", "standard", "-t", "h", "--", "sh", "-c",
+            "echo held; read x; exit 0");
+  cli_read_line(holder.out, line, sizeof line);
+  CLI_SPAWN(&big, "run", name, "-c", "standard", "-t", "b", "-n", "3", "--print-ticket",
+            "--cell-env", "GPU=g0,g1,g2", "--", "sh", "-c", script);
+  cli_read_line(big.err, line, sizeof line); /* queued */
+  /* The two free cells are held for it: a request of one cell does not get them. */
+  ck_assert_int_eq(
+      CLI("run", name, "-c", "standard", "-t", "c", "--deadline", "50ms", "--", "true"), 75);
+  ck_assert_msg(strstr(err, "deadline-exceeded") != NULL, "%s", err);
+  ck_assert_uint_eq(status_figure(name, "cells_reserved"), 2);
+  ck_assert_int_eq(reap(&holder, 1), 0);
+  ck_assert_int_eq(reap(&big, 1), 0);
+  ck_assert_str_eq(pout, "0,1,2 g0,g1,g2\n");
+  ck_assert_uint_eq(status_figure(name, "cells_available"), 3);
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--cells", "4", "--", "true"), 2);
+  ck_assert_msg(strstr(err, "run: --cells 4: class standard has 3 cells") != NULL, "%s", err);
+  ck_assert_int_eq(CLI("run", name, "-c", "standard", "-t", "a", "--cells", "0", "--", "true"), 2);
+  ck_assert_msg(strstr(err, "run: --cells: must be at least 1") != NULL, "%s", err);
+}
+END_TEST
+
 START_TEST(cell_env_errors) {
   const char *name = cli_segment("enverr", "standard:cells=3,queue=4", NULL);
   static const struct {
@@ -496,6 +529,7 @@ int main(int argc, char **argv) {
   tc = harness_tcase("env");
   tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);
   tcase_add_test(tc, run_environment);
+  tcase_add_test(tc, run_on_several_cells);
   tcase_add_test(tc, cell_env_errors);
   suite_add_tcase(s, tc);
   return harness_run(s);

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from types import TracebackType
-from typing import TYPE_CHECKING, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Type
 
 from . import _shmsched as _c
 from .errors import InvalidArgument
@@ -57,6 +57,16 @@ def request_args(cls_index: int, tenant: str, priority: int, deadline: Optional[
     return cls_index, tenant, priority, deadline_ns, activation
 
 
+def with_cells(args: Tuple[int, str, int, int, Optional[str]],
+               cells: int) -> Tuple[Any, ...]:
+    """A request's arguments asking for ``cells`` cells at once (1 leaves them as they are)."""
+    if isinstance(cells, bool) or not isinstance(cells, int):
+        raise TypeError(f"cells must be an int, not {type(cells).__name__}")
+    if cells < 1:
+        raise InvalidArgument(f"cells must be at least 1, got {cells}")
+    return args if cells == 1 else (*args, cells)
+
+
 class Prepared:
     """A request validated once (``shms_request_prepare``) for many leases from the Segment
     that prepared it: :meth:`Segment.try_acquire_prepared`, :meth:`Segment.lease_prepared`.
@@ -83,18 +93,20 @@ class Prepared:
 
 
 class Lease:
-    """The right to run on one cell, until :meth:`release` (or :meth:`quarantine`).
+    """The right to run on one cell, or on several at once (``cells=K``), until
+    :meth:`release` (or :meth:`quarantine`), which returns them all.
 
     A context manager: ``with seg.lease(...) as lease:`` releases it on the way out, unless
     it was already released or quarantined.
     """
 
-    __slots__ = ("segment", "_t", "_held")
+    __slots__ = ("segment", "_t", "_held", "_cells")
 
     def __init__(self, segment: "Segment", t: Tuple[int, int, int, int, int]) -> None:
         self.segment = segment
         self._t = t
         self._held = True
+        self._cells: Optional[Tuple[int, ...]] = None
 
     @property
     def cls(self) -> str:
@@ -103,8 +115,16 @@ class Lease:
 
     @property
     def cell(self) -> int:
-        """The cell's index in its class."""
+        """The cell's index in its class (a lease of several cells: its lead, the lowest)."""
         return self._t[1]
+
+    @property
+    def cells(self) -> Tuple[int, ...]:
+        """Every cell the lease holds, ascending: ``(cell,)`` for a lease of one. Read from
+        the segment the first time, while the lease is held."""
+        if self._cells is None:
+            self._cells = tuple(self.segment._h.lease_cells(self._t))
+        return self._cells
 
     @property
     def generation(self) -> int:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple, Type, Union
 
 from . import _shmsched as _c
 from .errors import InvalidArgument, StalePrepared, TimedOut
-from .requests import Job, Lease, Prepared, Ticket, request_args, timeout_ns
+from .requests import Job, Lease, Prepared, Ticket, request_args, timeout_ns, with_cells
 from .types import (CLASSES, ClassConfig, ClassStats, SegmentConfig, SegmentInfo, TenantRecord,
                     TenantStats, class_index)
 
@@ -247,37 +247,45 @@ class Segment:
         return k is not None and k.tenant_max_active == 0
 
     def try_acquire(self, cls: str, *, tenant: str, priority: int = 0,
-                    deadline: Optional[float] = None,
-                    activation: Optional[str] = None) -> Optional[Lease]:
-        """A lease now if a cell is free and nobody is queued, else None. Never queues."""
-        t = self._h.try_acquire(*request_args(class_index(cls), tenant, priority, deadline,
-                                              activation))
+                    deadline: Optional[float] = None, activation: Optional[str] = None,
+                    cells: int = 1) -> Optional[Lease]:
+        """A lease now if a cell (``cells`` cells) is free and nobody is queued, else None.
+        Leaves nothing queued."""
+        t = self._h.try_acquire(*with_cells(request_args(class_index(cls), tenant, priority,
+                                                         deadline, activation), cells))
         return None if t is None else Lease(self, t)
 
     def enqueue(self, cls: str, *, tenant: str, priority: int = 0,
-                deadline: Optional[float] = None, activation: Optional[str] = None) -> Ticket:
+                deadline: Optional[float] = None, activation: Optional[str] = None,
+                cells: int = 1) -> Ticket:
         """Queue a request; :meth:`Ticket.wait` takes its lease.
 
         ``priority``: higher first within its tenant's turn; ``deadline``: seconds from now
         after which it gives up unless granted; ``activation``: an id unique among the
-        class's live requests. Raises :class:`QueueFull`, :class:`ClassDenied`,
-        :class:`DuplicateActivation`, :class:`Shutdown`...; on error nothing was queued.
+        class's live requests; ``cells``: how many cells the lease holds at once (all or
+        none; up to the class's cells, in a class without tenant-max-active). Raises
+        :class:`QueueFull`, :class:`ClassDenied`, :class:`DuplicateActivation`,
+        :class:`Shutdown`...; on error nothing was queued.
         """
-        args = request_args(class_index(cls), tenant, priority, deadline, activation)
+        args = with_cells(request_args(class_index(cls), tenant, priority, deadline, activation),
+                          cells)
         return Ticket(self, self._h.enqueue(*args))
 
     def lease(self, cls: str, *, tenant: str, priority: int = 0, deadline: Optional[float] = None,
-              activation: Optional[str] = None, timeout: Optional[float] = None) -> Lease:
+              activation: Optional[str] = None, timeout: Optional[float] = None,
+              cells: int = 1) -> Lease:
         """Wait for a lease on a cell of ``cls``: at once if one is free and nobody is
         queued, else in line (tenants take turns). Use it as ``with seg.lease(...) as lease:``.
 
         ``timeout`` (seconds) raises :class:`TimedOut` and withdraws the request; ^C raises
         KeyboardInterrupt at once, with the request cancelled and any lease that raced in
-        released. Other arguments and errors as :meth:`enqueue` and :meth:`Ticket.wait`.
+        released. ``cells=K`` holds K cells at once (:attr:`Lease.cells`), always through the
+        queue. Other arguments and errors as :meth:`enqueue` and :meth:`Ticket.wait`.
         """
-        args = request_args(class_index(cls), tenant, priority, deadline, activation)
+        args = with_cells(request_args(class_index(cls), tenant, priority, deadline, activation),
+                          cells)
         limit = timeout_ns(timeout)
-        if self._unlimited(args[0]):
+        if self._unlimited(args[0]) and cells == 1:
             t = self._h.try_acquire(*args)
             if t is not None:
                 return Lease(self, t)
@@ -327,14 +335,15 @@ class Segment:
 
     def lease_async(self, cls: str, *, tenant: str, priority: int = 0,
                     deadline: Optional[float] = None, activation: Optional[str] = None,
-                    timeout: Optional[float] = None) -> "AsyncLease":
+                    timeout: Optional[float] = None, cells: int = 1) -> "AsyncLease":
         """:meth:`lease` for asyncio: ``async with seg.lease_async(...) as lease:`` (or
         ``lease = await seg.lease_async(...)``). Cancelling the task cancels the request
         (and releases a lease that raced in). The wait runs in a thread of its own."""
         from .aio import AsyncLease
 
-        return AsyncLease(self, request_args(class_index(cls), tenant, priority, deadline,
-                                             activation), timeout_ns(timeout))
+        return AsyncLease(self, with_cells(request_args(class_index(cls), tenant, priority,
+                                                        deadline, activation), cells),
+                          timeout_ns(timeout))
 
     def ticket(self, text: str) -> Ticket:
         """The request named by a ticket's text form (from ``str(ticket)`` or ``shmsched run

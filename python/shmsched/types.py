@@ -102,6 +102,7 @@ class ClassStats:
     granted_unaccepted: int  #: granted, not yet accepted by its waiter (or taken by its worker)
     oldest_grant_age_ns: int
     revoked: int
+    reserved: int  #: cells held for a request of several cells gathering them
 
 
 @dataclass(frozen=True)

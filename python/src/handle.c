@@ -171,13 +171,14 @@ static PyObject *handle_observe(HandleObject *self, PyObject *arg) {
   PYSHMS_HANDLE_CALL(self, rc = shms_observe(self->h, (shms_class_t)c, &s));
   if (rc != SHMS_OK)
     return pyshms_raise_last(rc);
-  return Py_BuildValue("(IIIIIIIIKKKKKKKIKK)", s.cells, s.available, s.leased, s.quarantined,
+  return Py_BuildValue("(IIIIIIIIKKKKKKKIKKI)", s.cells, s.available, s.leased, s.quarantined,
                        s.offline, s.queue_capacity, s.queue_depth, s.queued_tenants,
                        (unsigned long long)s.granted, (unsigned long long)s.rejected,
                        (unsigned long long)s.cancelled, (unsigned long long)s.expired,
                        (unsigned long long)s.total_wait_ns, (unsigned long long)s.max_wait_ns,
                        (unsigned long long)s.oldest_lease_age_ns, s.granted_unaccepted,
-                       (unsigned long long)s.oldest_grant_age_ns, (unsigned long long)s.revoked);
+                       (unsigned long long)s.oldest_grant_age_ns, (unsigned long long)s.revoked,
+                       s.reserved);
 }
 
 static PyObject *tenant_list(const shms_tenant_stats *t, uint32_t n) {
@@ -360,7 +361,7 @@ static PyMethodDef handle_methods[] = {
     METH("policy_list", handle_policy_list, METH_NOARGS,
          "shms_policy_list: [(name, weight, flags, (cell_ns per class), team)]."),
     METH("enqueue", pyshms_enqueue, METH_VARARGS,
-         "enqueue(cls, tenant, priority, deadline_ns, activation)."),
+         "enqueue(cls, tenant, priority, deadline_ns, activation[, cells])."),
     METH("try_acquire", pyshms_try_acquire, METH_VARARGS, "A lease tuple, or None (would-block)."),
     METH("prepare", pyshms_prepare, METH_VARARGS, "shms_request_prepare: the prepared bytes."),
     METH("try_acquire_prepared", pyshms_try_acquire_prepared, METH_O,
@@ -371,6 +372,7 @@ static PyMethodDef handle_methods[] = {
          "Cancel our own request; release a lease that raced in."),
     METH("cancel", pyshms_cancel, METH_O, "cancel(ticket) -> bool."),
     METH("release", pyshms_release, METH_O, "release(lease)."),
+    METH("lease_cells", pyshms_lease_cells, METH_O, "lease_cells(lease) -> (cell, ...)."),
     METH("quarantine", pyshms_quarantine, METH_VARARGS, "quarantine(lease, reason)."),
     METH("explain", pyshms_explain, METH_O, "explain(ticket), as a tuple."),
     METH("submit", pyshms_submit, METH_VARARGS,

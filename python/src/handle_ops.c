@@ -6,22 +6,25 @@
 
 #include <string.h>
 
-/* Parse (cls, tenant, priority, deadline_ns, activation) into req; strings borrowed from args. */
+/* Parse (cls, tenant, priority, deadline_ns, activation[, cells]) into req; strings borrowed
+ * from args. */
 static int parse_request(PyObject *args, shms_request *req, Py_buffer *payload, unsigned *flags) {
   int cls, priority;
   unsigned long long deadline;
+  unsigned int cells = 1;
   const char *tenant, *activation;
-  int ok = payload == NULL
-               ? PyArg_ParseTuple(args, "isiKz", &cls, &tenant, &priority, &deadline, &activation)
-               : PyArg_ParseTuple(args, "isiKzy*I", &cls, &tenant, &priority, &deadline,
-                                  &activation, payload, flags);
+  int ok = payload == NULL ? PyArg_ParseTuple(args, "isiKz|I", &cls, &tenant, &priority, &deadline,
+                                              &activation, &cells)
+                           : PyArg_ParseTuple(args, "isiKzy*I", &cls, &tenant, &priority, &deadline,
+                                              &activation, payload, flags);
   if (!ok)
     return -1;
   *req = (shms_request){.cls = (shms_class_t)cls,
                         .tenant = tenant,
                         .priority = priority,
                         .deadline_ns = deadline,
-                        .activation = activation};
+                        .activation = activation,
+                        .cells = cells};
   return 0;
 }
 
@@ -168,6 +171,26 @@ PyObject *pyshms_release(HandleObject *self, PyObject *arg) {
   int rc;
   PYSHMS_HANDLE_CALL(self, rc = shms_release(self->h, &l));
   return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
+}
+
+PyObject *pyshms_lease_cells(HandleObject *self, PyObject *arg) {
+  shms_lease l;
+  if (!pyshms_lease_conv(arg, &l) || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  uint32_t cells[SHMS_CELLS_MAX];
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_lease_cells(self->h, &l, cells, SHMS_CELLS_MAX));
+  if (rc < 0)
+    return pyshms_raise_last(rc);
+  PyObject *out = PyTuple_New(rc);
+  for (int i = 0; out != NULL && i < rc; i++) {
+    PyObject *v = PyLong_FromUnsignedLong(cells[i]);
+    if (v == NULL)
+      Py_CLEAR(out);
+    else
+      PyTuple_SET_ITEM(out, i, v);
+  }
+  return out;
 }
 
 PyObject *pyshms_quarantine(HandleObject *self, PyObject *args) {

@@ -12,6 +12,7 @@ PyObject *pyshms_wait(HandleObject *self, PyObject *args);
 PyObject *pyshms_withdraw(HandleObject *self, PyObject *arg);
 PyObject *pyshms_cancel(HandleObject *self, PyObject *arg);
 PyObject *pyshms_release(HandleObject *self, PyObject *arg);
+PyObject *pyshms_lease_cells(HandleObject *self, PyObject *arg);
 PyObject *pyshms_quarantine(HandleObject *self, PyObject *args);
 PyObject *pyshms_explain(HandleObject *self, PyObject *arg);
 PyObject *pyshms_submit(HandleObject *self, PyObject *args);

@@ -171,7 +171,7 @@ def test_observe_tenants_config_info_are_dataclasses(make_segment):
                                                             payload=64)
         assert (cfg.max_tenants, cfg.starvation_after, cfg.mode) == (16, 2.5, 0o600)
         info = seg.info()
-        assert (info.state, info.live_processes, info.layout_version) == ("active", 1, 8)
+        assert (info.state, info.live_processes, info.layout_version) == ("active", 1, 9)
         held = [seg.try_acquire("standard", tenant="h") for _ in range(2)]
         ts = [seg.enqueue("standard", tenant=n) for n in ("a", "a", "b")]
         rows = {t.name: t for t in seg.tenants("standard")}
@@ -360,3 +360,27 @@ def test_tenant_binding_and_admin_group(make_segment):
     with pytest.raises(shmsched.InvalidArgument):
         shmsched.create("pyt-bad-tenant", {"standard": shmsched.ClassConfig(cells=1, queue=1,
                                                                           tenant="everyone")})
+
+
+def test_a_lease_of_several_cells(make_segment):
+    s = make_segment({"standard": shmsched.ClassConfig(cells=3, queue=8)})
+    with s.open() as seg:
+        with seg.lease("standard", tenant="gpu", cells=2) as lease:
+            assert lease.cells == (0, 1) and lease.cell == 0
+            st = seg.observe("standard")
+            assert (st.leased, st.available, st.reserved) == (2, 1, 0)
+            # The third cell is not enough for another pair: it is reserved for it.
+            ticket = seg.enqueue("standard", tenant="other", cells=2)
+            with pytest.raises(shmsched.TimedOut):
+                ticket.wait(timeout=0)
+            assert seg.observe("standard").reserved == 1
+            assert seg.try_acquire("standard", tenant="one") is None
+        pair = ticket.wait(timeout=0)
+        assert len(pair.cells) == 2
+        pair.release()
+        assert seg.observe("standard").available == 3
+        with pytest.raises(shmsched.InvalidArgument, match="has 3 cells"):
+            seg.lease("standard", tenant="gpu", cells=4)
+        with pytest.raises(shmsched.InvalidArgument, match="at least 1"):
+            seg.lease("standard", tenant="gpu", cells=0)
+    audit(s.name)
