@@ -78,6 +78,14 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
     out->blocked_by |= SHMS_BLOCK_DRAINING;
   if (out->tenants_ahead > 0 || out->ahead_in_tenant > 0)
     out->blocked_by |= SHMS_BLOCK_TURN;
+  /* A request of several cells gathering them holds up every other; its own reserved cells are
+   * the class's RESERVED ones (core/gather.c). */
+  uint32_t gathering = shms__load_32(&k->ctl->gather_slot);
+  if (gathering != 0)
+    out->blocked_by |= SHMS_BLOCK_GATHER;
+  if (gathering == i + 1)
+    for (uint32_t c = 0; c < k->ncells; c++)
+      out->gathered += SHMS__CELL_STATE(shms__load_64(&k->cells[c].word)) == SHMS__CELL_RESERVED;
 }
 
 /*
@@ -130,6 +138,7 @@ int shms_explain(shms_t *h, const shms_ticket *ticket, shms_explanation *out) {
     memcpy(out->tenant, s->tenant_name, sizeof out->tenant);
     out->priority = s->priority;
     out->uid = s->uid;
+    out->cells = SHMS__OPT_CELLS(s->options);
     out->state = st == SHMS__SLOT_QUEUED    ? SHMS_REQ_QUEUED
                  : st == SHMS__SLOT_GRANTED ? SHMS_REQ_GRANTED
                  : st == SHMS__SLOT_RUNNING ? SHMS_REQ_RUNNING

@@ -212,7 +212,6 @@ int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, con
   for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
     shms__store_64(&cell->tenant_name[i], name[i]);
   shms__store_32(&cell->slot, slot);
-  shms__store_32(&cell->ncells, 0); /* a lease of several: the dispatcher says so next */
   shms__store_64(&cell->lease_start_ns, start_ns);
   *gen = SHMS__CELL_GEN(w);
   *token = next;
@@ -252,8 +251,24 @@ struct ending {
   uint64_t name[SHMS__NAME_WORDS];
 };
 
-static struct ending ending_of(const struct shms__cls *k, const struct shms__cell *cell) {
-  struct ending e = {.tenant = cell->tenant, .ncells = shms__load_32((uint32_t *)&cell->ncells)};
+uint32_t shms__lead_cells(const struct shms__cls *k, uint32_t c, uint32_t gen) {
+  const struct shms__cell *cell = &k->cells[c];
+  /* Valid for the lease the lead carries at gen only: a lease of one never writes the fields
+   * (the fast path stays as it was), so they may be a past lease's, or a companion's. */
+  if (shms__load_32((uint32_t *)&cell->lead) != c + 1 ||
+      shms__load_32((uint32_t *)&cell->lead_gen) != gen)
+    return 1;
+  uint32_t n = shms__load_32((uint32_t *)&cell->ncells);
+  return n > 1 ? n : 1;
+}
+
+static struct ending ending_of(const struct shms__cls *k, const struct shms__cell *cell,
+                               uint32_t gen) {
+  struct ending e = {.tenant = cell->tenant, .ncells = 1};
+  /* A lease of several cells is always counted against its tenant (core/dispatch.c): the
+   * uncontended release of a lease taken on the fast path reads nothing more. */
+  if (e.tenant != 0)
+    e.ncells = shms__lead_cells(k, (uint32_t)(cell - k->cells), gen);
   if (!k->timed)
     return e;
   if (e.tenant == 0) {
@@ -399,7 +414,7 @@ int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
     return 0; /* a torn grant's cell: recovery recounts */
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
-  struct ending e = ending_of(k, cell);
+  struct ending e = ending_of(k, cell, gen);
   /* Only the grant made at gen, and from any owner: the word's owner is the grantee's, and
    * a worker cell's grants all name clients. Never exposed, yet the generation moves on: a
    * grant returned and the cell granted again must never read as the same word (a worker
@@ -423,7 +438,7 @@ int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
 int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect, int reason) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  struct ending e = ending_of(k, cell);
+  struct ending e = ending_of(k, cell, SHMS__CELL_GEN(expect));
   uint64_t q =
       SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, SHMS__CELL_OWNER(expect), SHMS__CELL_QUARANTINED);
   if (!ck_pr_cas_64(&cell->word, expect, q))
@@ -476,7 +491,7 @@ uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner) {
 enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  struct ending e = ending_of(k, cell);
+  struct ending e = ending_of(k, cell, SHMS__CELL_GEN(expect));
   uint32_t tenant = e.tenant;
   /* The generation moves on: this lease (and any copy of it) can never return the cell again. */
   uint64_t free_word = SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE);
@@ -521,7 +536,7 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  struct ending e = ending_of(k, cell);
+  struct ending e = ending_of(k, cell, SHMS__CELL_GEN(expect));
   if (!ck_pr_cas_64(&cell->word, expect,
                     SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE)))
     return 0;

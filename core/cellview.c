@@ -68,9 +68,9 @@ static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t 
     int worker = k->cfg->mode == SHMS_MODE_WORKER;
     uint32_t owner = worker ? shms__load_32((uint32_t *)&cell->worker) : SHMS__CELL_OWNER(w);
     if (st == SHMS__CELL_GRANTED || st == SHMS__CELL_LEASED) {
-      uint32_t n = shms__load_32((uint32_t *)&rec->ncells);
       out->lead = lead;
-      out->lease_cells = n > 1 ? n : 1;
+      out->lease_cells =
+          shms__lead_cells(k, lead, SHMS__CELL_GEN(shms__load_64((uint64_t *)&rec->word)));
     }
     if (st == SHMS__CELL_GRANTED || st == SHMS__CELL_LEASED || st == SHMS__CELL_QUARANTINED ||
         st == SHMS__CELL_RESERVED) {

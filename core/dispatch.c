@@ -129,8 +129,10 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
                            : shms__cell_take(k, SHMS__TAKE_ANY, s->owner, SHMS__CELL_GRANTED);
   if (taken < 0)
     return 0;
-  /* The lease counts against its tenant: for its limit, or for its charge's correction. */
-  uint32_t counted = k->cfg->tenant_max_active != 0 || k->timed, c = (uint32_t)taken, gen;
+  /* The lease counts against its tenant: for its limit, for its charge's correction, or (a lease
+   * of several cells) so that its end looks for its companions. */
+  uint32_t counted = k->cfg->tenant_max_active != 0 || k->timed || want > 1, c = (uint32_t)taken,
+           gen;
   uint64_t token, name[SHMS__NAME_WORDS];
   memcpy(name, s->tenant_name, sizeof name); /* NUL-padded by the enqueuer's strncpy */
   SHMS__STEP();

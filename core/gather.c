@@ -92,8 +92,12 @@ int64_t shms__gather(const struct shms__cls *k, uint32_t i, uint32_t want) {
 
 void shms__gather_bind(const struct shms__cls *k, uint32_t lead, uint32_t gen, uint32_t cells) {
   SHMS__ASSERT(shms__index_owned(k));
-  /* Before any companion says BOUND: the lead's end ends its companions from then on. */
-  shms__store_32(&k->cells[lead].ncells, cells);
+  /* Before any companion says BOUND: the lead's end ends its companions from then on. The
+   * count is the lease's while the lead names itself at this generation (shms__lead_cells). */
+  struct shms__cell *lc = &k->cells[lead];
+  shms__store_32(&lc->ncells, cells);
+  shms__store_32(&lc->lead_gen, gen);
+  shms__store_32(&lc->lead, lead + 1);
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
     uint64_t w = shms__load_64(&cell->word);

@@ -203,6 +203,9 @@ uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner);
  * Only the baton holder (with gather_slot cleared) or recovery, the class frozen.
  */
 uint32_t shms__cells_settle_reserved(const struct shms__cls *k);
+/* How many cells the lease that lead cell c carries at generation gen holds (1 for a lease of
+ * one). Any member. */
+uint32_t shms__lead_cells(const struct shms__cls *k, uint32_t c, uint32_t gen);
 /* Whether companion cell c (read BOUND) belongs to no lease any more. Any member. */
 int shms__companion_orphaned(const struct shms__cls *k, uint32_t c);
 /* The cells of the lease whose lead is c at generation gen, ascending: up to max into out;

@@ -675,6 +675,8 @@ enum {
   SHMS_BLOCK_NO_WORKER = 1u << 2,    /* worker class: no idle worker */
   SHMS_BLOCK_DRAINING = 1u << 3,     /* the segment is draining */
   SHMS_BLOCK_TURN = 1u << 4,         /* other tenants' turns or its own tenant's earlier work */
+  SHMS_BLOCK_GATHER = 1u << 5,       /* a request of several cells gathers them: nothing else is
+                                        granted until it holds them all (it, or another) */
 };
 
 typedef struct {
@@ -695,6 +697,10 @@ typedef struct {
   uint32_t holder_alive; /* that process is alive (its liveness lock is held) */
   uint64_t held_ns;      /* how long ago the lease was granted */
   uint32_t uid;          /* the effective uid of the process that enqueued it */
+  /* SHMS_REQ_QUEUED: the cells it asks for (1 for most), and how many are reserved for it now
+   * (while it gathers them: SHMS_BLOCK_GATHER). */
+  uint32_t cells;
+  uint32_t gathered;
 } shms_explanation;
 
 /*

@@ -115,7 +115,7 @@ static void shmsched_user_open(bl_proc *p) {
 }
 
 static void shmsched_acquire(bl_proc *p) {
-  shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = p->tenant};
+  shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = p->tenant, .cells = p->width};
   int rc = shms_acquire(p->h, &req, &p->lease);
   if (rc != SHMS_OK)
     bu_die_shms("shms_acquire", rc);
@@ -186,11 +186,15 @@ static void psem_create(bl_shared *sh, unsigned cells) {
     bu_die("sem_init: %s", strerror(errno));
 }
 static void psem_acquire(bl_proc *p) {
-  while (sem_wait(&p->sh->sem) != 0)
-    if (errno != EINTR)
-      bu_die("sem_wait: %s", strerror(errno));
+  for (unsigned i = 0; i < (p->width > 1 ? p->width : 1); i++)
+    while (sem_wait(&p->sh->sem) != 0)
+      if (errno != EINTR)
+        bu_die("sem_wait: %s", strerror(errno));
 }
-static void psem_release(bl_proc *p) { sem_post(&p->sh->sem); }
+static void psem_release(bl_proc *p) {
+  for (unsigned i = 0; i < (p->width > 1 ? p->width : 1); i++)
+    sem_post(&p->sh->sem);
+}
 static void psem_destroy(bl_shared *sh) { sem_destroy(&sh->sem); }
 
 /* ---- sysv-sem-undo ------------------------------------------------------ */
@@ -206,8 +210,9 @@ static void sysv_op(bl_proc *p, short delta) {
     if (errno != EINTR)
       bu_die("semop: %s", strerror(errno));
 }
-static void sysv_acquire(bl_proc *p) { sysv_op(p, -1); }
-static void sysv_release(bl_proc *p) { sysv_op(p, 1); }
+static short sysv_width(const bl_proc *p) { return (short)(p->width > 1 ? p->width : 1); }
+static void sysv_acquire(bl_proc *p) { sysv_op(p, (short)-sysv_width(p)); }
+static void sysv_release(bl_proc *p) { sysv_op(p, sysv_width(p)); }
 static void sysv_destroy(bl_shared *sh) { semctl(sh->semid, 0, IPC_RMID); }
 
 /* ---- jobserver-pipe ----------------------------------------------------- */
@@ -369,6 +374,11 @@ static const struct bl_system systems[] = {
     /* No lock at all: what the benchmark loop itself costs (acquire-release only). */
     {"harness", nothing_create, nothing, nothing, nothing, nothing, NULL},
 };
+
+int bl_takes_width(const struct bl_system *sys) {
+  return sys->acquire == shmsched_acquire || sys->acquire == psem_acquire ||
+         sys->acquire == sysv_acquire;
+}
 
 const struct bl_system *bl_find(const char *name) {
   for (size_t i = 0; i < sizeof systems / sizeof systems[0]; i++)

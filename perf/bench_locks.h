@@ -39,6 +39,10 @@ typedef struct {
   shms_lease lease;
   shms_prepared prepared; /* shmsched-prepared */
   char tenant[SHMS_TENANT_MAX + 1];
+  /* Units each acquire takes at once (0 or 1: one), set after bl_open: shmsched and shmsched-grants
+   * ask for a lease of that many cells, sysv-sem-undo takes them in one semop, posix-sem
+   * takes them one sem_wait after another (what a semaphore allows: not all or nothing). */
+  unsigned width;
 } bl_proc;
 
 struct bl_system {
@@ -50,6 +54,9 @@ struct bl_system {
   void (*close)(bl_proc *p);
   void (*destroy)(bl_shared *sh);
 };
+
+/* Whether sys takes several units at once (bl_proc.width). */
+int bl_takes_width(const struct bl_system *sys);
 
 /* The system named name, or NULL. */
 const struct bl_system *bl_find(const char *name);

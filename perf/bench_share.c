@@ -1,6 +1,7 @@
 /*
  * share: tenants whose leases last differently, and who may be entitled to different shares,
- * on a few cells. Tenant t runs --procs processes; each loops acquire -> sleep its hold ->
+ * on a few cells. Tenant t runs --procs processes (a number for every tenant, or P1:P2... one
+ * each); each loops acquire -> sleep its hold ->
  * release (a lease held for I/O, a GPU, a licence: the CPU is free meanwhile). --holds gives
  * each tenant's hold in ms (a number, or pN for a Pareto law of mean N, shape 1.5, capped at
  * 50 means); --weights their weights (shmsched systems set them with shms_policy_tenant);
@@ -14,8 +15,11 @@
  * worst_share_error (largest |share - ideal|), jain_index over the weight-normalised shares
  * (1: exactly by weight), max_lag_ms (the largest |held - ideal| seen at a sample, any
  * tenant, in ms of one cell), grants_T.
+ * --widths gives the cells each tenant's leases hold at once (default 1 each; shmsched, posix-sem
+ * and sysv-sem-undo: bench_locks.h); a lease of K cells counts K times its hold, and rows
+ * max_wait_ms_T give the longest any acquire of tenant T waited in the window.
  * --label names the rows' bench (default "share"), so that several mixes can share one table.
- * Usage: bench_share --system NAME [--ms MS] [--warmup-ms MS] [--cells N] [--procs N]
+ * Usage: bench_share --system NAME [--ms MS] [--warmup-ms MS] [--cells N] [--procs N|P1:P2...]
  *                    [--holds H1:H2[:H3[:H4]]] [--weights W1:W2...] [--teams T1:T2...] [--label
  * NAME]
  */
@@ -41,9 +45,11 @@ struct shared {
   uint32_t ready __attribute__((aligned(64)));
   uint32_t phase __attribute__((aligned(64))); /* 0 wait, 1 run, 2 stop */
   uint64_t window_start, window_end;
-  uint64_t held[MAX_TENANTS][8];   /* ns inside the window, of leases ended */
-  uint64_t grants[MAX_TENANTS][8]; /* leases begun inside the window */
+  uint64_t held[MAX_TENANTS][8];     /* ns inside the window, of leases ended */
+  uint64_t grants[MAX_TENANTS][8];   /* leases begun inside the window */
+  uint64_t max_wait[MAX_TENANTS][8]; /* the longest acquire (ns) that ended inside the window */
   struct slot running[MAX_PROCS];
+  unsigned width[MAX_PROCS]; /* the cells each process's leases hold */
 };
 
 static const char *const names[MAX_TENANTS] = {"t0", "t1", "t2", "t3"};
@@ -80,13 +86,21 @@ static uint64_t clip(uint64_t a, uint64_t b, const struct shared *s) {
 static void member(bl_shared *sh, struct shared *s, int t, int slot, double ms) {
   bl_proc p;
   bl_open(&p, sh, names[t]);
+  p.width = s->width[slot];
+  uint64_t width = p.width > 1 ? p.width : 1;
   rng ^= (uint64_t)(slot + 1) * 0x9e3779b97f4a7c15ull;
   __atomic_add_fetch(&s->ready, 1, __ATOMIC_SEQ_CST);
   while (bu_load32(&s->phase) == 0)
     usleep(1000);
   while (bu_load32(&s->phase) == 1) {
+    uint64_t asked = bu_now_ns();
     bl_acquire(&p);
     uint64_t start = bu_now_ns();
+    uint64_t waited = start - asked, most = __atomic_load_n(&s->max_wait[t][0], __ATOMIC_RELAXED);
+    while (start >= s->window_start && start < s->window_end && waited > most &&
+           !__atomic_compare_exchange_n(&s->max_wait[t][0], &most, waited, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+      ;
     __atomic_store_n(&s->running[slot].start, start, __ATOMIC_RELEASE);
     sleep_ns(hold_ns(ms));
     uint64_t end = bu_now_ns();
@@ -94,7 +108,7 @@ static void member(bl_shared *sh, struct shared *s, int t, int slot, double ms) 
     bl_release(&p);
     if (start >= s->window_start && start < s->window_end)
       __atomic_add_fetch(&s->grants[t][0], 1, __ATOMIC_RELAXED);
-    __atomic_add_fetch(&s->held[t][0], clip(start, end, s), __ATOMIC_RELAXED);
+    __atomic_add_fetch(&s->held[t][0], width * clip(start, end, s), __ATOMIC_RELAXED);
   }
   bl_close(&p);
   _exit(0);
@@ -118,13 +132,15 @@ static int parse_list(const char *spec, double *out, int pareto_ok, int zero_ok)
 
 int main(int argc, char **argv) {
   bu_args_init(argc, argv,
-               "--system NAME [--ms MS] [--warmup-ms MS] [--cells N] [--procs N] "
-               "[--holds H1:H2...] [--weights W1:W2...] [--teams T1:T2...] [--label NAME]");
+               "--system NAME [--ms MS] [--warmup-ms MS] [--cells N] [--procs N|P1:P2...] "
+               "[--holds H1:H2...] [--weights W1:W2...] [--teams T1:T2...] [--widths K1:K2...] "
+               "[--label NAME]");
   const char *name = bu_arg_str("system", "shmsched");
   long ms = bu_arg_long("ms", 4000), warmup = bu_arg_long("warmup-ms", 500);
-  long cells = bu_arg_long("cells", 2), procs = bu_arg_long("procs", 4);
+  long cells = bu_arg_long("cells", 2);
+  const char *procs_spec = bu_arg_str("procs", "4");
   const char *holds_spec = bu_arg_str("holds", "40:2"), *weights_spec = bu_arg_str("weights", "");
-  const char *teams_spec = bu_arg_str("teams", "");
+  const char *teams_spec = bu_arg_str("teams", ""), *widths_spec = bu_arg_str("widths", "");
   const char *label = bu_arg_str("label", "share");
   bu_args_done();
   const struct bl_system *sys = bl_find(name);
@@ -132,10 +148,13 @@ int main(int argc, char **argv) {
     bu_die("unknown system '%s' (one of: %s)", name, bl_names());
   double holds[MAX_TENANTS], weights[MAX_TENANTS] = {1, 1, 1, 1};
   int n = parse_list(holds_spec, holds, 1, 0);
-  double teams[MAX_TENANTS] = {0, 0, 0, 0};
+  double teams[MAX_TENANTS] = {0, 0, 0, 0}, widths[MAX_TENANTS] = {1, 1, 1, 1};
   if (n < 2 || (weights_spec[0] != '\0' && parse_list(weights_spec, weights, 0, 0) != n) ||
-      (teams_spec[0] != '\0' && parse_list(teams_spec, teams, 0, 1) != n))
-    bu_die("--holds wants 2..4 tenants, --weights and --teams as many");
+      (teams_spec[0] != '\0' && parse_list(teams_spec, teams, 0, 1) != n) ||
+      (widths_spec[0] != '\0' && parse_list(widths_spec, widths, 0, 0) != n))
+    bu_die("--holds wants 2..4 tenants, --weights, --teams and --widths as many");
+  if (widths_spec[0] != '\0' && !bl_takes_width(sys))
+    bu_die("--widths: system '%s' takes one unit at a time", name);
   /* Each tenant's part of the cells when all are backlogged: its team's (a team of weight 1, or
    * itself alone), then its own within the team. */
   double frac[MAX_TENANTS], groups = 0;
@@ -151,8 +170,17 @@ int main(int argc, char **argv) {
       in_team += teams[t] != 0 && teams[u] == teams[t] ? weights[u] : 0;
     frac[t] = teams[t] == 0 ? weights[t] / groups : weights[t] / in_team / groups;
   }
-  if (cells < 1 || procs < 1 || procs * n > MAX_PROCS)
-    bu_die("--cells at least 1, --procs x tenants at most %d", MAX_PROCS);
+  double procs[MAX_TENANTS];
+  int np_given = parse_list(procs_spec, procs, 0, 0), total_procs = 0, first_proc[MAX_TENANTS];
+  for (int t = np_given; t < n; t++)
+    procs[t] = procs[0]; /* one number: every tenant */
+  for (int t = 0; t < n; t++) {
+    first_proc[t] = total_procs;
+    total_procs += (int)procs[t];
+  }
+  if (cells < 1 || (np_given != 1 && np_given != n) || total_procs > MAX_PROCS)
+    bu_die("--cells at least 1, --procs one number or one per tenant, %d processes at most",
+           MAX_PROCS);
 
   struct shared *s = bu_shared(sizeof *s);
   bl_shared *sh = bl_create(sys, (unsigned)cells);
@@ -163,7 +191,10 @@ int main(int argc, char **argv) {
   pid_t pids[MAX_PROCS];
   int np = 0;
   for (int t = 0; t < n; t++)
-    for (long i = 0; i < procs; i++, np++) {
+    for (long i = 0; i < (long)procs[t]; i++, np++) {
+      s->width[np] = (unsigned)widths[t];
+      if (widths[t] > (double)cells)
+        bu_die("--widths: %g cells of %ld", widths[t], cells);
       if ((pids[np] = fork()) < 0)
         bu_die("fork failed");
       if (pids[np] == 0)
@@ -185,10 +216,10 @@ int main(int argc, char **argv) {
       break;
     for (int t = 0; t < n; t++) {
       double held = (double)__atomic_load_n(&s->held[t][0], __ATOMIC_ACQUIRE);
-      for (long i = 0; i < procs; i++) {
-        uint64_t st = __atomic_load_n(&s->running[t * procs + i].start, __ATOMIC_ACQUIRE);
+      for (long i = 0; i < (long)procs[t]; i++) {
+        uint64_t st = __atomic_load_n(&s->running[first_proc[t] + i].start, __ATOMIC_ACQUIRE);
         if (st != 0 && now > st)
-          held += (double)clip(st, now, s);
+          held += widths[t] * (double)clip(st, now, s);
       }
       double ideal = (double)(now - t0) * (double)cells * frac[t];
       if (fabs(held - ideal) > max_lag)
@@ -219,6 +250,10 @@ int main(int argc, char **argv) {
     bu_row(label, name, metric, ideal, "fraction");
     snprintf(metric, sizeof metric, "grants_%s", names[t]);
     bu_row(label, name, metric, (double)s->grants[t][0], "grants");
+    if (widths_spec[0] != '\0') {
+      snprintf(metric, sizeof metric, "max_wait_ms_%s", names[t]);
+      bu_row(label, name, metric, (double)s->max_wait[t][0] / 1e6, "ms");
+    }
     worst = fabs(share - ideal) > worst ? fabs(share - ideal) : worst;
     x[t] = share / frac[t];
     sum += x[t];

@@ -162,6 +162,14 @@ for ((rep = 1; rep <= repeats; rep++)); do
     --warmup-ms "$share_warmup" --label share-pareto
   run "$rep" bench_share --system shmsched --holds 40:10:20:30 --teams 1:1:1:0 --procs 3 \
     --ms "$share_ms" --warmup-ms "$share_warmup" --label share-teams
+  # A tenant whose leases hold two cells at once (one process) under a flood of one-cell leases
+  # (six processes each of two tenants) on four cells: its share, and its longest wait, beside
+  # SysV's semop taking two units at once. (posix-sem's one sem_wait after another is left out:
+  # processes each holding one unit and waiting for a second deadlock.)
+  for s in shmsched sysv-sem-undo; do
+    run "$rep" bench_share --system "$s" --cells 4 --procs 1:6:6 --holds 40:5:5 --widths 2:1:1 \
+      --ms "$share_ms" --warmup-ms "$share_warmup" --label share-widths
+  done
   for q in 64 1048576; do
     run "$rep" bench_client --queue "$q" --rounds "$client_rounds" --cli "$bin/shmsched"
   done

@@ -182,15 +182,17 @@ struct shms__cell {
    * (the request's, when the dispatcher grants). Written and valid as tenant_name is; kept
    * after the lease ends, like the name, for a quarantined cell's report. */
   uint32_t uid;
-  /* A lease (or grant) of several cells: on its lead cell, how many it holds in all (0 or 1 for
-   * a lease of one). Written with the lease's start; read when it ends, to end its companions. */
+  /* A lease (or grant) of several cells: on its lead cell, how many it holds in all; valid while
+   * `lead` names the cell itself at the lease's generation (`lead_gen`): a lease of one writes
+   * none of them. Read when the lease ends, to end its companions (core/cell.c). */
   uint32_t ncells;
   /* A class fair by time: what the grant charged its tenant for this lease (ns), returned or
    * corrected to what it held when it ends (core/fair.c). Written with `tenant` at the grant. */
   uint64_t charged_ns;
   /* While BOUND: the lead cell (index + 1) whose lease this companion cell belongs to, and the
    * lead's generation then. The companion is the lease's while the lead is RESERVED, GRANTED or
-   * LEASED at that generation, and an orphan once it is not (core/cell.c). */
+   * LEASED at that generation, and an orphan once it is not (core/cell.c). On a lead: itself,
+   * and its lease's generation (ncells above). */
   uint32_t lead;
   uint32_t lead_gen;
 } SHMS__ALIGNED;

@@ -56,8 +56,8 @@ struct sink {
   void *ctx;
 };
 
-static const char *const block_names[] = {"no-cell", "tenant-limit", "no-worker", "draining",
-                                          "turn"};
+static const char *const block_names[] = {"no-cell",  "tenant-limit", "no-worker",
+                                          "draining", "turn",         "gather"};
 enum { BLOCK_NAMES = sizeof block_names / sizeof block_names[0] };
 
 static const char *state_name(uint32_t s) {
@@ -121,6 +121,14 @@ static void why(char *buf, size_t n, const shms_explanation *x) {
   if (x->ahead_in_tenant > 0)
     append(buf, n, &o, " %u of its tenant's %u queued requests go first;", x->ahead_in_tenant,
            x->tenant_queued);
+  if ((x->blocked_by & SHMS_BLOCK_GATHER) && x->gathered > 0)
+    append(buf, n, &o,
+           " gathering its %u cells: %u reserved for it, each cell freed is kept for it;", x->cells,
+           x->gathered);
+  else if (x->blocked_by & SHMS_BLOCK_GATHER)
+    append(buf, n, &o,
+           " a request of several cells gathers them first (nothing else is granted "
+           "meanwhile);");
   if (o > 0 && buf[o - 1] == ';')
     buf[o - 1] = '\0';
 }
@@ -137,6 +145,8 @@ static void emit_queued(const shms_explanation *x, const struct sink *s) {
   s->u64(s->ctx, "ring_length", x->ring_length);
   s->u64(s->ctx, "ahead_in_tenant", x->ahead_in_tenant);
   s->u64(s->ctx, "tenant_queued", x->tenant_queued);
+  s->u64(s->ctx, "cells", x->cells);
+  s->u64(s->ctx, "gathered", x->gathered);
   for (int i = 0; i < BLOCK_NAMES; i++)
     if (x->blocked_by & (1u << i))
       blocks[nb++] = block_names[i];

@@ -175,7 +175,7 @@ static int no_lease(const struct run_args *a, int rc, int signo) {
 /* CMD and its tree are gone, and CMD ended with wait status st: release the lease, or
  * quarantine it after a crash in a class that says so. Returns run's exit code. */
 static int dispose(shms_t *h, const struct run_args *a, const struct contain *c,
-                   const shms_config *cfg, const shms_lease *lease, int st) {
+                   const shms_config *cfg, const shms_lease *lease, const char *cells, int st) {
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), rc;
   char sn[24];
   int crashed = contain_crashed(c, st);
@@ -184,21 +184,26 @@ static int dispose(shms_t *h, const struct run_args *a, const struct contain *c,
   if (crashed && !a->release_on_signal &&
       cfg->classes[a->req.cls].on_command_crash == SHMS_ON_CRASH_QUARANTINE) {
     rc = shms_quarantine(h, lease, code);
-    if (rc == SHMS_OK)
+    if (rc == SHMS_OK && lease->cells <= 1)
       fprintf(stderr,
               "shmsched: run: '%s' crashed (%s): quarantined class %s cell %u "
               "(on-command-crash=quarantine; return it with 'shmsched repair %s --class %s "
               "--cell %u')\n",
               // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): parse set cmd
               a->cmd[0], sn, a->cls, lease->cell, a->name, a->cls, lease->cell);
+    else if (rc == SHMS_OK)
+      fprintf(stderr,
+              "shmsched: run: '%s' crashed (%s): quarantined class %s %s "
+              "(on-command-crash=quarantine; return them with 'shmsched repair %s --class %s')\n",
+              // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): parse set cmd
+              a->cmd[0], sn, a->cls, cells, a->name, a->cls);
   } else {
     rc = shms_release(h, lease);
     if (rc == SHMS_OK && crashed)
       fprintf(stderr,
-              "shmsched: run: '%s' crashed (%s): its processes are gone, class %s cell %u "
-              "released\n",
+              "shmsched: run: '%s' crashed (%s): its processes are gone, class %s %s released\n",
               // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): parse set cmd
-              a->cmd[0], sn, a->cls, lease->cell);
+              a->cmd[0], sn, a->cls, cells);
   }
   if (rc != SHMS_OK) /* the command ran: its status stays run's, the failure is reported */
     cli_sched_fail(rc);
@@ -259,11 +264,15 @@ static int run_on_lease(shms_t *h, const struct run_args *a, const shms_config *
     free(cells);
     return e == EAGAIN ? CLI_EXIT_SCHED : CLI_EXIT_FAIL;
   }
+  /* "cell 3", or "cells 0,1" (SHMSCHED_CELL's value) for the lines that name them. */
+  char named[96];
+  const char *list = strchr(env.cell, '=') + 1;
+  snprintf(named, sizeof named, "%s %s", n > 1 ? "cells" : "cell", list);
   run_env_free(&env);
   free(cells);
   if (c.tty >= 0)
     close(c.tty);
-  return dispose(h, a, &c, cfg, lease, st);
+  return dispose(h, a, &c, cfg, lease, named, st);
 }
 
 int cmd_run(int argc, char **argv) {

@@ -59,7 +59,7 @@ struct top_tenant {
 struct top_class {
   int cls; /* shms_class_t; -1: not configured */
   int worker;
-  uint32_t cells, available, granted, leased, quarantined, offline;
+  uint32_t cells, available, granted, leased, quarantined, offline, reserved;
   uint32_t depth, capacity, queued_tenants;
   double grants_per_s, rejections_per_s, cancellations_per_s, expirations_per_s;
   uint64_t wait_mean_ns; /* of the grants from the queue in the interval, TOP_NONE if none */

@@ -156,14 +156,15 @@ static int make_leases(const struct top_sample *now, int c, struct top_class *r)
   for (uint32_t i = 0; i < n; i++) {
     const shms_cell_info *ci = &now->cells[c][i];
     if (ci->state != SHMS_CELL_GRANTED && ci->state != SHMS_CELL_LEASED &&
-        ci->state != SHMS_CELL_QUARANTINED)
+        ci->state != SHMS_CELL_QUARANTINED && ci->state != SHMS_CELL_RESERVED)
       continue;
     struct top_lease *o = &r->leases[r->nleases++];
     char code;
     o->cell = ci->cell;
-    o->state = ci->state == SHMS_CELL_GRANTED  ? "granted"
-               : ci->state == SHMS_CELL_LEASED ? "leased"
-                                               : "quarantined";
+    o->state = ci->state == SHMS_CELL_GRANTED    ? "granted"
+               : ci->state == SHMS_CELL_LEASED   ? "leased"
+               : ci->state == SHMS_CELL_RESERVED ? "reserved"
+                                                 : "quarantined";
     o->pid = ci->pid;
     o->holder_state = holder_state(ci->pid, ci->alive, &code);
     o->uid = ci->uid;
@@ -212,6 +213,7 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
     r->leased = b->leased;
     r->quarantined = b->quarantined;
     r->offline = b->offline;
+    r->reserved = b->reserved;
     r->depth = b->queue_depth;
     r->capacity = b->queue_capacity;
     r->queued_tenants = b->queued_tenants;

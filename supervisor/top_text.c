@@ -31,10 +31,11 @@ static const char *dur(char *buf, size_t n, uint64_t ns) {
 
 /* The cells as a bar of BAR characters, each state's share of them (one at least if any). */
 static void bar(char *out, const struct top_class *r) {
-  const uint32_t counts[] = {r->leased, r->granted, r->available, r->quarantined, r->offline};
-  const char marks[] = {'#', '+', '.', 'x', '_'};
+  const uint32_t counts[] = {r->leased,    r->granted,     r->reserved,
+                             r->available, r->quarantined, r->offline};
+  const char marks[] = {'#', '+', '~', '.', 'x', '_'};
   int at = 0;
-  for (int k = 0; k < 5 && r->cells > 0; k++) {
+  for (int k = 0; k < 6 && r->cells > 0; k++) {
     int w = (int)((counts[k] * BAR + r->cells / 2) / r->cells);
     if (w == 0 && counts[k] > 0)
       w = 1;
@@ -105,7 +106,7 @@ static void classes(struct lines *l, const struct top_frame *f) {
         r->expirations_per_s, dur(w, sizeof w, r->wait_mean_ns), m[1] == '-' ? "-" : m,
         dur(o, sizeof o, r->oldest_lease_ns ? r->oldest_lease_ns : TOP_NONE));
   }
-  put(l, 0, "cells: # leased  + granted  . available  x quarantined  _ offline");
+  put(l, 0, "cells: # leased  + granted  ~ reserved  . available  x quarantined  _ offline");
 }
 
 static void tenants(struct lines *l, const struct top_class *r, enum top_sort sort) {
@@ -184,6 +185,7 @@ static void json_class(struct json_out *j, const struct top_class *r) {
   json_u64(j, "cells_available", r->available);
   json_u64(j, "cells_quarantined", r->quarantined);
   json_u64(j, "cells_offline", r->offline);
+  json_u64(j, "cells_reserved", r->reserved);
   json_u64(j, "queue_depth", r->depth);
   json_u64(j, "queue_capacity", r->capacity);
   json_u64(j, "queued_tenants", r->queued_tenants);

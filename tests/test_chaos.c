@@ -1,6 +1,7 @@
 /*
  * Chaos: processes churn random operations on two lease classes (one fair by grants, one by
- * time, with a weighted tenant and a team of two) and a worker class while the test SIGKILLs them
+ * time, with a weighted tenant and a team of two; a request in four asks for both cells of its
+ * class at once) and a worker class while the test SIGKILLs them
  * at random and recovers after each death, as the supervisor would. After every recovery the audit
  * must be clean, while the survivors keep running; at the end, with everyone gone, nothing is lost.
  *
@@ -35,6 +36,8 @@ static void lease_step(shms_t *h, unsigned *seed) {
   shms_request r = {.cls = rand_r(seed) % 2 ? SHMS_CLASS_STANDARD : SHMS_CLASS_TINY,
                     .tenant = tenants[rand_r(seed) % 3],
                     .priority = (int32_t)(rand_r(seed) % 3)};
+  /* One request in four asks for both cells of its class at once. */
+  r.cells = rand_r(seed) % 4 == 0 ? 2 : 1;
   shms_lease l;
   shms_ticket t;
   switch (rand_r(seed) % 4) {

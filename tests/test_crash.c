@@ -25,16 +25,17 @@ struct run {
   const char *name;
   shms_t *h;
   int to_victim[2], from_victim[2], victim_owner[2];
-  shms_lease held;
+  shms_lease held, held2;
   shms_ticket ticket;
   int has_ticket;
 };
 
-enum { LEASE, WORKER, TIMED };
+enum { LEASE, WORKER, TIMED, MULTI };
 
 struct scenario {
   const char *what;
-  int kind; /* LEASE: a lease class; WORKER: a worker class; TIMED: a lease class fair by time */
+  int kind; /* LEASE: a lease class; WORKER: a worker class; TIMED: a lease class fair by time;
+               MULTI: a lease class of 3 cells fair by time, for requests of 2 cells */
   void (*before)(struct run *);               /* survivor, before the victim starts */
   void (*victim_pre)(struct run *, shms_t *); /* victim, unarmed */
   void (*middle)(struct run *);               /* survivor, after victim_pre */
@@ -53,6 +54,7 @@ static void recv_msg(int fd, void *p, size_t n) {
 
 static const shms_request lease_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "t"};
 static const shms_request job_req = {.cls = SHMS_CLASS_SMALL, .tenant = "t"};
+static const shms_request pair_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "p", .cells = 2};
 
 static shms_t *fresh(struct run *r, int kind) {
   shms_config cfg;
@@ -61,12 +63,12 @@ static shms_t *fresh(struct run *r, int kind) {
     cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
         .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 64};
   else
-    cfg.classes[SHMS_CLASS_STANDARD] =
-        (shms_class_config){.configured = 1,
-                            .cells = 1,
-                            .queue = 4,
-                            .on_holder_death = SHMS_ON_DEATH_RELEASE,
-                            .fairness = kind == TIMED ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_DEFAULT};
+    cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){
+        .configured = 1,
+        .cells = kind == MULTI ? 3 : 1,
+        .queue = 4,
+        .on_holder_death = SHMS_ON_DEATH_RELEASE,
+        .fairness = kind == TIMED || kind == MULTI ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_DEFAULT};
   return sched_open(&r->name, 0, 0, &cfg);
 }
 
@@ -111,7 +113,8 @@ static void assert_idle(struct run *r, shms_class_t c) {
   shms_class_stats s;
   ck_assert_shms_ok(shms_observe(r->h, c, &s)); /* returns: a writer's death cannot hang it */
   ck_assert_uint_eq(s.queue_depth, 0);
-  ck_assert_uint_eq(s.leased + s.granted_unaccepted + s.quarantined, 0);
+  ck_assert_uint_eq(s.leased + s.granted_unaccepted + s.quarantined + s.reserved, 0);
+  ck_assert_uint_eq(s.available, s.cells);
   ck_assert_uint_eq(ck_pr_load_32(&r->h->cls[c].ctl->used), 0);
   char report[4096];
   uint32_t violations;
@@ -375,6 +378,86 @@ static void op_collect_cancelled(struct run *r, shms_t *v) {
     _exit(103);
 }
 
+/* ---- Requests of several cells (a class of 3 cells) ---- */
+
+static void op_pair_acquire_release(struct run *r, shms_t *v) {
+  (void)r;
+  shms_lease l;
+  if (shms_acquire(v, &pair_req, &l) != SHMS_OK || shms_release(v, &l) != SHMS_OK)
+    _exit(104);
+}
+
+/* The victim holds two cells; the survivor's request of two gathers the third; the victim's
+ * releases let it gather the rest, bind them and grant them. */
+static void victim_holds_two(struct run *r, shms_t *v) {
+  if (shms_acquire(v, &lease_req, &r->held) != SHMS_OK ||
+      shms_acquire(v, &lease_req, &r->held2) != SHMS_OK)
+    _exit(105);
+  send_msg(r->from_victim[1], "h", 1);
+}
+
+static void survivor_queues_pair(struct run *r) {
+  char b;
+  recv_msg(r->from_victim[0], &b, 1);
+  ck_assert_shms_ok(shms_enqueue(r->h, &pair_req, &r->ticket));
+}
+
+static void op_release_two(struct run *r, shms_t *v) {
+  if (shms_release(v, &r->held) != SHMS_OK || shms_release(v, &r->held2) != SHMS_OK)
+    _exit(106);
+}
+
+static void after_pair_granted(struct run *r) {
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(r->h, &r->ticket, 5ull * 1000 * 1000 * 1000, &l));
+  ck_assert_uint_eq(l.cells, 2);
+  uint32_t cells[2];
+  ck_assert_int_eq(shms_lease_cells(r->h, &l, cells, 2), 2);
+  ck_assert_shms_ok(shms_release(r->h, &l));
+  assert_idle(r, SHMS_CLASS_STANDARD);
+}
+
+/* The survivor holds two cells; the victim's request of two gathers; the survivor's releases
+ * grant it; the victim accepts and releases its two cells. */
+static void survivor_holds_two(struct run *r) {
+  ck_assert_shms_ok(shms_acquire(r->h, &lease_req, &r->held));
+  ck_assert_shms_ok(shms_acquire(r->h, &lease_req, &r->held2));
+}
+
+static void victim_queues_pair(struct run *r, shms_t *v) {
+  if (shms_enqueue(v, &pair_req, &r->ticket) != SHMS_OK)
+    _exit(107);
+  send_msg(r->from_victim[1], &r->ticket, sizeof r->ticket);
+}
+
+static void survivor_releases_two(struct run *r) {
+  recv_msg(r->from_victim[0], &r->ticket, sizeof r->ticket);
+  ck_assert_shms_ok(shms_release(r->h, &r->held));
+  ck_assert_shms_ok(shms_release(r->h, &r->held2));
+}
+
+/* The survivor holds two cells and queues a request of two, which gathers the third; the
+ * victim cancels it: the cell gathered goes back. */
+static void survivor_holds_two_and_queues_pair(struct run *r) {
+  survivor_holds_two(r);
+  ck_assert_shms_ok(shms_enqueue(r->h, &pair_req, &r->ticket));
+  send_msg(r->to_victim[1], &r->ticket, sizeof r->ticket);
+}
+
+static void after_cancel_pair(struct run *r) {
+  shms_lease l;
+  int rc = shms_wait(r->h, &r->ticket, 0, &l);
+  ck_assert_shms_ok(shms_release(r->h, &r->held));
+  ck_assert_shms_ok(shms_release(r->h, &r->held2));
+  if (rc == SHMS_ETIMEDOUT) { /* the cancel never landed: it is served */
+    ck_assert_shms_ok(shms_wait(r->h, &r->ticket, 5ull * 1000 * 1000 * 1000, &l));
+    ck_assert_shms_ok(shms_release(r->h, &l));
+  } else {
+    ck_assert_int_eq(rc, SHMS_ECANCELLED);
+  }
+  assert_idle(r, SHMS_CLASS_STANDARD);
+}
+
 /* ---- Worker mode ---- */
 
 static void victim_opens_worker(struct run *r, shms_t *v) {
@@ -457,6 +540,15 @@ static const struct scenario scenarios[] = {
      victim_learns_ticket, NULL, op_cancel, after_cancel_granted},
     {"by time: revoke a late grant", TIMED, survivor_queues_and_is_granted, victim_runs_late, NULL,
      op_revoke_acquire, after_revoke},
+    /* Requests of two cells: gathered, bound, granted, released, cancelled while gathering. */
+    {"two cells: acquire and release", MULTI, NULL, NULL, NULL, op_pair_acquire_release,
+     after_idle},
+    {"two cells: release, gather and grant", MULTI, NULL, victim_holds_two, survivor_queues_pair,
+     op_release_two, after_pair_granted},
+    {"two cells: accept and release", MULTI, survivor_holds_two, victim_queues_pair,
+     survivor_releases_two, op_accept_release, after_idle},
+    {"two cells: cancel a gathering request", MULTI, survivor_holds_two_and_queues_pair,
+     victim_learns_ticket, NULL, op_cancel, after_cancel_pair},
 };
 
 START_TEST(every_crash_point_recovers) { run_all_points(&scenarios[_i]); }

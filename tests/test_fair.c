@@ -27,6 +27,7 @@ struct tenant_plan {
   uint64_t think_ns; /* after each lease, the loop that held it waits this long to queue again */
   uint32_t weight;   /* its weight from the start (0: the default, 1) */
   int team;          /* its team: an index into plan.teams + 1; 0: none (a team of its own) */
+  uint32_t cells;    /* the cells each of its leases holds at once (0: one) */
 };
 
 struct team_plan {
@@ -49,6 +50,7 @@ struct plan {
 
 struct lease_run {
   int tenant;
+  uint32_t cells;
   uint64_t start, end;
   shms_lease lease;
 };
@@ -87,6 +89,14 @@ static uint64_t pareto(uint64_t mean_ns) {
 
 static uint64_t hold_of(const struct tenant_plan *t) {
   return t->hold_ns != 0 ? t->hold_ns : pareto(t->pareto_ns);
+}
+
+static shms_ticket enqueue_for(shms_t *h, const struct tenant_plan *t) {
+  shms_request r = sched_req(t->name, 0);
+  r.cells = t->cells;
+  shms_ticket ticket;
+  ck_assert_shms_ok(shms_enqueue(h, &r, &ticket));
+  return ticket;
 }
 
 static int active(const struct tenant_plan *t, uint64_t at) {
@@ -133,7 +143,7 @@ static void simulate(const struct plan *p, struct result *r) {
     for (int i = 0; i < p->n; i++) {
       while (active(&p->t[i], now) && loops[i] < BACKLOG) {
         loops[i]++;
-        tickets[i][queued[i]++] = sched_enqueue(h, p->t[i].name, 0, 0);
+        tickets[i][queued[i]++] = enqueue_for(h, &p->t[i]);
         if (first_at[i] == 0)
           first_at[i] = now + 1;
       }
@@ -151,10 +161,10 @@ static void simulate(const struct plan *p, struct result *r) {
           if (waited > r->max_first_wait_s)
             r->max_first_wait_s = waited;
         }
-        run[nrun++] = (struct lease_run){i, now, now + hold_of(&p->t[i]), l};
+        run[nrun++] = (struct lease_run){i, l.cells, now, now + hold_of(&p->t[i]), l};
         tickets[i][q] = tickets[i][--queued[i]];
         if (active(&p->t[i], now) && p->t[i].think_ns == 0)
-          tickets[i][queued[i]++] = sched_enqueue(h, p->t[i].name, 0, 0);
+          tickets[i][queued[i]++] = enqueue_for(h, &p->t[i]);
         else
           loops[i]--; /* until its lease ends and it has thought */
       }
@@ -206,7 +216,7 @@ static void simulate(const struct plan *p, struct result *r) {
       r->ideal_s[i] += span * p->cells * part;
     }
     for (int j = 0; j < nrun; j++)
-      r->held_s[run[j].tenant] += span;
+      r->held_s[run[j].tenant] += span * run[j].cells;
     now = next;
     sched_fake_now = t0 + now;
     for (int i = 0; i < p->n; i++) {
@@ -234,7 +244,7 @@ static void simulate(const struct plan *p, struct result *r) {
       }
       int i = think[j].tenant;
       if (active(&p->t[i], now))
-        tickets[i][queued[i]++] = sched_enqueue(h, p->t[i].name, 0, 0);
+        tickets[i][queued[i]++] = enqueue_for(h, &p->t[i]);
       else
         loops[i]--;
       think[j] = think[--nthink];
@@ -478,6 +488,36 @@ START_TEST(weight_changed_mid_run) {
 END_TEST
 
 /* explain of a queued request in a class fair by time counts the tenants charged less first. */
+/* A tenant whose leases hold two cells at once against one whose leases hold one, on four
+ * cells: each its half of the cell-time (a lease of two counts twice), by weight too. */
+START_TEST(leases_of_two_cells_share_time) {
+  struct plan p = {.cells = 4,
+                   .fairness = SHMS_FAIRNESS_TIME,
+                   .n = 2,
+                   .t = {{"pair", 100 * MS, 0, 0, 0, 0, 0, 0, 2}, {"one", 20 * MS, 0, 0, 0}},
+                   .run_ns = 60000 * MS};
+  struct result r;
+  simulate(&p, &r);
+  report("time, 2 cells x 100 ms vs 1 cell x 20 ms", &p, &r);
+  ck_assert_msg(fabs(share(&r, &p, 0) - 0.5) < 0.03, "pair's share %.3f", share(&r, &p, 0));
+  /* The bound with H the largest cell-time of one lease: 2 cells x 100 ms. */
+  ck_assert_msg(r.max_lag_s <= (p.cells + 1) * 0.2, "lag %.3f s", r.max_lag_s);
+  struct plan q = {.cells = 4,
+                   .fairness = SHMS_FAIRNESS_TIME,
+                   .n = 3,
+                   .t = {{"pair", 50 * MS, 0, 0, 0, 0, 1, 0, 2},
+                         {"heavy", 20 * MS, 0, 0, 0, 0, 3},
+                         {"one", 0, 30 * MS, 0, 0}},
+                   .run_ns = 60000 * MS};
+  simulate(&q, &r);
+  report("time, 2 cells 50 ms : 1 cell 20 ms weight 3 : 1 cell Pareto 30 ms", &q, &r);
+  double want[3] = {0.2, 0.6, 0.2};
+  for (int i = 0; i < 3; i++)
+    ck_assert_msg(fabs(share(&r, &q, i) - want[i]) < 0.03, "%s's share %.3f", q.t[i].name,
+                  share(&r, &q, i));
+}
+END_TEST
+
 START_TEST(explain_counts_the_less_charged) {
   shms_config cfg;
   harness_config(&cfg, 1, 16);
@@ -574,6 +614,7 @@ int main(void) {
   tcase_add_test(tc, weight_changed_mid_run);
   tcase_add_test(tc, a_team_of_three_and_one_alone);
   tcase_add_test(tc, team_weights_and_tenant_weights);
+  tcase_add_test(tc, leases_of_two_cells_share_time);
   tcase_add_test(tc, explain_counts_the_less_charged);
   tcase_add_test(tc, fast_path_leases_are_charged);
   suite_add_tcase(s, tc);

@@ -93,6 +93,16 @@ START_TEST(cells_freed_are_reserved_until_all_are_there) {
   /* Nothing else goes ahead of it: not the fast path, not a later request of one cell. */
   ck_assert_int_eq(shms_try_acquire(h, &one, &l), SHMS_EWOULDBLOCK);
   shms_ticket small = sched_enqueue(h, "small", 0, 0);
+  /* explain says who gathers and how far it got, and what holds the others back. */
+  shms_explanation x;
+  ck_assert_shms_ok(shms_explain(h, &big, &x));
+  ck_assert_uint_eq(x.cells, 3);
+  ck_assert_uint_eq(x.gathered, 1);
+  ck_assert(x.blocked_by & SHMS_BLOCK_GATHER);
+  ck_assert_shms_ok(shms_explain(h, &small, &x));
+  ck_assert_uint_eq(x.cells, 1);
+  ck_assert_uint_eq(x.gathered, 0);
+  ck_assert(x.blocked_by & SHMS_BLOCK_GATHER);
   ck_assert_shms_ok(shms_release(h, &a));
   ck_assert_int_eq(shms_wait(h, &big, 0, &l), SHMS_ETIMEDOUT);
   ck_assert_uint_eq(sched_stats(h).reserved, 2);

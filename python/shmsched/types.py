@@ -12,7 +12,7 @@ from typing import Dict, Optional, Tuple
 CLASSES: Tuple[str, ...] = ("tiny", "small", "standard", "large", "extra-large")
 """The class names, in the C enum's order."""
 
-_BLOCKS = ("no-cell", "tenant-limit", "no-worker", "draining", "turn")
+_BLOCKS = ("no-cell", "tenant-limit", "no-worker", "draining", "turn", "gather")
 _STATES = {1: "queued", 2: "granted", 3: "ended", 4: "running", 5: "held"}
 
 
@@ -156,6 +156,8 @@ class Explanation:
     holder_pid: Optional[int] = None  #: "held": the holder, None if its process entry is gone
     holder_alive: Optional[bool] = None
     held: Optional[float] = None  #: "held": seconds since the grant
+    cells: int = 1  #: the cells it asks for at once
+    gathered: int = 0  #: "queued": cells reserved for it while it gathers them ("gather")
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ def _explanation(t: tuple) -> Explanation:
     from . import _shmsched as _c
 
     (state, outcome, tenant, priority, waited_ns, aged, ahead, ring, ahead_t, tq, blocked, cell,
-     pid, alive, held_ns) = t
+     pid, alive, held_ns, cells, gathered) = t
     held = _STATES.get(state) == "held"
     return Explanation(
         state=_STATES.get(state, f"unknown-{state}"),
@@ -188,4 +190,6 @@ def _explanation(t: tuple) -> Explanation:
         holder_pid=(pid or None) if held else None,
         holder_alive=bool(alive) if held else None,
         held=held_ns / 1e9 if held else None,
+        cells=max(cells, 1),
+        gathered=gathered,
     )

@@ -213,10 +213,10 @@ PyObject *pyshms_explain(HandleObject *self, PyObject *arg) {
   PYSHMS_HANDLE_CALL(self, rc = shms_explain(self->h, &t, &x));
   if (rc != SHMS_OK)
     return pyshms_raise_last(rc);
-  return Py_BuildValue("(IisiKIIIIIIIiIK)", x.state, x.outcome, x.tenant, x.priority,
+  return Py_BuildValue("(IisiKIIIIIIIiIKII)", x.state, x.outcome, x.tenant, x.priority,
                        (unsigned long long)x.waited_ns, x.aged, x.tenants_ahead, x.ring_length,
                        x.ahead_in_tenant, x.tenant_queued, x.blocked_by, x.cell, x.holder_pid,
-                       x.holder_alive, (unsigned long long)x.held_ns);
+                       x.holder_alive, (unsigned long long)x.held_ns, x.cells, x.gathered);
 }
 
 PyObject *pyshms_submit(HandleObject *self, PyObject *args) {

@@ -93,9 +93,13 @@ inline companions_end(c, g) {
 }
 
 /* shms__cell_return / shms__cell_release / shms__cell_reclaim: the exact CAS of the lead from
- * state st at generation g, then (its count read before the CAS) the companions, then its bit. */
+ * state st at generation g, then (its count read before the CAS: shms__lead_cells, valid while
+ * the lead names itself at g) the companions, then its bit. */
 inline lead_end(c, st, g, won) {
-  n = cell_ncells[c];
+  if
+  :: cell_lead[c] == c + 1 && cell_lead_gen[c] == g -> n = cell_ncells[c]
+  :: else -> n = 1
+  fi;
   atomic {
     if
     :: cell_st[c] == st && cell_gen[c] == g -> cell_st[c] = C_AVAILABLE; cell_gen[c]++; won = true
@@ -222,11 +226,12 @@ end_idle:
      assert(lead != NONE);
      cell_st[lead] = C_GRANTED;
      STEP;
-     cell_ncells[lead] = 0; /* shms__cell_start */
      g = cell_gen[lead];
-     STEP;
-     /* shms__gather_bind */
+     /* shms__gather_bind: the lead's count, valid once it names itself at g */
      cell_ncells[lead] = K;
+     cell_lead_gen[lead] = g;
+     STEP;
+     cell_lead[lead] = lead + 1;
      STEP;
      c = 0;
      do
