@@ -502,11 +502,10 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
   if (!k->fast_map)
     shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
   SHMS__STEP();
-  if (e.ncells > 1) {
-    /* The companions first: the lead's cell going free then kicks for all of them. */
+  /* The companions first: the lead's cell going free then kicks for all of them (a lease of
+   * several cells is counted: its release kicks). */
+  if (e.ncells > 1)
     companions_end(k, c, SHMS__CELL_GEN(expect), SHMS__CELL_AVAILABLE, 0);
-    tenant = 1;
-  }
   if (k->overtake_ns == 0) {
     uint64_t fast = shms__fast_put(k, c);
     SHMS__STEP();

@@ -297,6 +297,37 @@ END_TEST
 START_TEST(a_dead_holders_cells_are_released_together) { dead_pair_holder(SHMS_ON_DEATH_RELEASE); }
 END_TEST
 
+/* A grant of two cells not accepted within grant-timeout goes back whole: the next request gets
+ * both cells, and the late request gathers again when its waiter comes back. */
+START_TEST(a_late_grant_of_two_cells_is_revoked_whole) {
+  shms_config cfg;
+  harness_config(&cfg, 2, 8);
+  cfg.classes[SHMS_CLASS_STANDARD].grant_timeout_ns = 1000000000ull;
+  const char *name;
+  shms_set_clock(sched_fake_clock, NULL);
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_ticket late = enqueue_multi(h, "late", 2); /* granted at once; nobody accepts it */
+  shms_class_stats s = sched_stats(h);
+  ck_assert_uint_eq(s.granted_unaccepted, 2);
+  sched_fake_now += 1000000000ull;
+  shms_ticket next = enqueue_multi(h, "next", 2); /* its kick revokes the grant */
+  ck_assert_uint_eq(sched_stats(h).revoked, 1);
+  shms_lease ln, ll;
+  ck_assert_shms_ok(shms_wait(h, &next, 0, &ln));
+  ck_assert_uint_eq(ln.cells, 2);
+  violations(h);
+  ck_assert_int_eq(shms_wait(h, &late, 0, &ll), SHMS_ETIMEDOUT); /* back in line */
+  ck_assert_shms_ok(shms_release(h, &ln));
+  ck_assert_shms_ok(shms_wait(h, &late, 0, &ll));
+  ck_assert_uint_eq(ll.cells, 2);
+  ck_assert_shms_ok(shms_release(h, &ll));
+  ck_assert_uint_eq(sched_stats(h).available, 2);
+  violations(h);
+  shms_set_clock(NULL, NULL);
+  sched_close(h, name);
+}
+END_TEST
+
 /* Fair by time: a lease of K cells is charged K times what it held. */
 START_TEST(a_lease_of_several_cells_is_charged_for_each) {
   shms_config cfg;
@@ -343,6 +374,7 @@ int main(void) {
   tcase_add_test(tc, a_try_of_several_cells_takes_them_or_nothing);
   tcase_add_test(tc, a_dead_holders_cells_are_quarantined_together);
   tcase_add_test(tc, a_dead_holders_cells_are_released_together);
+  tcase_add_test(tc, a_late_grant_of_two_cells_is_revoked_whole);
   tcase_add_test(tc, a_lease_of_several_cells_is_charged_for_each);
   suite_add_tcase(s, tc);
   return harness_run(s);
