@@ -528,8 +528,11 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
   if (nudge)
     return SHMS__RELEASE_NUDGE;
   /* A lease granted from the queue is counted against its tenant, whose record the baton's
-   * holder settles (and frees, when it has nothing left). */
-  return tenant != 0 ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
+   * holder settles (and frees, when it has nothing left): ended() raised its attention bit. A
+   * nudge in flight (WOKEN, set by another release) owes a pass already, which takes the bit, or
+   * whose holder's re-check after clearing WOKEN finds it: a kick of our own would only add a
+   * pass (docs/protocol.md, "Bounded overtaking"). */
+  return tenant != 0 && !(fast & SHMS__FAST_WOKEN) ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
 }
 
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {
