@@ -6,15 +6,6 @@
 #include "../shm/events.h"
 #include "client.h"
 
-/* A name from shared memory into out (SHMS_TENANT_MAX + 1 bytes): only what a name may hold. */
-static void copy_name(char *out, const char *name) {
-  memcpy(out, name, SHMS_TENANT_MAX);
-  out[SHMS_TENANT_MAX] = '\0';
-  for (int i = 0; out[i] != '\0'; i++)
-    if (out[i] <= ' ' || out[i] > '~')
-      out[i] = '?';
-}
-
 /* A policy event's team: named in the record (a team's weight), or by the number of its record
  * in the tenant table (a tenant put in it: team records are never folded). */
 static void policy_team(const struct shms *h, shms_event *ev, shms_event_record *out) {
@@ -27,7 +18,7 @@ static void policy_team(const struct shms *h, shms_event *ev, shms_event_record 
     return;
   const struct shms__cls *k = shms__table_view(h);
   if (k != NULL && out->value <= k->naccts)
-    copy_name(out->team, k->accts[out->value - 1].name);
+    shms__name_copy(out->team, k->accts[out->value - 1].name);
 }
 
 /* A valid record as the caller sees it; its words were checked, but their values are another
@@ -57,7 +48,7 @@ static void convert(const struct shms *h, uint64_t pos, const struct shms__ev_re
                                .slot = slot_ref - 1,
                                .seq = r->ticket_seq,
                                .incarnation = h->incarnation};
-  copy_name(ev->tenant, (const char *)r->tenant);
+  shms__name_copy(ev->tenant, (const char *)r->tenant);
   if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
     policy_team(h, ev, out);
 }

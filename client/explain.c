@@ -83,9 +83,9 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
   uint32_t gathering = shms__load_32(&k->ctl->gather_slot);
   if (gathering != 0)
     out->blocked_by |= SHMS_BLOCK_GATHER;
+  int64_t lowest;
   if (gathering == i + 1)
-    for (uint32_t c = 0; c < k->ncells; c++)
-      out->gathered += SHMS__CELL_STATE(shms__load_64(&k->cells[c].word)) == SHMS__CELL_RESERVED;
+    out->gathered = shms__gather_reserved(k, &lowest);
 }
 
 /*

@@ -91,9 +91,7 @@ static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t 
     if (shms__load_64((uint64_t *)&cell->word) == w || tries == 8)
       break; /* it moved while we read: read it again (a bounded number of times) */
   }
-  for (int i = 0; out->tenant[i] != '\0'; i++) /* shared memory: only what a name may hold */
-    if (out->tenant[i] <= ' ' || out->tenant[i] > '~')
-      out->tenant[i] = '?';
+  shms__name_clean(out->tenant); /* shared memory: only what a name may hold */
 }
 
 int shms__view_rows(const shms_t *h, shms_class_t c, const void *out, uint32_t max,

@@ -42,8 +42,7 @@ uint32_t shms__gather_next(const struct shms__cls *k) {
   return 0;
 }
 
-/* The class's RESERVED cells: how many, and the lowest. */
-static uint32_t reserved(const struct shms__cls *k, int64_t *lowest) {
+uint32_t shms__gather_reserved(const struct shms__cls *k, int64_t *lowest) {
   uint32_t n = 0;
   *lowest = -1;
   for (uint32_t c = 0; c < k->ncells; c++)
@@ -64,7 +63,7 @@ int64_t shms__gather(const struct shms__cls *k, uint32_t i, uint32_t want) {
     shms__store_32(&ctl->gather_slot, i + 1); /* overtaking stops from this pass's end */
   }
   int64_t lead;
-  uint32_t have = reserved(k, &lead);
+  uint32_t have = shms__gather_reserved(k, &lead);
   uint64_t name[SHMS__NAME_WORDS], now = shms__coarse_now_ns();
   memcpy(name, s->tenant_name, sizeof name); /* NUL-padded by the enqueuer's strncpy */
   while (have < want) {

@@ -94,9 +94,7 @@ static void tenant_of(uint32_t kind, const struct shms__item *it, char *out) {
             kind == SHMS_EVENT_GRANT_RETURNED))
     shms__cell_tenant(k, it->cell_ref - 1, out);
   out[SHMS_TENANT_MAX] = '\0';
-  for (int i = 0; out[i] != '\0'; i++) /* shared memory: only what a tenant name may hold */
-    if (out[i] <= ' ' || out[i] > '~')
-      out[i] = '?';
+  shms__name_clean(out); /* shared memory: only what a tenant name may hold */
 }
 
 /* The uid + 1 of the owner of the request or lease an item names (0: none), read where

@@ -224,6 +224,9 @@ int64_t shms__gather(const struct shms__cls *k, uint32_t i, uint32_t want);
 void shms__gather_bind(const struct shms__cls *k, uint32_t lead, uint32_t gen, uint32_t cells);
 uint32_t shms__gather_next(const struct shms__cls *k);
 void shms__gather_drop(const struct shms__cls *k);
+/* The class's RESERVED cells (the gathering request's): how many, and the lowest (-1: none).
+ * Any member; a snapshot. */
+uint32_t shms__gather_reserved(const struct shms__cls *k, int64_t *lowest);
 /* What shms__cell_release did, and what its caller must do next. */
 enum shms__release {
   SHMS__RELEASE_RACED,

@@ -48,15 +48,6 @@ static unsigned seq_begin(const ck_sequence_t *seq, int *torn) {
   return v;
 }
 
-/* A name read from shared memory: only what a name may hold. */
-static void copy_name(char *out, const char *name) {
-  memcpy(out, name, SHMS_TENANT_MAX);
-  out[SHMS_TENANT_MAX] = '\0';
-  for (int i = 0; out[i] != '\0'; i++)
-    if (out[i] <= ' ' || out[i] > '~')
-      out[i] = '?';
-}
-
 /* One record into o: 1 if it is in use and was read whole, else 0. */
 static int read_record(const struct shms__cls *k, const struct shms__tenant *t, int *torn,
                        shms_tenant_stats *o) {
@@ -80,7 +71,7 @@ static int read_record(const struct shms__cls *k, const struct shms__tenant *t, 
     if (memcmp(&before, &after, sizeof before) != 0)
       continue; /* freed, taken by another tenant, or moved in or out of the ring meanwhile */
     o->in_ring = (after.flags & SHMS__TENANT_INRING) != 0;
-    copy_name(o->name, (const char *)after.name);
+    shms__name_copy(o->name, (const char *)after.name);
     shms__tenant_fair_row(k, t, o);
     return 1;
   }
@@ -102,7 +93,7 @@ void shms__tenant_fair_row(const struct shms__cls *k, const struct shms__tenant 
   const struct shms__tenant *tm = shms__tenant_at(k, team);
   if (!(shms__load_32((uint32_t *)&tm->flags) & SHMS__TENANT_TEAM))
     return;
-  copy_name(o->team, tm->name);
+  shms__name_copy(o->team, tm->name);
   uint32_t w = shms__load_32((uint32_t *)&tm->weight);
   o->team_weight = w >= 1 && w <= SHMS_WEIGHT_MAX ? w : 1;
 }

@@ -37,6 +37,18 @@ void shms_config_init(shms_config *cfg) {
   cfg->events = SHMS_DEFAULT_EVENTS;
 }
 
+void shms__name_clean(char *name) {
+  for (int i = 0; name[i] != '\0'; i++)
+    if (name[i] <= ' ' || name[i] > '~')
+      name[i] = '?';
+}
+
+void shms__name_copy(char *out, const char *name) {
+  memcpy(out, name, SHMS_TENANT_MAX);
+  out[SHMS_TENANT_MAX] = '\0';
+  shms__name_clean(out);
+}
+
 int shms__tenant_pack(const char *name, uint64_t words[SHMS__NAME_WORDS]) {
   shms__clear_detail();
   if (name == NULL || name[0] == '\0')

@@ -26,6 +26,11 @@
 #define SHMS__NAME_WORDS ((SHMS_TENANT_MAX + 1) / 8)
 /* Validate name as shms_tenant_check does and pack it into words; SHMS_OK or SHMS_EINVAL. */
 int shms__tenant_pack(const char *name, uint64_t words[SHMS__NAME_WORDS]);
+/* A name read from shared memory (SHMS_TENANT_MAX bytes, NUL-padded) into out (SHMS_TENANT_MAX
+ * + 1 bytes), NUL-terminated, anything a name may not hold shown as '?'. shms__name_clean: the
+ * same on a NUL-terminated name already copied out. */
+void shms__name_copy(char *out, const char *name);
+void shms__name_clean(char *name);
 
 /* Where one configured class lives. All zero for an unconfigured class. */
 struct shms__class_desc {
