@@ -1,5 +1,6 @@
 /* shms_attach: the segment layer's attach, with the scheduler's recovery of a class whose
  * freezer died, which this handle's operations run when they find one (core/quiesce.c). */
+#include "../core/tally.h"
 #include "../shm/membarrier.h"
 #include "client.h"
 
@@ -11,7 +12,11 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
    * SHMSCHED_MEMBARRIER is refused here, before anything is attached). */
   if ((rc = shms__membarrier_setup()) != SHMS_OK)
     return rc;
-  if ((rc = shms__segment_attach(name, flags, shms__recover_class, out)) == SHMS_OK)
-    shms__prepared_setup(*out);
+  if ((rc = shms__segment_attach(name, flags, shms__recover_class, out)) != SHMS_OK)
+    return rc;
+  shms__prepared_setup(*out);
+  /* What the entry's previous owner (or an earlier handle of ours) tallied, into the tenant
+   * table: counted all the while, and from then on not tied to this entry. */
+  shms__tally_adopt(*out);
   return rc;
 }

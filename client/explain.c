@@ -164,28 +164,10 @@ int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max
     shms__op_leave(h, k);
     return shms__fail(rc, "the dispatcher stayed busy for a second");
   }
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < k->ntenants; i++) {
-    const struct shms__tenant *t = &k->tenants[i];
-    if (!(t->flags & SHMS__TENANT_INUSE))
-      continue;
-    if (n < max) {
-      shms_tenant_stats *o = &out[n];
-      memcpy(o->name, t->name, sizeof o->name);
-      o->name[SHMS_TENANT_MAX] = '\0';
-      o->queued = t->queued;
-      o->active = shms__load_32((uint32_t *)&t->active);
-      o->in_ring = (t->flags & SHMS__TENANT_INRING) != 0;
-      o->granted = t->granted;
-      o->total_wait_ns = t->total_wait_ns;
-      o->max_wait_ns = t->max_wait_ns;
-      shms__tenant_fair_row(k, t, o);
-    }
-    n++;
-  }
-  shms__tenant_shares(k, out, n < max ? n : max);
+  /* Under the baton the records hold still: the rows read as an observer's are then one
+   * instant but for their counts of leases running. */
+  rc = shms__tenant_view(k, out, max, count);
   shms__baton_done(h, k);
   shms__op_leave(h, k);
-  *count = n;
-  return SHMS_OK;
+  return rc;
 }

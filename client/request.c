@@ -7,6 +7,7 @@
 
 #include "../core/held.h"
 #include "../core/report.h"
+#include "../core/tally.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
@@ -363,6 +364,7 @@ static inline __attribute__((always_inline)) int take_now_op(struct shms *h,
                       shms_class_name(k->id), c);
   }
   shms__cell_count_lease(k, c);
+  shms__tally_lease(h, k, tenant);
   make_lease(h, k, c, gen, token, lease);
   return SHMS_OK;
 }

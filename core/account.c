@@ -112,6 +112,9 @@ static int lock(const struct shms__cls *k, uint64_t timeout_ns) {
     if (cur != 0 && cur != me && shms__owner_dead(k->h, (uint32_t)cur) &&
         ck_pr_cas_64(&k->actl->lock, cur, me)) {
       rebuild(k);
+      /* A holder that died moving a tally left the sequence odd: one move's count lost. */
+      if (k->actl->tally_seq & 1)
+        shms__store_64(&k->actl->tally_seq, k->actl->tally_seq + 1);
       return SHMS_OK;
     }
     if (shms__real_now_ns() >= until)
@@ -203,6 +206,17 @@ static int foldable(const struct shms__account *a) {
          shms__load_32((uint32_t *)&a->refs) == 0;
 }
 
+/* What a folded record kept of one class, added to `_other`'s: atomic adds, since `_other`'s
+ * figures of a class also grow by its baton holder's (a tenant of that name) and tally moves. */
+static void fold_class(struct shms__account_class *o, struct shms__account_class *a) {
+  ck_pr_add_64(&o->cell_ns, a->cell_ns + shms__fas_64(&a->fast_ns, 0));
+  ck_pr_add_64(&o->grants, a->grants);
+  ck_pr_add_64(&o->wait_ns, a->wait_ns);
+  ck_pr_add_64(&o->fast_grants, shms__fas_64(&a->fast_grants, 0));
+  if (a->max_wait_ns > shms__load_64(&o->max_wait_ns))
+    shms__store_64(&o->max_wait_ns, a->max_wait_ns);
+}
+
 /*
  * Fold the least recently active records with no policy and no reference into `_other` (their
  * cell-time added there), onto the free list: the oldest eighth of their span of activity at
@@ -232,8 +246,7 @@ static uint32_t fold_some(const struct shms__cls *k) {
     if (!foldable(a) || a->active_ns > upto || !ck_pr_cas_32(&a->refs, 0, SHMS__ACCT_FOLDING))
       continue;
     for (int c = 0; c < SHMS_CLASS_COUNT; c++) /* a fast-path charge not yet taken too */
-      shms__store_64(&o->cls[c].cell_ns,
-                     o->cls[c].cell_ns + a->cls[c].cell_ns + shms__fas_64(&a->cls[c].fast_ns, 0));
+      fold_class(&o->cls[c], &a->cls[c]);
     unlink_record(k, i + 1);
     shms__store_32(&a->state, SHMS__ACCT_FREE);
     shms__store_32(&a->hash_next, ctl->free_head);
@@ -314,6 +327,31 @@ uint32_t shms__account_lookup(const struct shms__cls *k, const char *name, uint6
   last_lookup.table = k->accts;
   last_lookup.ref = ref;
   return ref;
+}
+
+int shms__account_take_tally(const struct shms__cls *k, const uint64_t *name, uint64_t *count,
+                             uint64_t timeout_ns) {
+  int rc = lock(k, timeout_ns);
+  if (rc != SHMS_OK)
+    return rc;
+  uint32_t ref = find(k, name, SHMS__KIND_TENANT);
+  if (ref == 0 && (ref = take_free(k)) != 0)
+    init_record(k, ref, name, SHMS__KIND_TENANT, 0);
+  if (ref == 0) {
+    unlock(k);
+    return SHMS_EQUEUEFULL;
+  }
+  struct shms__account *a = shms__account_at(k, ref);
+  uint64_t *seq = &k->actl->tally_seq;
+  shms__store_64(seq, *seq + 1);
+  ck_pr_fence_store();
+  SHMS__STEP(); /* a death here leaves the sequence odd: the lock's next taker makes it even */
+  ck_pr_add_64(&a->cls[k->id].fast_grants, shms__fas_64(count, 0));
+  shms__store_64(&a->active_ns, shms__now_ns());
+  ck_pr_fence_store();
+  shms__store_64(seq, *seq + 1);
+  unlock(k);
+  return SHMS_OK;
 }
 
 void shms__account_put(const struct shms__cls *k, uint32_t ref) {

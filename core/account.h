@@ -31,6 +31,14 @@ uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t
  * at once (a record folded meanwhile takes the charge into `_other`). 0 as shms__account_get.
  */
 uint32_t shms__account_lookup(const struct shms__cls *k, const char *name, uint64_t timeout_ns);
+/*
+ * Move a process's tally of leases taken on the fast path in class k (count, swapped to 0) into
+ * the record of the tenant named by its NUL-padded words, made if absent, inside the table's
+ * tally sequence (core/tally.h). SHMS_EQUEUEFULL (no room) or SHMS_ETIMEDOUT (the lock held past
+ * timeout_ns): nothing moved.
+ */
+int shms__account_take_tally(const struct shms__cls *k, const uint64_t *name, uint64_t *count,
+                             uint64_t timeout_ns);
 /* Give back a reference shms__account_get took. */
 void shms__account_put(const struct shms__cls *k, uint32_t ref);
 /* The weight a tenant's charges are divided by: its own, 1..SHMS_WEIGHT_MAX. */

@@ -13,6 +13,7 @@
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/hbm.h"
+#include "account.h"
 #include "fair.h"
 #include "report.h"
 #include "sched.h"
@@ -75,6 +76,15 @@ static void record_wait(const struct shms__cls *k, uint32_t ref, uint64_t waited
   shms__store_64(&t->total_wait_ns, t->total_wait_ns + waited);
   if (waited > t->max_wait_ns)
     shms__store_64(&t->max_wait_ns, waited);
+  /* And in the tenant table, which keeps them while the tenant is idle (the record referenced:
+   * never folded meanwhile, and only this class's baton holder writes its part). */
+  if (t->acct != 0 && k->id >= 0) {
+    struct shms__account_class *a = &shms__account_at(k, t->acct)->cls[k->id];
+    shms__store_64(&a->grants, a->grants + 1);
+    shms__store_64(&a->wait_ns, a->wait_ns + waited);
+    if (waited > a->max_wait_ns)
+      shms__store_64(&a->max_wait_ns, waited);
+  }
   ck_sequence_write_end(seq);
 }
 

@@ -502,6 +502,11 @@ int shms__view_rows(const shms_t *h, shms_class_t c, const void *out, uint32_t m
  * (read as they are: an observer's). */
 void shms__tenant_fair_row(const struct shms__cls *k, const struct shms__tenant *t,
                            shms_tenant_stats *o);
+/* The tenants of class k with their figures into out (up to max; *count all of them): those with
+ * a record, and those the tenant table keeps figures of or processes tallied for the class
+ * (core/tenantview.c). SHMS_ENOMEM, nothing written, when it cannot allocate its rows. */
+int shms__tenant_view(const struct shms__cls *k, shms_tenant_stats *out, uint32_t max,
+                      uint32_t *count);
 /* Each row's entitled_share, from the rows' weights, teams and turns. */
 void shms__tenant_shares(const struct shms__cls *k, shms_tenant_stats *rows, uint32_t n);
 

@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 9u
+#define SHMS__LAYOUT_VERSION 10u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -299,6 +299,18 @@ enum {
 #define SHMS__MARKS_PLAIN   (1u << 31)
 _Static_assert(SHMS__MARKS < 31, "the PLAIN bit lies above every mark's bit");
 
+/* A process's count of leases taken on the fast path in one class for one tenant: written by
+ * the process (the count atomically: its threads share it), rekeyed and folded into the tenant
+ * table under the table's tally sequence (core/tally.c). */
+struct shms__tally {
+  uint64_t name[SHMS__NAME_WORDS]; /* the tenant, NUL-padded; all 0: unused */
+  uint32_t cls;                    /* the class's id */
+  uint32_t reserved;
+  uint64_t grants; /* atomic */
+  uint64_t reserved2[2];
+} SHMS__ALIGNED;
+#define SHMS__TALLIES 4
+
 /* One attached process. Byte `offset of this entry` of the file is its liveness lock. */
 struct shms__proc {
   uint32_t state; /* SHMS__PROC_FREE / _CLAIMING / _LIVE */
@@ -332,6 +344,10 @@ struct shms__proc {
   uint64_t pidns_ino;      /* the process's pid namespace (struct shms__pidns), set at claim */
   uint64_t pidns_init_start;
   uint8_t reserved2[24];
+  /* Lines 4..7: how many leases the process took on the fast path, per class and tenant
+   * (core/tally.c). Kept after the process detaches or dies, until the entry's next owner
+   * folds them into the tenant table: observers add them up from every entry. */
+  struct shms__tally tally[SHMS__TALLIES];
 } SHMS__ALIGNED;
 
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
@@ -354,6 +370,9 @@ struct shms__accounts_ctl {
   uint32_t other;      /* the `_other` record's ref; 0 until a fold makes it */
   uint32_t reserved0;
   uint64_t folded; /* records folded into `_other` since creation */
+  /* Odd while a process's tally moves into the table (core/tally.c): an observer adding up
+   * tallies and records reads both between two even looks. */
+  uint64_t tally_seq;
 };
 
 /* What one class has charged an account (fairness by time), kept while the tenant is idle. */
@@ -367,6 +386,13 @@ struct shms__account_class {
   uint64_t fast_ns;
   uint32_t fast_n;
   uint32_t reserved;
+  /* What the tenant was granted in the class, kept while it is idle: grants from the queue and
+   * their waits (written by the class's baton holder, inside its observation sequence), and
+   * leases taken on the fast path, moved here from process tallies (atomic adds). */
+  uint64_t grants;
+  uint64_t wait_ns;
+  uint64_t max_wait_ns;
+  uint64_t fast_grants;
 };
 
 struct shms__account {
@@ -465,8 +491,9 @@ _Static_assert(sizeof(struct shms__class_ctl) == 9 * (size_t)SHMS__LINE, "class 
 _Static_assert(sizeof(struct shms__cell) == 2 * (size_t)SHMS__LINE, "cell is two lines");
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 3 * (size_t)SHMS__LINE, "tenant is three lines");
-_Static_assert(sizeof(struct shms__proc) == 3 * (size_t)SHMS__LINE, "proc entry is three lines");
-_Static_assert(sizeof(struct shms__account) == 5 * (size_t)SHMS__LINE, "account is five lines");
+_Static_assert(sizeof(struct shms__proc) == 7 * (size_t)SHMS__LINE, "proc entry is seven lines");
+_Static_assert(sizeof(struct shms__tally) == (size_t)SHMS__LINE, "a tally is a line");
+_Static_assert(sizeof(struct shms__account) == 8 * (size_t)SHMS__LINE, "account is eight lines");
 _Static_assert(sizeof(struct shms__accounts_ctl) == (size_t)SHMS__LINE, "accounts ctl is a line");
 
 /* Whether a class's fast word holds a map of its free cells (a lease class of at most 32

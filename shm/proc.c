@@ -126,6 +126,9 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
     shms__store_32(&p->ops[c], 0); /* a dead predecessor's operations are not ours */
   for (int t = 0; t < SHMS__MARKS; t++)
     shms__store_32(&p->marks[t], 0);
+  /* The lock of its tallies' keys (core/tally.c), which a dead predecessor may hold: the
+   * tallies themselves stay, counted, until the new owner moves them into the tenant table. */
+  shms__store_32(&p->tally[0].reserved, 0);
   /* Whether our threads mark plainly: visible before any of them marks, hence a full fence (a
    * freezer that reads our PLAIN bit too late must have set FROZEN before our first look at
    * it: docs/protocol.md, "Plain marks"). */
@@ -210,6 +213,9 @@ int shms__proc_reap_gen(const struct shms *h, int fd, uint32_t index, uint32_t g
     shms__store_32(&p->ops[c], 0);
   for (int t = 0; t < SHMS__MARKS; t++)
     shms__store_32(&p->marks[t], 0);
+  /* The lock of its tallies' keys (core/tally.c), which a dead predecessor may hold: the
+   * tallies themselves stay, counted, until the new owner moves them into the tenant table. */
+  shms__store_32(&p->tally[0].reserved, 0);
   shms__store_32(&p->marks_used, 0);
   shms__proc_unregister(h, fd, index);
   return 1;

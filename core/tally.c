@@ -1,0 +1,135 @@
+/* Every lease counted for its tenant: process tallies of the fast path (tally.h). */
+#include "tally.h"
+
+#include <ck_pr.h>
+#include <sched.h>
+
+#include "../shm/atomic.h"
+#include "../shm/crashpoint.h"
+#include "../shm/proc.h"
+#include "account.h"
+
+#define MOVE_WAIT_NS (10ull * 1000 * 1000) /* as a fast-path charge waits for the table */
+
+/* The tally this thread counted in last: a loop of one tenant's leases finds it at once. */
+static SHMS__TLS uint32_t hint;
+
+static int key_is(const struct shms__tally *t, uint32_t cls, const uint64_t *name) {
+  if (shms__load_32((uint32_t *)&t->cls) != cls)
+    return 0;
+  for (int w = 0; w < SHMS__NAME_WORDS; w++)
+    if (shms__load_64((uint64_t *)&t->name[w]) != name[w])
+      return 0;
+  return 1;
+}
+
+static int unused(const struct shms__tally *t) {
+  return shms__load_64((uint64_t *)&t->name[0]) == 0;
+}
+
+/*
+ * Rekeying is the process's own business, serialised between its threads (and handles) by a word
+ * of its entry: its first tally's `reserved`, reset when a process claims the entry (shm/proc.c:
+ * one that died holding it has no threads left to wait).
+ */
+static void rekey_lock(struct shms__proc *p) {
+  while (!ck_pr_cas_32(&p->tally[0].reserved, 0, 1))
+    sched_yield();
+}
+
+static void rekey_unlock(struct shms__proc *p) { ck_pr_store_32(&p->tally[0].reserved, 0); }
+
+/* Move tally t into the table, under its key: 0 when the table cannot take it now. */
+static int move(struct shms *h, struct shms__tally *t) {
+  uint32_t c = shms__load_32(&t->cls);
+  if (shms__load_64(&t->grants) == 0)
+    return 1;
+  if (c >= SHMS_CLASS_COUNT || h->cls[c].id < 0) {
+    shms__fas_64(&t->grants, 0); /* no such class here: a torn key, which counts nothing */
+    return 1;
+  }
+  return shms__account_take_tally(&h->cls[c], t->name, &t->grants, MOVE_WAIT_NS) == SHMS_OK;
+}
+
+/* The tally for (cls, name): found, unused, or the next in turn moved into the table and
+ * rekeyed. NULL when the table cannot take the one in turn. */
+__attribute__((noinline, cold)) static struct shms__tally *tally_for(struct shms *h, uint32_t cls,
+                                                                     const uint64_t *name) {
+  struct shms__proc *p = h->proc;
+  struct shms__tally *t = NULL;
+  rekey_lock(p);
+  for (uint32_t i = 0; i < SHMS__TALLIES && t == NULL; i++)
+    if (key_is(&p->tally[i], cls, name) || unused(&p->tally[i]))
+      t = &p->tally[hint = i];
+  if (t == NULL) {
+    static SHMS__TLS uint32_t turn; /* the next to give up its key: round robin */
+    uint32_t i = turn++ % SHMS__TALLIES;
+    t = move(h, &p->tally[i]) ? &p->tally[hint = i] : NULL;
+  }
+  if (t != NULL && !key_is(t, cls, name)) {
+    /* A thread counting under the old key between the move and this rekey counts its lease for
+     * the new one: one lease misattributed, in a process that cycles through tenants. */
+    shms__store_32(&t->cls, cls);
+    for (int w = 0; w < SHMS__NAME_WORDS; w++)
+      shms__store_64(&t->name[w], name[w]);
+  }
+  rekey_unlock(p);
+  return t;
+}
+
+void shms__tally_lease(struct shms *h, const struct shms__cls *k, const uint64_t *tenant) {
+  struct shms__proc *p = h->proc;
+  if (p == NULL || k->id < 0)
+    return;
+  struct shms__tally *t = &p->tally[hint % SHMS__TALLIES];
+  if (!key_is(t, (uint32_t)k->id, tenant) && (t = tally_for(h, (uint32_t)k->id, tenant)) == NULL)
+    return;
+  ck_pr_inc_64(&t->grants);
+}
+
+void shms__tally_adopt(struct shms *h) {
+  struct shms__proc *p = h->proc;
+  if (p == NULL)
+    return;
+  rekey_lock(p);
+  for (uint32_t i = 0; i < SHMS__TALLIES; i++)
+    if (!unused(&p->tally[i]))
+      move(h, &p->tally[i]); /* one the table cannot take stays here, counted still */
+  rekey_unlock(p);
+}
+
+void shms__tally_each(const struct shms__cls *k, shms__tally_fn *fn, void *ctx) {
+  const struct shms *h = k->h;
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    const struct shms__proc *p = shms__proc_at(h, i);
+    for (uint32_t j = 0; j < SHMS__TALLIES; j++) {
+      const struct shms__tally *t = &p->tally[j];
+      uint64_t name[SHMS__NAME_WORDS];
+      for (int w = 0; w < SHMS__NAME_WORDS; w++)
+        name[w] = shms__load_64((uint64_t *)&t->name[w]);
+      uint64_t n = shms__load_64((uint64_t *)&t->grants);
+      if (name[0] == 0 || n == 0 || shms__load_32((uint32_t *)&t->cls) != (uint32_t)k->id)
+        continue;
+      /* A key read torn by a rekey: the sequence's retry reads it again. */
+      fn(ctx, name, n);
+    }
+  }
+}
+
+uint64_t shms__tally_read_begin(const struct shms__cls *k, int *torn) {
+  for (int tries = 0; tries < 1000; tries++) {
+    uint64_t v = shms__load_64(&k->actl->tally_seq);
+    if ((v & 1) == 0) {
+      ck_pr_fence_load();
+      return v;
+    }
+    sched_yield();
+  }
+  *torn = 1;
+  return 0;
+}
+
+int shms__tally_read_retry(const struct shms__cls *k, uint64_t v) {
+  ck_pr_fence_load();
+  return shms__load_64(&k->actl->tally_seq) != v;
+}
