@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "shmsched.h"
+
 /* Exit codes: part of the CLI's contract. */
 enum {
   CLI_EXIT_OK = 0,    /* the operation succeeded */
@@ -36,6 +38,10 @@ int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * CLI_EXIT_FAIL otherwise.
  */
 int cli_fail_lib(int rc);
+
+/* The tenants of class c as an observer reads them (shms_tenants_snapshot), all of them: into a
+ * malloc'd *rows, *n of them. SHMS_ENOMEM or the library's error: nothing to free. */
+int cli_tenants(shms_t *h, int c, shms_tenant_stats **rows, uint32_t *n);
 
 /* getopt_long returned c ('?' or ':'): report the option and return CLI_EXIT_USAGE. */
 int cli_bad_option(const char *cmd, int c, char *const argv[]);

@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -161,4 +162,24 @@ const char *cli_user_name(uint32_t uid, char *buf, size_t n) {
   else
     snprintf(buf, n, "%u", uid);
   return buf;
+}
+
+int cli_tenants(shms_t *h, int c, shms_tenant_stats **rows, uint32_t *n) {
+  /* The count can grow between two calls: ask again with room for what the last one said. */
+  uint32_t cap = 64, count = 0;
+  for (;;) {
+    shms_tenant_stats *t = calloc(cap, sizeof *t);
+    if (t == NULL)
+      return SHMS_ENOMEM;
+    int rc = shms_tenants_snapshot(h, (shms_class_t)c, t, cap, &count);
+    if (rc == SHMS_OK && count <= cap) {
+      *rows = t;
+      *n = count;
+      return SHMS_OK;
+    }
+    free(t);
+    if (rc != SHMS_OK)
+      return rc;
+    cap = count + 16;
+  }
 }

@@ -45,16 +45,12 @@ static const char help[] =
     "  shmsched status jobs --tenants | grep '^tenant\\.'\n"
     "  shmsched status jobs --leases | grep 'holder=stopped'\n";
 
-/* One class's tenants into v, with room for as many as the segment can hold. */
+/* One class's tenants into v. */
 static int gather_tenants(shms_t *h, int c, struct status_view *v) {
-  uint32_t max = v->cfg.max_tenants ? v->cfg.max_tenants : 1;
-  v->tenants[c] = calloc(max, sizeof *v->tenants[c]);
-  if (v->tenants[c] == NULL)
-    return cli_fail(SHMS_ENOMEM, "status: cannot allocate %u tenant rows", max);
-  int rc = shms_tenants_snapshot(h, (shms_class_t)c, v->tenants[c], max, &v->tenants_count[c]);
+  int rc = cli_tenants(h, c, &v->tenants[c], &v->tenants_count[c]);
   if (rc != SHMS_OK)
     return cli_fail_lib(rc);
-  v->tenants_shown[c] = v->tenants_count[c] < max ? v->tenants_count[c] : max;
+  v->tenants_shown[c] = v->tenants_count[c];
   return CLI_EXIT_OK;
 }
 

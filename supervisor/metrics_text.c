@@ -103,13 +103,9 @@ static int by_weight(const void *a, const void *b) {
 }
 
 static int gather_tenants(shms_t *h, int c, struct seg *s) {
-  uint32_t max = s->cfg.max_tenants ? s->cfg.max_tenants : 1;
-  s->tenants[c] = calloc(max, sizeof *s->tenants[c]);
-  if (s->tenants[c] == NULL)
-    return SHMS_ENOMEM;
-  uint32_t count = 0;
-  int rc = shms_tenants_snapshot(h, (shms_class_t)c, s->tenants[c], max, &count);
-  s->ntenants[c] = count < max ? count : max;
+  int rc = cli_tenants(h, c, &s->tenants[c], &s->ntenants[c]);
+  if (rc != SHMS_OK)
+    return rc;
   qsort(s->tenants[c], s->ntenants[c], sizeof *s->tenants[c], by_weight);
   /* A tenant may be named "_other" itself: it goes into the "_other" sum, never a series of its
    * own, so that no two series are the same. */
@@ -478,8 +474,8 @@ static void write_tenants(const struct out *o, uint32_t cap) {
          "A tenant's leases counted against tenant-max-active.");
   per_tenant(o, cap, "shmsched_tenant_active", T_ACTIVE);
   family(o, "shmsched_tenant_grants_total", "counter",
-         "A tenant's grants from the queue during its stay in the tenant table (starts again "
-         "from 0 when it comes back).");
+         "A tenant's grants in a class, from the queue and on the fast path, kept while it is "
+         "idle (a full tenant table sums the least recently active into tenant=\"_other\").");
   per_tenant(o, cap, "shmsched_tenant_grants_total", T_GRANTS);
   family(o, "shmsched_tenant_wait_seconds_total", "counter",
          "How long a tenant's grants from the queue waited, summed.");

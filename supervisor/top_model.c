@@ -24,12 +24,9 @@ int top_sample_read(shms_t *h, struct top_sample *s) {
     if (!s->cfg.classes[c].configured)
       continue;
     rc = shms_observe(h, (shms_class_t)c, &s->st[c]);
-    uint32_t max = s->cfg.max_tenants ? s->cfg.max_tenants : 1, n = 0;
-    if (rc == SHMS_OK && (s->tenants[c] = calloc(max, sizeof *s->tenants[c])) == NULL)
-      rc = SHMS_ENOMEM;
+    uint32_t n = 0;
     if (rc == SHMS_OK)
-      rc = shms_tenants_snapshot(h, (shms_class_t)c, s->tenants[c], max, &n);
-    s->ntenants[c] = n < max ? n : max;
+      rc = cli_tenants(h, c, &s->tenants[c], &s->ntenants[c]);
     uint32_t cells = s->cfg.classes[c].cells ? s->cfg.classes[c].cells : 1;
     n = 0;
     if (rc == SHMS_OK && (s->cells[c] = calloc(cells, sizeof *s->cells[c])) == NULL)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Prometheus configuration and alert rules docs/operations.md shows are valid: each YAML
 # block after a "<!-- prometheus-config -->" or "<!-- prometheus-rules -->" marker is checked
-# with promtool (Debian's prometheus package; scripts/setup.sh installs it).
+# with promtool (Debian's prometheus package; scripts/setup.sh installs it), and the rules are
+# run on the series of tests/alert_rules.yml.
 # Usage: doc_prometheus.sh SOURCE_DIR
 set -euo pipefail
 src=$1
@@ -22,4 +23,7 @@ block prometheus-config "$dir/prometheus.yml"
 block prometheus-rules "$dir/rules.yml"
 promtool check config "$dir/prometheus.yml"
 promtool check rules "$dir/rules.yml"
-echo "doc_prometheus: the scrape configuration and the alert rules pass promtool"
+# Each rule fires on the series that should fire it, and on no other (tests/alert_rules.yml).
+cp "$src/tests/alert_rules.yml" "$dir/alert_rules.yml"
+promtool test rules "$dir/alert_rules.yml"
+echo "doc_prometheus: the scrape configuration and the alert rules pass promtool, and fire as tested"

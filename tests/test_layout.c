@@ -43,9 +43,9 @@ static uint64_t documented_size(const shms_config *cfg) {
             line(8 * hbm_words(t)) + line(4 * t) +
             line(8 * hbm_words(cfg->tenant_table ? cfg->tenant_table : SHMS_DEFAULT_TENANT_TABLE));
   }
-  size += 192ull * cfg->max_processes;
+  size += 448ull * cfg->max_processes;
   uint64_t a = cfg->tenant_table ? cfg->tenant_table : SHMS_DEFAULT_TENANT_TABLE;
-  size += 64 + line(4 * pow2(2 * (uint32_t)a)) + 320 * a;       /* the tenant table */
+  size += 64 + line(4 * pow2(2 * (uint32_t)a)) + 512 * a;       /* the tenant table */
   return cfg->events ? size + 64 + 128ull * cfg->events : size; /* the event ring */
 }
 
