@@ -136,7 +136,7 @@ static int feed_tick(struct feed *d, struct top_args *a) {
 /* The frame of the last two samples; frame_make leaves out an interval across incarnations. */
 static int feed_frame(const struct feed *d, const struct top_args *a, struct top_frame *f) {
   if (d->gone) {
-    top_frame_gone(a->name, d->src.incarnation, d->gone_wall_ns, f);
+    top_frame_gone(a->name, &d->src, d->gone_wall_ns, f);
     return SHMS_OK;
   }
   return top_frame_make(a->name, &d->older, &d->newer, a->v.sort, a->v.reverse, f);

@@ -81,6 +81,7 @@ struct top_frame {
   const char *name;
   const char *state; /* the segment's, or "gone" once it was destroyed */
   int gone;          /* destroyed: no figures, no classes */
+  int gone_rc;       /* while gone: why no segment of the name could be attached */
   uint64_t incarnation;
   uint64_t uptime_s, wall_ns;
   double interval_s;
@@ -96,8 +97,11 @@ void top_sample_free(struct top_sample *s);
  * prev is of another incarnation), its tenants sorted by sort (reverse: the other way). */
 int top_frame_make(const char *name, const struct top_sample *prev, const struct top_sample *now,
                    enum top_sort sort, int reverse, struct top_frame *f);
-/* The frame of NAME's segment of that incarnation, destroyed; seen at wall_ns. */
-void top_frame_gone(const char *name, uint64_t incarnation, uint64_t wall_ns, struct top_frame *f);
+/* The frame of NAME's segment that src followed, destroyed (src->incarnation): seen gone at
+ * wall_ns, with why nothing of the name could be attached since (src->attach_rc). */
+struct top_source;
+void top_frame_gone(const char *name, const struct top_source *src, uint64_t wall_ns,
+                    struct top_frame *f);
 void top_frame_free(struct top_frame *f);
 const char *top_sort_name(enum top_sort s);
 

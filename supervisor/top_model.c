@@ -247,12 +247,14 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
   return SHMS_OK;
 }
 
-void top_frame_gone(const char *name, uint64_t incarnation, uint64_t wall_ns, struct top_frame *f) {
+void top_frame_gone(const char *name, const struct top_source *src, uint64_t wall_ns,
+                    struct top_frame *f) {
   memset(f, 0, sizeof *f);
   f->name = name;
   f->state = "gone";
   f->gone = 1;
-  f->incarnation = incarnation;
+  f->incarnation = src->incarnation;
+  f->gone_rc = src->attach_rc;
   f->wall_ns = wall_ns;
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     f->classes[c].cls = -1;

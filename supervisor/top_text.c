@@ -293,7 +293,11 @@ static void leases(struct lines *l, const struct top_class *r, const struct top_
 
 static void gone(struct lines *l, const struct top_frame *f) {
   put(l, 0, "segment '%s' (incarnation %016" PRIx64 ") was destroyed", f->name, f->incarnation);
-  put(l, 0, "waiting for a new segment '%s': top attaches it once it is created", f->name);
+  if (f->gone_rc == SHMS_ENOTFOUND)
+    put(l, 0, "waiting for a new segment '%s': top attaches it once it is created", f->name);
+  else /* one is there, but not for us (its mode, or half made): say so, and keep trying */
+    put(l, 0, "a segment '%s' is there, but top cannot attach it (%s): trying again", f->name,
+        shms_err_name(f->gone_rc));
 }
 
 void top_render(const struct top_frame *f, const struct top_view *v,

@@ -252,13 +252,15 @@ END_TEST
 /* A destroyed segment's frame: its lines say so, its JSON has no figures. */
 START_TEST(gone_frame) {
   struct top_frame f;
-  top_frame_gone("jobs", 0x41f02e41b5643c86ull, 1, &f);
+  struct top_source src = {.incarnation = 0x41f02e41b5643c86ull, .attach_rc = SHMS_ENOTFOUND};
+  top_frame_gone("jobs", &src, 1, &f);
   struct captured c = {0};
   struct top_view v = {.sel = SHMS_CLASS_STANDARD, .width = 80};
   top_render(&f, &v, capture, &c);
   ck_assert_int_eq(strncmp(c.text[0], "shmsched top: jobs  state gone  ", 32), 0);
   ck_assert_ptr_nonnull(
       line_with(&c, "segment 'jobs' (incarnation 41f02e41b5643c86) was destroyed"));
+  ck_assert_ptr_nonnull(line_with(&c, "waiting for a new segment 'jobs'"));
   ck_assert_ptr_null(line_with(&c, "CLASS"));
   char *json = NULL;
   size_t n = 0;
@@ -271,6 +273,17 @@ START_TEST(gone_frame) {
                     strstr(json, "\"classes\": {}") != NULL,
                 "%s", json);
   free(json);
+  top_frame_free(&f);
+  /* A segment of the name that cannot be attached is not said to be missing. */
+  src.attach_rc = SHMS_EPERM;
+  top_frame_gone("jobs", &src, 1, &f);
+  memset(&c, 0, sizeof c);
+  top_render(&f, &v, capture, &c);
+  char want[128];
+  snprintf(want, sizeof want, "a segment 'jobs' is there, but top cannot attach it (%s)",
+           shms_err_name(SHMS_EPERM));
+  ck_assert_msg(line_with(&c, want) != NULL, "no line '%s'", want);
+  ck_assert_ptr_null(line_with(&c, "waiting for a new segment"));
   top_frame_free(&f);
 }
 END_TEST
