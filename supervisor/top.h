@@ -1,8 +1,10 @@
 /*
  * `shmsched top`: a live view of one segment. Two samples of the segment, read as an observer,
  * make a frame (top_model.c): figures now, and rates, mean and max waits over the interval from
- * the counters' deltas. A frame is drawn as lines of text (top_text.c), on a terminal with
- * ncurses or as plain batch frames, or as one JSON object (top_text.c).
+ * the counters' deltas. A frame is drawn as lines of text (top_text.c, its columns fitted to the
+ * width by top_cols.c), on a terminal with ncurses or as plain batch frames, or as one JSON
+ * object (top_text.c). The segment is followed by incarnation (top_source.c): a destroyed one
+ * is a frame that says so, a new one of the same name is attached when it appears.
  */
 #ifndef SHMS_SUPERVISOR_TOP_H
 #define SHMS_SUPERVISOR_TOP_H
@@ -77,7 +79,10 @@ enum top_sort { TOP_SORT_GRANTS, TOP_SORT_QUEUED, TOP_SORT_WAIT, TOP_SORT_NAME, 
 
 struct top_frame {
   const char *name;
-  const char *state;
+  const char *state; /* the segment's, or "gone" once it was destroyed */
+  int gone;          /* destroyed: no figures, no classes */
+  int gone_rc;       /* while gone: why no segment of the name could be attached */
+  uint64_t incarnation;
   uint64_t uptime_s, wall_ns;
   double interval_s;
   uint32_t live_processes;
@@ -88,21 +93,78 @@ struct top_frame {
 /* Read the segment h into s. Returns an SHMS_E* code. */
 int top_sample_read(shms_t *h, struct top_sample *s);
 void top_sample_free(struct top_sample *s);
-/* The frame of sample now over the interval since prev (prev->mono_ns 0: no interval yet). */
+/* The frame of sample now over the interval since prev (no interval when prev->mono_ns is 0, or
+ * prev is of another incarnation), its tenants sorted by sort (reverse: the other way). */
 int top_frame_make(const char *name, const struct top_sample *prev, const struct top_sample *now,
-                   enum top_sort sort, struct top_frame *f);
+                   enum top_sort sort, int reverse, struct top_frame *f);
+/* The frame of NAME's segment that src followed, destroyed (src->incarnation): seen gone at
+ * wall_ns, with why nothing of the name could be attached since (src->attach_rc). */
+struct top_source;
+void top_frame_gone(const char *name, const struct top_source *src, uint64_t wall_ns,
+                    struct top_frame *f);
 void top_frame_free(struct top_frame *f);
 const char *top_sort_name(enum top_sort s);
 
 /* What the panel below the classes lists for the selected class. */
 enum top_panel { TOP_PANEL_TENANTS, TOP_PANEL_LEASES };
 
-/* Lines of at most width columns; the panel shows class sel's (its index in f->classes) tenants
- * or leases. Calls line(ctx, text, kind) per line; kind 1 for a heading line, 0 otherwise. */
-void top_render(const struct top_frame *f, int sel, enum top_sort sort, enum top_panel panel,
-                int width, int height, void (*line)(void *ctx, const char *text, int kind),
-                void *ctx);
+/* How a frame is drawn. */
+struct top_view {
+  int sel; /* the class whose panel is shown: its index in top_frame.classes */
+  enum top_sort sort;
+  int reverse;
+  enum top_panel panel;
+  int width, height; /* columns and lines; 0: no limit (batch) */
+  int keys;          /* on a terminal: the titles say where the keys are */
+  int paused;        /* the display is frozen: the header says so */
+};
+
+/* Lines of at most width columns, columns dropped to fit (top_cols_fit). Calls line(ctx, text,
+ * kind) per line; kind 1 for a heading line, 0 otherwise. */
+void top_render(const struct top_frame *f, const struct top_view *v,
+                void (*line)(void *ctx, const char *text, int kind), void *ctx);
+/* The help screen: the keys. */
+void top_render_help(const struct top_view *v, void (*line)(void *ctx, const char *text, int kind),
+                     void *ctx);
 /* One JSON object for the frame, on one line. */
 void top_json(FILE *out, const struct top_frame *f);
+
+/*
+ * A table's columns on a narrow terminal (top_cols.c). Each column has a heading and a width (a
+ * field longer than that pushes the rest right); one separating space between columns.
+ */
+struct top_col {
+  const char *head;
+  int width;
+  int left; /* aligned left; the last column shown, if left-aligned, is not padded */
+};
+/*
+ * Which of cols[0..n) a line of width columns shows, into keep[] (1 shown): the columns of drop
+ * (ndrop indexes into cols) go one at a time, in that order, until the rest fit; a column drop
+ * does not name always stays, the line cut at the edge if it must be. width <= 0: every column.
+ */
+void top_cols_fit(const struct top_col *cols, int n, const int *drop, int ndrop, int width,
+                  unsigned char *keep);
+/* The columns keep[] shows, of fields (NULL: the headings), into out (n bytes). Returns out. */
+char *top_cols_join(char *out, size_t n, const struct top_col *cols, int ncols,
+                    const unsigned char *keep, const char *const *fields);
+
+/* The segment top follows: NAME's, by incarnation (top_source.c). */
+struct top_source {
+  const char *name;
+  shms_t *h;            /* NULL while gone */
+  uint64_t incarnation; /* the attached segment's, or the destroyed one's while gone */
+  int attach_rc;        /* while gone: why NAME could not be attached (SHMS_ENOTFOUND: none) */
+};
+enum top_look {
+  TOP_LOOK_SAME, /* the segment attached is NAME's still */
+  TOP_LOOK_GONE, /* none is attached: it was destroyed, and no new one is there yet */
+  TOP_LOOK_NEW,  /* a segment of another incarnation is attached now */
+};
+/* Attach NAME as an observer. Returns an SHMS_E* code; s is usable only on SHMS_OK. */
+int top_source_open(struct top_source *s, const char *name);
+/* Whether the segment was destroyed, and once it was, whether a new one can be attached. */
+enum top_look top_source_look(struct top_source *s);
+void top_source_close(struct top_source *s);
 
 #endif

@@ -83,6 +83,7 @@ static const shms_tenant_stats *find_tenant(const struct top_sample *s, int c, c
 }
 
 static enum top_sort sort_key;
+static int sort_reverse;
 
 static int by_sort(const void *a, const void *b) {
   const struct top_tenant *x = a, *y = b;
@@ -96,11 +97,12 @@ static int by_sort(const void *a, const void *b) {
     uint64_t wy = y->wait_mean_ns == TOP_NONE ? 0 : y->wait_mean_ns;
     d = (wx < wy) - (wx > wy);
   }
-  return d != 0 ? d : strcmp(x->name, y->name);
+  d = d != 0 ? d : strcmp(x->name, y->name);
+  return sort_reverse ? -d : d;
 }
 
 static int make_tenants(const struct top_sample *prev, const struct top_sample *now, int c,
-                        double dt, enum top_sort sort, struct top_class *r) {
+                        double dt, enum top_sort sort, int reverse, struct top_class *r) {
   uint32_t n = now->ntenants[c];
   r->tenants = calloc(n ? n : 1, sizeof *r->tenants);
   if (r->tenants == NULL)
@@ -140,6 +142,7 @@ static int make_tenants(const struct top_sample *prev, const struct top_sample *
   r->ntenants = n;
   r->fair_share = wanting ? 1.0 / wanting : 0;
   sort_key = sort;
+  sort_reverse = reverse;
   qsort(r->tenants, n, sizeof *r->tenants, by_sort);
   return SHMS_OK;
 }
@@ -185,9 +188,14 @@ static const char *state_name(uint32_t st) {
 }
 
 int top_frame_make(const char *name, const struct top_sample *prev, const struct top_sample *now,
-                   enum top_sort sort, struct top_frame *f) {
+                   enum top_sort sort, int reverse, struct top_frame *f) {
+  /* Counters of another segment say nothing of this one's interval. */
+  static const struct top_sample none;
+  if (prev->info.incarnation != now->info.incarnation)
+    prev = &none;
   memset(f, 0, sizeof *f);
   f->name = name;
+  f->incarnation = now->info.incarnation;
   f->state = state_name(now->info.state);
   f->wall_ns = now->wall_ns;
   f->uptime_s = now->wall_ns > now->info.created_unix_ns
@@ -227,13 +235,26 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
       interval_max(a, b, r);
     else
       r->wait_max_ns = TOP_NONE;
-    int rc = make_tenants(prev, now, c, dt, sort, r);
+    int rc = make_tenants(prev, now, c, dt, sort, reverse, r);
     if (rc == SHMS_OK)
       rc = make_leases(now, c, r);
     if (rc != SHMS_OK)
       return rc;
   }
   return SHMS_OK;
+}
+
+void top_frame_gone(const char *name, const struct top_source *src, uint64_t wall_ns,
+                    struct top_frame *f) {
+  memset(f, 0, sizeof *f);
+  f->name = name;
+  f->state = "gone";
+  f->gone = 1;
+  f->incarnation = src->incarnation;
+  f->gone_rc = src->attach_rc;
+  f->wall_ns = wall_ns;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    f->classes[c].cls = -1;
 }
 
 void top_frame_free(struct top_frame *f) {
