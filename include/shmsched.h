@@ -720,6 +720,8 @@ typedef struct {
   uint32_t queued;
   uint32_t active; /* leases counted against tenant-max-active (0 when unlimited) */
   uint32_t in_ring;
+  /* Leases granted to it in the class, from the queue and on the fast path; the waits of those
+   * from the queue (a lease taken at once waits 0). Kept while it is idle. */
   uint64_t granted;
   uint64_t total_wait_ns;
   uint64_t max_wait_ns;
@@ -736,10 +738,12 @@ typedef struct {
 } shms_tenant_stats;
 
 /*
- * The tenants with queued work (or counted leases) in class c: up to max
- * into out, the number present into *count (which may exceed max). Blocks as
- * shms_explain does (SHMS_ETIMEDOUT after a second of a busy dispatcher,
- * *count untouched). Any thread.
+ * The tenants of class c: those with queued work or counted leases now, and every tenant the
+ * class granted a lease (from the queue or on the fast path), whose figures the tenant table
+ * keeps while it is idle (a full table sums the least recently active into a row `_other`). Up
+ * to max into out, the number present into *count (which may exceed max, and may grow between
+ * two calls). Blocks as shms_explain does (SHMS_ETIMEDOUT after a second of a busy dispatcher,
+ * *count untouched); SHMS_ENOMEM when it cannot allocate its working rows. Any thread.
  */
 SHMS_EXTERN int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, uint32_t max,
                              uint32_t *count);
@@ -752,10 +756,10 @@ SHMS_EXTERN int shms_tenants(shms_t *h, shms_class_t c, shms_tenant_stats *out, 
  * before and after it was read; a record that kept changing over 64 tries is left out);
  * granted, total_wait_ns and max_wait_ns are one instant (read inside the class's observation
  * seqlock, as shms_observe reads its counters); queued, active and in_ring are each read once
- * and may be a grant apart from them. Rows are not one instant together, and a tenant whose
- * record is freed and taken again between two calls starts its figures again from 0.
- * Records are visited in table order. SHMS_EINVAL for a class the segment does not configure.
- * Any thread; a failure leaves nothing.
+ * and may be a grant apart from them. Rows are not one instant together. A tenant's figures
+ * only grow from one call to the next (until its record is folded into `_other`). Tenants with
+ * a record in the class come first, in table order. SHMS_EINVAL for a class the segment does
+ * not configure; SHMS_ENOMEM as shms_tenants. Any thread; a failure leaves nothing.
  */
 SHMS_EXTERN int shms_tenants_snapshot(shms_t *h, shms_class_t c, shms_tenant_stats *out,
                                       uint32_t max, uint32_t *count);

@@ -102,22 +102,23 @@ wait_screen '^shmsched top: '"$name"' +state active .* processes 5 +supervisor n
   '^CLASS +CELLS +LSD +GRT +AVL +QRN +OFF +QUEUE +GRANT/s +REJ/s +CANC/s +WAIT +WAITMAX +OLDEST$' \
   '^standard +\[#{12}\] +2 +0 +0 +0 +0 +3/8 ' \
   '^small +\[\.{12}\] +0 +0 +1 +0 +0 +0/4 ' \
-  '^TENANTS of standard: 2 +\(fair share 50%\) +sort: grants/s +keys: \? help' \
+  '^TENANTS of standard: 4 +\(fair share 50%\) +sort: grants/s +keys: \? help' \
   '^TENANT +QUEUED +ACTIVE +GRANT/s +SHARE +WAIT +WAITMAX +W +TIME +ENTIT +TEAM$' \
-  '^carol +2 +0 +0\.0 ' '^dave +1 +0 +0\.0 '
+  '^carol +2 +0 +0\.0 ' '^dave +1 +0 +0\.0 ' '^alice +0 +0 +0\.0 ' '^bob +0 +0 +0\.0 '
+# (alice and bob are tenants of the class as well: their leases, taken at once, are counted.)
 fits 120 40
 grep -q 'EXP/s' <<<"$screen" && fail "EXP/s, the first column to go, is shown in 120 columns"
 above "$screen" '^small ' '^standard ' || fail "the classes are not in the segment's order"
 keys c
 wait_screen '^TENANTS of small: 0 '
 keys C
-wait_screen '^TENANTS of standard: 2 ' '^carol +2 '
+wait_screen '^TENANTS of standard: 4 ' '^carol +2 '
 # ? shows the keys; any key goes back to the view (and does nothing else).
 keys '?'
 wait_screen '^shmsched top: keys$' '^  r +reverse the sort order$' '^  Space, p +pause' \
   '^  \?, h +this help$' '^Any key returns to the view\.$'
 keys c
-wait_screen '^TENANTS of standard: 2 '
+wait_screen '^TENANTS of standard: 4 '
 # s: by queued (carol 2, dave 1); r reverses it, and again back.
 keys s
 wait_screen 'sort: queued +keys:' '^carol +2 ' '^dave +1 '
@@ -135,7 +136,7 @@ wait_screen '^LEASES of standard: 2 ' '^ CELL STATE +AGE +PID HOLDER +USER +TENA
   "^ +0 leased +[0-9.]+(us|ms|s) +[0-9]+ running $me +(alice|bob)\$" \
   "^ +1 leased +[0-9.]+(us|ms|s) +[0-9]+ running $me +(alice|bob)\$"
 keys l
-wait_screen '^TENANTS of standard: 2 ' '^carol +2 '
+wait_screen '^TENANTS of standard: 4 ' '^carol +2 '
 
 # Batch: plain frames, no escape byte, no keys; automatic on a pipe, and with TERM=dumb on a
 # terminal.
@@ -155,7 +156,7 @@ for f in batch pipe dumb; do
   grep -q 'EXP/s' "$dir/$f" || fail "$f: batch frames have no width, yet a column is missing"
 done
 "$B" top "$name" -b -n 1 -d 50ms -c standard -s queued -r >"$dir/reverse"
-grep -q '^TENANTS of standard: 2 .* sort: queued reversed$' "$dir/reverse" &&
+grep -q '^TENANTS of standard: 4 .* sort: queued reversed$' "$dir/reverse" &&
   above "$(cat "$dir/reverse")" '^dave ' '^carol ' || fail "-s queued -r: $(cat "$dir/reverse")"
 # JSON: one object per frame.
 "$B" top "$name" --json -n 2 -d 50ms >"$dir/json"
@@ -165,7 +166,8 @@ frames = [json.loads(line) for line in open(sys.argv[1])]
 assert len(frames) == 2, frames
 std = frames[1]["classes"]["standard"]
 assert (std["cells_leased"], std["queue_depth"], std["queue_capacity"]) == (2, 3, 8), std
-assert [(t["name"], t["queued"]) for t in std["tenants"]] == [("carol", 2), ("dave", 1)], std
+assert [(t["name"], t["queued"]) for t in std["tenants"] if t["queued"]] == [("carol", 2), ("dave", 1)], std
+assert sorted(t["name"] for t in std["tenants"] if not t["queued"]) == ["alice", "bob"], std
 assert frames[1]["supervisor_pid"] is None and frames[1]["live_processes"] == 5, frames[1]
 assert list(frames[1]["classes"]) == ["small", "standard"], frames[1]["classes"].keys()
 assert len(frames[1]["incarnation"]) == 16, frames[1]
