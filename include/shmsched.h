@@ -305,8 +305,10 @@ enum { SHMS_DESTROY_FORCE = 1u << 0 };
  * segment (its first 8 bytes are not the magic, and it is not a half-made
  * segment of this build) never is: SHMS_EINCOMPAT, nothing changed.
  * Blocks while it kills the dead processes' commands (up to 2 s each). On
- * failure nothing changed (SHMS_EBUSY restores the segment's state). Any
- * thread.
+ * failure nothing changed (SHMS_EBUSY restores the segment's state). A
+ * refusal that SHMS_DESTROY_FORCE would overcome names it in the detail
+ * ("...; SHMS_DESTROY_FORCE removes it anyway"), for a front end to put its
+ * own spelling in its place (the CLI's --force). Any thread.
  */
 SHMS_EXTERN int shms_destroy(const char *name, unsigned flags);
 

@@ -15,8 +15,8 @@ packages=(
   gnuplot-nox strace           # perf/run.sh: plots; system calls counted per operation
   spin                         # the protocol models (tests/model) are checked with spin
   clang libclang-rt-14-dev     # libFuzzer and its sanitizers: scripts/fuzz.sh
-  python3-dev python3-setuptools  # the Python binding (python/): headers; pip install ./python
-  python3-pytest python3-venv     # its tests; the offline install test's virtual environment
+  python3-dev                     # the Python binding (python/): its headers
+  python3-pytest python3-venv python3-pip  # its tests; the install tests' venv and pip wheel
   prometheus python3-prometheus-client curl  # `metrics`: promtool check, the client's parser, scrapes
   prometheus-node-exporter        # `metrics --textfile` read by its textfile collector in a test
   libncurses-dev tmux             # `top`: its terminal view, and the terminal its test drives

@@ -49,6 +49,26 @@ void shms__name_copy(char *out, const char *name) {
   shms__name_clean(out);
 }
 
+/*
+ * A name holding a byte it may not, at i: the failure, naming the byte for what it is ("a space
+ * (0x20)", "a control byte 0x0a", "a non-ASCII byte 0xc3", "'/' (0x2f)"). Tenant and segment
+ * names share it, so the library, the CLI and the binding describe them alike. Out of line: the
+ * tenant check is on every acquire.
+ */
+__attribute__((noinline, cold)) static int bad_name_byte(const char *what, unsigned char ch,
+                                                         size_t i, const char *rule) {
+  char buf[32];
+  const char *desc = buf;
+  if (ch == ' ')
+    desc = "a space (0x20)";
+  else if (ch == '/')
+    desc = "'/' (0x2f)";
+  else
+    snprintf(buf, sizeof buf, "%s 0x%02x%s", ch > 0x7f ? "a non-ASCII byte" : "a control byte", ch,
+             ch == 0x7f ? " (DEL)" : "");
+  return shms__fail(SHMS_EINVAL, "%s name has %s at %zu (%s)", what, desc, i, rule);
+}
+
 int shms__tenant_pack(const char *name, uint64_t words[SHMS__NAME_WORDS]) {
   shms__clear_detail();
   if (name == NULL || name[0] == '\0')
@@ -69,7 +89,7 @@ int shms__tenant_pack(const char *name, uint64_t words[SHMS__NAME_WORDS]) {
         return SHMS_OK;
       }
       if (ch < 0x21 || ch > 0x7e)
-        return shms__fail(SHMS_EINVAL, "tenant name has a non-printable byte 0x%02x at %zu", ch, i);
+        return bad_name_byte("tenant", ch, i, "no spaces, controls or non-ASCII bytes");
       word |= (uint64_t)ch << (8 * b);
     }
     words[w] = word;
@@ -94,10 +114,7 @@ int shms_name_check(const char *name) {
   for (size_t i = 0; i < n; i++) {
     unsigned char ch = (unsigned char)name[i];
     if (ch == '/' || ch < 0x21 || ch > 0x7e)
-      return shms__fail(SHMS_EINVAL,
-                        "segment name has a forbidden byte 0x%02x at %zu (no '/', spaces or "
-                        "controls)",
-                        ch, i);
+      return bad_name_byte("segment", ch, i, "no '/', spaces, controls or non-ASCII bytes");
   }
   return SHMS_OK;
 }

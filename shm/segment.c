@@ -383,8 +383,9 @@ static int refuse_if_busy(struct shms *h, const char *name, unsigned flags, uint
     snprintf(list + n, sizeof list - n, "%s%d", i ? ", " : "", (int)pids[i]);
   }
   return shms__fail(SHMS_EBUSY,
-                    "segment '%s' has %u live attached process%s (pid %s%s); use --force", name,
-                    live, live == 1 ? "" : "es", list, live > 8 ? ", ..." : "");
+                    "segment '%s' has %u live attached process%s (pid %s%s); "
+                    "SHMS_DESTROY_FORCE removes it anyway",
+                    name, live, live == 1 ? "" : "es", list, live > 8 ? ", ..." : "");
 }
 
 /*
@@ -415,10 +416,10 @@ static int destroy_invalid(const char *name, unsigned flags) {
     rc = shms__fail(SHMS_EINCOMPAT,
                     "/dev/shm/%s (%lld bytes) is not a shmsched segment: its first 8 bytes are "
                     "not the magic, nor is it one of ours whose creation was cut short; not "
-                    "removed, with or without --force (remove it by hand if you know whose it is)",
+                    "removed, forced or not (remove it by hand if you know whose it is)",
                     name, (long long)st.st_size);
   else if (!(flags & SHMS_DESTROY_FORCE))
-    rc = shms__fail(SHMS_EINCOMPAT, "%s; --force removes it anyway", why);
+    rc = shms__fail(SHMS_EINCOMPAT, "%s; SHMS_DESTROY_FORCE removes it anyway", why);
   else if (!same_file(fd, name))
     rc = shms__fail(SHMS_EBUSY, "segment '%s' was replaced while it was being removed", name);
   else if (shm_unlink(shm_name) != 0)

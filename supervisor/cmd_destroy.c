@@ -1,6 +1,7 @@
 /* shmsched destroy: remove a segment. */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "shmsched.h"
@@ -25,6 +26,16 @@ static const char help[] =
     "  shmsched destroy jobs\n"
     "  shmsched destroy jobs --force\n";
 
+/* A refusal that forcing would overcome names the library's flag: this command's is --force. */
+static int destroy_fail(int rc) {
+  static const char flag[] = "SHMS_DESTROY_FORCE";
+  const char *detail = shms_last_error_detail();
+  const char *at = strstr(detail, flag);
+  if (at == NULL)
+    return cli_fail_lib(rc);
+  return cli_fail(rc, "%.*s--force%s", (int)(at - detail), detail, at + strlen(flag));
+}
+
 int cmd_destroy(int argc, char **argv) {
   static const struct option opts[] = {
       {"force", no_argument, NULL, 'f'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
@@ -42,7 +53,7 @@ int cmd_destroy(int argc, char **argv) {
     return CLI_EXIT_USAGE;
   int rc = shms_destroy(name, flags);
   if (rc != SHMS_OK)
-    return cli_fail_lib(rc);
+    return destroy_fail(rc);
   printf("destroyed segment '%s'\n", name);
   return CLI_EXIT_OK;
 }

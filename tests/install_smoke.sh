@@ -1,24 +1,58 @@
 #!/usr/bin/env bash
 # Install into a scratch prefix, then build and run docs/api.md's complete example against the
 # installed header, library and pkg-config file: proves `cmake --install` and the example both work.
+# shmsched.pc must describe the prefix installed to (not the configured one), also when the
+# install is staged with DESTDIR.
 # Usage: install_smoke.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1 build=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-pc=$(find "$work/prefix" -name shmsched.pc)
-[ -n "$pc" ] || { echo "install_smoke: shmsched.pc was not installed" >&2; exit 1; }
-[ -x "$work/prefix/bin/shmsched" ] || { echo "install_smoke: the CLI was not installed" >&2; exit 1; }
-# The first C block of docs/api.md is the complete example.
-awk '/^```c$/ {on = 1; next} /^```$/ && on {exit} on' "$src/docs/api.md" >"$work/example.c"
+fail() {
+  echo "install_smoke: $*" >&2
+  exit 1
+}
+prefix=$work/prefix
+cmake --install "$build" --prefix "$prefix" >/dev/null
+pc=$(find "$prefix" -name shmsched.pc)
+[ -n "$pc" ] || fail "shmsched.pc was not installed"
+[ -x "$prefix/bin/shmsched" ] || fail "the CLI was not installed"
+libdir=$(dirname "$(dirname "$pc")")
 export PKG_CONFIG_PATH
 PKG_CONFIG_PATH=$(dirname "$pc")
+got=$(pkg-config --variable=prefix shmsched)
+[ "$got" = "$prefix" ] || fail "shmsched.pc: prefix=$got, installed to $prefix"
+# (Concurrency Kit's own flags, which its .pc adds, may come too.)
+got=" $(pkg-config --cflags shmsched) "
+[[ $got == *" -I$prefix/include "* ]] || fail "pkg-config --cflags shmsched: '$got' (installed to $prefix)"
+got=" $(pkg-config --libs shmsched) "
+[[ $got == *" -L$libdir -lshmsched "* ]] || fail "pkg-config --libs shmsched: '$got' (installed to $prefix)"
+
+# A tiny program, compiled and linked by what pkg-config says alone, run against the library.
+cat >"$work/tiny.c" <<'C'
+#include <shmsched.h>
+#include <stdio.h>
+int main(void) {
+  printf("shmsched %s: %s\n", SHMS_VERSION_STRING, shms_strerror(SHMS_ETIMEDOUT));
+  return shms_name_check("tiny") != SHMS_OK;
+}
+C
+# shellcheck disable=SC2046
+cc -Wall -Wextra -Werror -o "$work/tiny" "$work/tiny.c" $(pkg-config --cflags --libs shmsched)
+LD_LIBRARY_PATH=$libdir "$work/tiny" >/dev/null || fail "the tiny program failed"
+
+# The first C block of docs/api.md is the complete example.
+awk '/^```c$/ {on = 1; next} /^```$/ && on {exit} on' "$src/docs/api.md" >"$work/example.c"
 # A name of its own, so parallel runs never collide.
 sed -i "s/\"example\"/\"shmst-example-$$\"/g" "$work/example.c"
-# --define-prefix: the .pc names the configured prefix; we installed somewhere else.
 # shellcheck disable=SC2046
-cc -Wall -Wextra -Werror -o "$work/example" "$work/example.c" \
-  $(pkg-config --define-prefix --cflags --libs shmsched)
-LD_LIBRARY_PATH=$(dirname "$(find "$work/prefix" -name 'libshmsched.so' | head -n 1)") "$work/example"
-echo "install_smoke: installed, compiled the api.md example, and ran it"
+cc -Wall -Wextra -Werror -o "$work/example" "$work/example.c" $(pkg-config --cflags --libs shmsched)
+LD_LIBRARY_PATH=$libdir "$work/example"
+
+# Staged (DESTDIR): the file names the final prefix, not the staging directory.
+DESTDIR=$work/stage cmake --install "$build" --prefix /opt/shmsched >/dev/null
+staged=$(find "$work/stage" -name shmsched.pc)
+[ -n "$staged" ] || fail "shmsched.pc was not installed under DESTDIR"
+got=$(PKG_CONFIG_PATH=$(dirname "$staged") pkg-config --variable=prefix shmsched)
+[ "$got" = /opt/shmsched ] || fail "shmsched.pc under DESTDIR: prefix=$got, want /opt/shmsched"
+echo "install_smoke: installed, pkg-config names the prefix, compiled a program and the api.md example, and ran them"

@@ -281,7 +281,8 @@ START_TEST(status_counts_live_processes) {
   ck_assert_msg(strstr(out, "\"live_processes\": 1") != NULL, "%s", out);
   /* A live attached process makes destroy refuse, unless forced. */
   ck_assert_int_eq(CLI("destroy", name), 1);
-  assert_error_line("busy", "--force");
+  assert_error_line("busy", "; --force removes it anyway");
+  ck_assert_msg(strstr(err, "SHMS_DESTROY_FORCE") == NULL, "the library's spelling: %s", err);
   ck_assert(shm_exists(name));
   ck_assert_int_eq(CLI("destroy", "--force", name), 0);
   ck_assert(!shm_exists(name));
@@ -362,7 +363,7 @@ START_TEST(destroy_refuses_foreign_files) {
     for (int force = 0; force < 2; force++) {
       ck_assert_int_eq(force ? CLI("destroy", name, "--force") : CLI("destroy", name), 1);
       assert_error_line("incompatible-segment", "is not a shmsched segment");
-      ck_assert_msg(strstr(err, "not removed") != NULL, "%s", err);
+      ck_assert_msg(strstr(err, "not removed, forced or not") != NULL, "%s", err);
       ck_assert_msg(strstr(err, "--force removes") == NULL, "suggests --force: %s", err);
       char back[8192];
       ck_assert_int_eq(shm_read(name, back, sizeof back), (long)len);
@@ -381,7 +382,7 @@ START_TEST(destroy_force_removes_broken_segments) {
   uint32_t version = 99;
   shm_write(name, 8, &version, sizeof version);
   ck_assert_int_eq(CLI("destroy", name), 1);
-  assert_error_line("incompatible-segment", "--force removes it");
+  assert_error_line("incompatible-segment", "; --force removes it anyway");
   ck_assert_int_eq(CLI("destroy", name, "--force"), 0);
   ck_assert(!shm_exists(name));
   /* A half-made one: its creator died before storing the magic over the header it wrote. */
@@ -391,6 +392,7 @@ START_TEST(destroy_force_removes_broken_segments) {
   shm_write(name, 0, &no_magic, sizeof no_magic);
   ck_assert_int_eq(CLI("destroy", name), 1);
   assert_error_line("incompatible-segment", "magic: not set");
+  ck_assert_msg(strstr(err, "; --force removes it anyway") != NULL, "%s", err);
   ck_assert_int_eq(CLI("destroy", name, "--force"), 0);
   ck_assert(!shm_exists(name));
 }
@@ -448,7 +450,9 @@ START_TEST(usage_errors) {
   ck_assert_int_eq(CLI("create", name, "extra", "--class", "standard:cells=1,queue=1"), 2);
   assert_error_line("invalid-argument", "unexpected argument 'extra'");
   ck_assert_int_eq(CLI("create", "bad/name", "--class", "standard:cells=1,queue=1"), 2);
-  assert_error_line("invalid-argument", "segment name");
+  assert_error_line("invalid-argument", "segment name has '/' (0x2f) at 3");
+  ck_assert_int_eq(CLI("create", "bad name", "--class", "standard:cells=1,queue=1"), 2);
+  assert_error_line("invalid-argument", "segment name has a space (0x20) at 3");
   ck_assert_int_eq(CLI("status", name, "--json=yes"), 2);
   assert_error_line("invalid-argument", "no argument allowed for option '--json'");
   ck_assert_int_eq(CLI("status"), 2);

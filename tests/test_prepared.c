@@ -107,7 +107,7 @@ START_TEST(preparing_validates_once_what_acquire_would) {
   ck_assert_shms_err(shms_request_prepare(h, &r, &p), SHMS_EINVAL, "not configured");
   r.cls = SHMS_CLASS_STANDARD;
   r.tenant = "has space";
-  ck_assert_shms_err(shms_request_prepare(h, &r, &p), SHMS_EINVAL, "non-printable");
+  ck_assert_shms_err(shms_request_prepare(h, &r, &p), SHMS_EINVAL, "has a space (0x20) at 3");
   r.tenant = "bob";
   r.deadline_ns = UINT64_MAX;
   ck_assert_shms_err(shms_request_prepare(h, &r, &p), SHMS_EINVAL, "no deadline");

@@ -88,7 +88,7 @@ START_TEST(bounds_and_denials) {
   ck_assert_shms_err(shms_enqueue(h, &r, &t), SHMS_EINVAL, "not configured");
   r.cls = SHMS_CLASS_STANDARD;
   r.tenant = "has space";
-  ck_assert_shms_err(shms_enqueue(h, &r, &t), SHMS_EINVAL, "non-printable");
+  ck_assert_shms_err(shms_enqueue(h, &r, &t), SHMS_EINVAL, "has a space (0x20) at 3");
   /* queue=2: one held cell, two queued, the third is refused and changes nothing. */
   r.tenant = "bob";
   ck_assert_shms_ok(shms_acquire(h, &r, &l));

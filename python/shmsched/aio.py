@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generator, Optional, Tuple, Type
 
 from .errors import ShmschedError, TimedOut
-from .requests import Lease
+from .requests import Lease, withdrawn
 
 if TYPE_CHECKING:
     from .segment import Segment
@@ -64,8 +64,7 @@ class AsyncLease:
             self._undo(done, ticket)
             raise
         except TimedOut:  # still queued: it must not outlive the call
-            seg._h.withdraw(ticket)
-            raise
+            raise withdrawn(seg._h, ticket, self._timeout_ns) from None
 
     @staticmethod
     async def _settle(done: "asyncio.Future[Tuple[int, ...]]") -> None:

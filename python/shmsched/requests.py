@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Optional, Tuple, Type
 
 from . import _shmsched as _c
-from .errors import InvalidArgument
+from .errors import InvalidArgument, TimedOut
 from .types import CLASSES, Explanation, JobResult, _explanation
 
 if TYPE_CHECKING:
@@ -28,6 +28,14 @@ def timeout_ns(timeout: Optional[float], what: str = "timeout") -> int:
     if math.isinf(timeout):
         return _FOREVER
     return min(int(timeout * 1e9), _FOREVER - 1)
+
+
+def withdrawn(handle: Any, ticket: Tuple[int, int, int, int], limit_ns: int) -> TimedOut:
+    """The TimedOut of a lease whose timeout passed: its request withdrawn first, and the
+    message saying so (the wait's own, "the request is still queued", is then untrue)."""
+    handle.withdraw(ticket)
+    return TimedOut(f"no lease within the timeout ({limit_ns / 1e9:g} s): the request was "
+                    "withdrawn, nothing is left queued")
 
 
 def request_args(cls_index: int, tenant: str, priority: int, deadline: Optional[float],

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import collections.abc
 import math
 import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple, Type, Union
 
 from . import _shmsched as _c
-from .errors import InvalidArgument, StalePrepared, TimedOut
-from .requests import Job, Lease, Prepared, Ticket, request_args, timeout_ns, with_cells
+from .errors import Busy, IncompatibleSegment, InvalidArgument, StalePrepared, TimedOut
+from .requests import (Job, Lease, Prepared, Ticket, request_args, timeout_ns, with_cells,
+                       withdrawn)
 from .types import (CLASSES, ClassConfig, ClassStats, SegmentConfig, SegmentInfo, TenantRecord,
                     TenantStats, class_index)
 
@@ -80,10 +82,17 @@ def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, obje
     :class:`AlreadyExists` (the existing segment untouched) or :class:`InvalidArgument`
     naming the field at fault; nothing is created on error.
     """
+    if not isinstance(classes, collections.abc.Mapping):
+        raise TypeError("classes must be a mapping of class names to ClassConfig, as "
+                        "{'standard': ClassConfig(cells=4, queue=256)}, not "
+                        f"{type(classes).__name__}")
     if not classes:
         raise InvalidArgument("configure at least one class")
     table = {}
     for cname, k in classes.items():
+        if not isinstance(k, (ClassConfig, collections.abc.Mapping)):
+            raise TypeError(f"class {cname}: a ClassConfig or a dict of its fields, not "
+                            f"{type(k).__name__}")
         if not isinstance(k, ClassConfig):
             k = ClassConfig(**k)  # type: ignore[arg-type]
         table[class_index(cname)] = _class_tuple(cname, k)
@@ -94,8 +103,16 @@ def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, obje
 
 def destroy(name: str, *, force: bool = False) -> None:
     """Remove /dev/shm/NAME. :class:`Busy` while live processes are attached, unless
-    ``force``; :class:`SegmentNotFound` if there is none."""
-    _c.destroy(name, force)
+    ``force``; :class:`SegmentNotFound` if there is none; :class:`IncompatibleSegment` for one
+    that fails validation, unless ``force``, and for a file that is not a segment at all."""
+    try:
+        _c.destroy(name, force)
+    except (Busy, IncompatibleSegment) as e:
+        # A refusal that forcing would overcome names the C flag: here it is force=True.
+        if "SHMS_DESTROY_FORCE" not in e.detail:
+            raise
+        raise type(e)(e.detail.replace("SHMS_DESTROY_FORCE",
+                                       f"destroy({name!r}, force=True)")) from None
 
 
 class Segment:
@@ -293,8 +310,7 @@ class Segment:
         try:
             return Lease(self, self._h.wait(ticket, limit))
         except TimedOut:  # still queued: it must not outlive the call
-            self._h.withdraw(ticket)
-            raise
+            raise withdrawn(self._h, ticket, limit) from None
 
     def prepare(self, cls: str, *, tenant: str, priority: int = 0) -> Prepared:
         """Validate a request once (class, tenant, allow list, tenant binding) for many leases:
@@ -330,8 +346,7 @@ class Segment:
         try:
             return Lease(self, self._h.wait(ticket, limit))
         except TimedOut:  # still queued: it must not outlive the call
-            self._h.withdraw(ticket)
-            raise
+            raise withdrawn(self._h, ticket, limit) from None
 
     def lease_async(self, cls: str, *, tenant: str, priority: int = 0,
                     deadline: Optional[float] = None, activation: Optional[str] = None,

@@ -112,11 +112,43 @@ def test_lease_timeout_withdraws_the_request(make_segment):
     s = make_segment({"standard": shmsched.ClassConfig(cells=1, queue=8)})
     with s.open() as seg:
         holder = seg.try_acquire("standard", tenant="h")
-        with pytest.raises(shmsched.TimedOut):
-            seg.lease("standard", tenant="w", timeout=0.01)
+        prepared = seg.prepare("standard", tenant="w")
+        for call in (lambda: seg.lease("standard", tenant="w", timeout=0.01),
+                     lambda: seg.lease_prepared(prepared, timeout=0.01)):
+            with pytest.raises(shmsched.TimedOut) as e:
+                call()
+            # What is true once the call returns: nothing is left queued.
+            assert e.value.detail == ("no lease within the timeout (0.01 s): the request was "
+                                      "withdrawn, nothing is left queued")
+            assert "still queued" not in str(e.value) and e.value.__suppress_context__
         st = seg.observe("standard")
-        assert (st.queue_depth, st.cancelled) == (0, 1)
+        assert (st.queue_depth, st.cancelled) == (0, 2)
+        # A bare wait's timeout leaves its request queued, and says so.
+        ticket = seg.enqueue("standard", tenant="w")
+        with pytest.raises(shmsched.TimedOut, match="still queued"):
+            ticket.wait(timeout=0)
+        assert seg.observe("standard").queue_depth == 1
+        ticket.cancel()
         holder.release()
+
+
+def test_destroy_names_force_as_python_spells_it(make_segment):
+    s = make_segment()
+    with s.open():
+        with pytest.raises(shmsched.Busy) as e:
+            shmsched.destroy(s.name)
+    assert e.value.detail.endswith(f"; destroy({s.name!r}, force=True) removes it anyway")
+    assert "--force" not in str(e.value) and "SHMS_DESTROY_FORCE" not in str(e.value)
+    # A segment that fails validation (its layout version): removed only with force=True.
+    with open(f"/dev/shm/{s.name}", "r+b") as f:
+        f.seek(8)
+        f.write((99).to_bytes(4, "little"))
+    with pytest.raises(shmsched.IncompatibleSegment) as e:
+        shmsched.destroy(s.name)
+    assert e.value.detail.endswith(f"; destroy({s.name!r}, force=True) removes it anyway")
+    shmsched.destroy(s.name, force=True)
+    with pytest.raises(shmsched.SegmentNotFound):
+        shmsched.destroy(s.name)
 
 
 def test_deadline_exceeded_is_a_timeout_error(make_segment):
@@ -254,7 +286,14 @@ def test_bad_arguments_get_clear_exceptions(make_segment):
             (lambda: seg.lease("huge", tenant="a"), shmsched.InvalidArgument, "unknown class 'huge'"),
             (lambda: seg.lease("standard", tenant=""), shmsched.InvalidArgument, "tenant ''"),
             (lambda: seg.lease("standard", tenant="a" * 32), shmsched.InvalidArgument, "tenant"),
-            (lambda: seg.lease("standard", tenant="a b"), shmsched.InvalidArgument, "'a b'"),
+            (lambda: seg.lease("standard", tenant="a b"), shmsched.InvalidArgument,
+             "tenant 'a b': tenant name has a space (0x20) at 1 (no spaces,"),
+            (lambda: seg.lease("standard", tenant="a\tb"), shmsched.InvalidArgument,
+             "tenant name has a control byte 0x09 at 1"),
+            (lambda: seg.lease("standard", tenant="caf\u00e9"), shmsched.InvalidArgument,
+             "tenant name has a non-ASCII byte 0xc3 at 3"),
+            (lambda: shmsched.create("a b", STD), shmsched.InvalidArgument,
+             "segment name has a space (0x20) at 1"),
             (lambda: seg.lease("standard", tenant=7), TypeError, "tenant must be a str"),
             (lambda: seg.lease("standard", tenant="a", priority=2**31), shmsched.InvalidArgument,
              "priority must be in"),
@@ -277,6 +316,12 @@ def test_bad_arguments_get_clear_exceptions(make_segment):
             (lambda: seg.observe("large"), shmsched.InvalidArgument, "not configured"),
             (lambda: shmsched.Segment("no/such"), shmsched.ShmschedError, ""),
             (lambda: shmsched.create("x", {}), shmsched.InvalidArgument, "at least one class"),
+            (lambda: shmsched.create("x", [shmsched.ClassConfig(cells=1, queue=1)]), TypeError,
+             "classes must be a mapping of class names to ClassConfig, as {'standard': "
+             "ClassConfig(cells=4, queue=256)}, not list"),
+            (lambda: shmsched.create("x", []), TypeError, "not list"),
+            (lambda: shmsched.create("x", {"standard": [1, 2]}), TypeError,
+             "class standard: a ClassConfig or a dict of its fields, not list"),
             (lambda: shmsched.create("x", {"standard": shmsched.ClassConfig(cells=0, queue=1)}),
              shmsched.InvalidArgument, "cells"),
             (lambda: shmsched.create("x", {"standard": shmsched.ClassConfig(cells=1, queue=1,

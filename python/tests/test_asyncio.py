@@ -98,7 +98,8 @@ def test_async_errors_are_the_same_exceptions(make_segment):
         with pytest.raises(shmsched.InvalidArgument, match="unknown class"):
             await seg.lease_async("nope", tenant="a")
         holder = seg.try_acquire("standard", tenant="h")
-        with pytest.raises(shmsched.TimedOut):
+        with pytest.raises(shmsched.TimedOut, match="the request was withdrawn, nothing is "
+                           "left queued"):
             await seg.lease_async("standard", tenant="a", timeout=0.01)
         with pytest.raises(shmsched.DeadlineExceeded):
             await seg.lease_async("standard", tenant="a", deadline=0.01)
