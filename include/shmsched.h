@@ -350,15 +350,26 @@ SHMS_EXTERN int shms_segment_info_get(const shms_t *h, shms_segment_info *out);
 /*
  * The queue-wait histogram's buckets: bucket i counts the grants from the queue whose wait was
  * at most SHMS_WAIT_BUCKET_LE_NS[i] ns (and more than the bound before it); the last bucket,
- * UINT64_MAX, counts the rest. Fixed, log-spaced (1-3-10 per decade, 10 us .. 100 s), and kept in
- * the segment: every process that grants adds to the same counts.
+ * UINT64_MAX, counts the rest. Fixed, log-spaced by the R10 series (1, 1.25, 1.6, 2, 2.5, 3.15,
+ * 4, 5, 6.3, 8 per decade: each bound at most 1.28 times the one before), 10 us .. 100 s, so that
+ * a quantile interpolated within a bucket (Prometheus's histogram_quantile) is within 25% of the
+ * true one; kept in the segment: every process that grants adds to the same counts.
  */
-#define SHMS_WAIT_BUCKETS 16
+#define SHMS_WAIT_BUCKETS 72
 #define SHMS_WAIT_BUCKET_LE_NS                                                                     \
   {                                                                                                \
-    10000ull, 30000ull, 100000ull, 300000ull, 1000000ull, 3000000ull, 10000000ull, 30000000ull,    \
-        100000000ull, 300000000ull, 1000000000ull, 3000000000ull, 10000000000ull, 30000000000ull,  \
-        100000000000ull, UINT64_MAX                                                                \
+    10000ull, 12500ull, 16000ull, 20000ull, 25000ull, 31500ull, 40000ull, 50000ull, 63000ull,      \
+        80000ull, 100000ull, 125000ull, 160000ull, 200000ull, 250000ull, 315000ull, 400000ull,     \
+        500000ull, 630000ull, 800000ull, 1000000ull, 1250000ull, 1600000ull, 2000000ull,           \
+        2500000ull, 3150000ull, 4000000ull, 5000000ull, 6300000ull, 8000000ull, 10000000ull,       \
+        12500000ull, 16000000ull, 20000000ull, 25000000ull, 31500000ull, 40000000ull, 50000000ull, \
+        63000000ull, 80000000ull, 100000000ull, 125000000ull, 160000000ull, 200000000ull,          \
+        250000000ull, 315000000ull, 400000000ull, 500000000ull, 630000000ull, 800000000ull,        \
+        1000000000ull, 1250000000ull, 1600000000ull, 2000000000ull, 2500000000ull, 3150000000ull,  \
+        4000000000ull, 5000000000ull, 6300000000ull, 8000000000ull, 10000000000ull,                \
+        12500000000ull, 16000000000ull, 20000000000ull, 25000000000ull, 31500000000ull,            \
+        40000000000ull, 50000000000ull, 63000000000ull, 80000000000ull, 100000000000ull,           \
+        UINT64_MAX                                                                                 \
   }
 
 /*

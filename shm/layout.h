@@ -133,11 +133,11 @@ struct shms__class_ctl {
   uint32_t freezer;     /* owner id of the process that froze the class (fast word's FROZEN bit) */
   uint64_t quarantines; /* atomic: cells quarantined since creation (rare: a read-mostly line) */
   uint64_t recovered;   /* atomic: items recoveries settled in the class (core/report.c) */
-  /* Lines 6-7: the queue-wait histogram, counts per bucket of SHMS_WAIT_BUCKET_LE_NS (the last
+  /* Lines 6-14: the queue-wait histogram, counts per bucket of SHMS_WAIT_BUCKET_LE_NS (the last
    * past every bound); written beside total_wait_ns inside obs_seq's write section, under the
    * baton, so observers read it coherent with the wait total. */
   uint64_t wait_buckets[SHMS_WAIT_BUCKETS] SHMS__ALIGNED;
-  /* Line 8, a class fair by time (core/fair.c), written under the baton: the charge of the
+  /* Line 15, a class fair by time (core/fair.c), written under the baton: the charge of the
    * last tenant granted before its grant, which a tenant that takes turns again starts from (no
    * credit banked while away); the count of turns taken, which orders the turns of tenants
    * charged alike; the tenants in the heap; what a lease of a tenant new to the class is
@@ -487,7 +487,7 @@ _Static_assert(SHMS_QUEUE_MAX < 0xffffffu, "a slot reference holds index + 1 in 
  * locks may lie beyond the end of a file), one per owner id (shm/proc.h). */
 #define SHMS__LOCK_OWNERS ((uint64_t)1 << 40)
 
-_Static_assert(sizeof(struct shms__class_ctl) == 9 * (size_t)SHMS__LINE, "class ctl is 9 lines");
+_Static_assert(sizeof(struct shms__class_ctl) == 16 * (size_t)SHMS__LINE, "class ctl is 16 lines");
 _Static_assert(sizeof(struct shms__cell) == 2 * (size_t)SHMS__LINE, "cell is two lines");
 _Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
 _Static_assert(sizeof(struct shms__tenant) == 3 * (size_t)SHMS__LINE, "tenant is three lines");
