@@ -11,17 +11,7 @@
 
 #define MOVE_WAIT_NS (10ull * 1000 * 1000) /* as a fast-path charge waits for the table */
 
-/* The tally this thread counted in last: a loop of one tenant's leases finds it at once. */
-static SHMS__TLS uint32_t hint;
-
-static int key_is(const struct shms__tally *t, uint32_t cls, const uint64_t *name) {
-  if (shms__load_32((uint32_t *)&t->cls) != cls)
-    return 0;
-  for (int w = 0; w < SHMS__NAME_WORDS; w++)
-    if (shms__load_64((uint64_t *)&t->name[w]) != name[w])
-      return 0;
-  return 1;
-}
+SHMS__TLS uint32_t shms__tally_hint;
 
 static int unused(const struct shms__tally *t) {
   return shms__load_64((uint64_t *)&t->name[0]) == 0;
@@ -51,22 +41,19 @@ static int move(struct shms *h, struct shms__tally *t) {
   return shms__account_take_tally(&h->cls[c], t->name, &t->grants, MOVE_WAIT_NS) == SHMS_OK;
 }
 
-/* The tally for (cls, name): found, unused, or the next in turn moved into the table and
- * rekeyed. NULL when the table cannot take the one in turn. */
-__attribute__((noinline, cold)) static struct shms__tally *tally_for(struct shms *h, uint32_t cls,
-                                                                     const uint64_t *name) {
+struct shms__tally *shms__tally_for(struct shms *h, uint32_t cls, const uint64_t *name) {
   struct shms__proc *p = h->proc;
   struct shms__tally *t = NULL;
   rekey_lock(p);
   for (uint32_t i = 0; i < SHMS__TALLIES && t == NULL; i++)
-    if (key_is(&p->tally[i], cls, name) || unused(&p->tally[i]))
-      t = &p->tally[hint = i];
+    if (shms__tally_key_is(&p->tally[i], cls, name) || unused(&p->tally[i]))
+      t = &p->tally[shms__tally_hint = i];
   if (t == NULL) {
     static SHMS__TLS uint32_t turn; /* the next to give up its key: round robin */
     uint32_t i = turn++ % SHMS__TALLIES;
-    t = move(h, &p->tally[i]) ? &p->tally[hint = i] : NULL;
+    t = move(h, &p->tally[i]) ? &p->tally[shms__tally_hint = i] : NULL;
   }
-  if (t != NULL && !key_is(t, cls, name)) {
+  if (t != NULL && !shms__tally_key_is(t, cls, name)) {
     /* A thread counting under the old key between the move and this rekey counts its lease for
      * the new one: one lease misattributed, in a process that cycles through tenants. */
     shms__store_32(&t->cls, cls);
@@ -75,16 +62,6 @@ __attribute__((noinline, cold)) static struct shms__tally *tally_for(struct shms
   }
   rekey_unlock(p);
   return t;
-}
-
-void shms__tally_lease(struct shms *h, const struct shms__cls *k, const uint64_t *tenant) {
-  struct shms__proc *p = h->proc;
-  if (p == NULL || k->id < 0)
-    return;
-  struct shms__tally *t = &p->tally[hint % SHMS__TALLIES];
-  if (!key_is(t, (uint32_t)k->id, tenant) && (t = tally_for(h, (uint32_t)k->id, tenant)) == NULL)
-    return;
-  ck_pr_inc_64(&t->grants);
 }
 
 void shms__tally_adopt(struct shms *h) {

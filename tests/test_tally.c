@@ -5,6 +5,7 @@
  * tenants than its tallies hold; a full tenant table folds them into `_other` without losing
  * any. Per-tenant grants add up to the class's.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -201,6 +202,45 @@ START_TEST(a_process_of_many_tenants_counts_each) {
 }
 END_TEST
 
+struct lessee {
+  shms_t *h;
+  pthread_barrier_t *start;
+  int n;
+};
+
+static void *lease_loop(void *arg) {
+  struct lessee *l = arg;
+  pthread_barrier_wait(l->start);
+  for (int i = 0; i < l->n; i++)
+    fast_once(l->h, "threads");
+  return NULL;
+}
+
+/* Threads of one process share its tally, and add to it atomically once there are two: their
+ * counts add up (only the lease the first thread counts as the second starts, with its plain
+ * add, may be lost). */
+START_TEST(threads_of_a_process_count_together) {
+  const char *name;
+  shms_t *h = open_class(&name, 0);
+  enum { THREADS = 2, EACH = 20000 };
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, THREADS);
+  pthread_t tid[THREADS];
+  struct lessee l = {h, &start, EACH};
+  for (int i = 0; i < THREADS; i++)
+    ck_assert_int_eq(pthread_create(&tid[i], NULL, lease_loop, &l), 0);
+  for (int i = 0; i < THREADS; i++)
+    pthread_join(tid[i], NULL);
+  pthread_barrier_destroy(&start);
+  shms_tenant_stats rows[4];
+  uint32_t n = rows_of(name, rows, 4);
+  ck_assert_uint_eq(sched_stats(h).granted, THREADS * EACH);
+  ck_assert_uint_le(granted_to(rows, n, "threads"), THREADS * EACH);
+  ck_assert_uint_ge(granted_to(rows, n, "threads"), THREADS * EACH - 1);
+  sched_close(h, name);
+}
+END_TEST
+
 /* More tenants than the table has records: the least recently active are summed into `_other`,
  * and the rows still add up to the class. */
 START_TEST(a_full_table_keeps_the_sum_in_other) {
@@ -230,6 +270,7 @@ int main(void) {
   tcase_add_test(tc, queued_grants_are_kept_while_idle);
   tcase_add_test(tc, counts_outlive_their_processes);
   tcase_add_test(tc, a_process_of_many_tenants_counts_each);
+  tcase_add_test(tc, threads_of_a_process_count_together);
   tcase_add_test(tc, a_full_table_keeps_the_sum_in_other);
   suite_add_tcase(s, tc);
   return harness_run(s);
