@@ -44,6 +44,8 @@ static int move(struct shms *h, struct shms__tally *t) {
 struct shms__tally *shms__tally_for(struct shms *h, uint32_t cls, const uint64_t *name) {
   struct shms__proc *p = h->proc;
   struct shms__tally *t = NULL;
+  if (p == NULL)
+    return NULL; /* an observer's handle takes no lease */
   rekey_lock(p);
   for (uint32_t i = 0; i < SHMS__TALLIES && t == NULL; i++)
     if (shms__tally_key_is(&p->tally[i], cls, name) || unused(&p->tally[i]))
