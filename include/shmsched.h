@@ -182,7 +182,10 @@ typedef struct {
   uint64_t overtake_ns;
   /* shms_fairness_t; 0: the default (shms_class_fairness). TIME is for lease classes. */
   uint32_t fairness;
-  uint32_t reserved; /* 0 */
+  /* Where the class comes in the configuration: the order `create`'s --class options or the
+   * configuration file's sections gave, which views list classes in (shms_class_order). 0 for
+   * every class: the class order, tiny .. extra-large; else distinct, 1..SHMS_CLASS_COUNT. */
+  uint32_t position;
 } shms_class_config;
 
 typedef struct {
@@ -242,6 +245,9 @@ SHMS_EXTERN int shms_name_check(const char *name);
 SHMS_EXTERN uint64_t shms_segment_size(const shms_config *cfg);
 /* The fairness a class configured as k divides by: its own, or the default for its mode. */
 SHMS_EXTERN shms_fairness_t shms_class_fairness(const shms_class_config *k);
+/* The classes cfg configures, in configuration order (by position, then class order), into out;
+ * returns how many. */
+SHMS_EXTERN int shms_class_order(const shms_config *cfg, shms_class_t out[SHMS_CLASS_COUNT]);
 
 /* ---- Segments ----------------------------------------------------------- */
 

@@ -166,8 +166,13 @@ static int validate_class(const shms_config *cfg, int c) {
                       "class %s: fairness: a worker class is fair by grants (time is for lease "
                       "classes)",
                       cn);
-  if (k->reserved != 0)
-    return shms__fail(SHMS_EINVAL, "class %s: reserved: must be 0", cn);
+  if (k->position > SHMS_CLASS_COUNT)
+    return shms__fail(SHMS_EINVAL, "class %s: position: must be 0..%d, got %u", cn,
+                      SHMS_CLASS_COUNT, k->position);
+  for (int o = 0; o < c; o++)
+    if (k->position != 0 && cfg->classes[o].configured && cfg->classes[o].position == k->position)
+      return shms__fail(SHMS_EINVAL, "class %s: position: %u is class %s's too", cn, k->position,
+                        class_names[o]);
   if (k->on_command_crash != SHMS_ON_CRASH_RELEASE &&
       k->on_command_crash != SHMS_ON_CRASH_QUARANTINE)
     return shms__fail(SHMS_EINVAL, "class %s: on-command-crash: must be release or quarantine", cn);
@@ -202,6 +207,25 @@ shms_fairness_t shms_class_fairness(const shms_class_config *k) {
   /* By time where leases are held (their cost is the time held); a worker class's jobs are
    * divided by count. */
   return k->mode == SHMS_MODE_LEASE ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_GRANTS;
+}
+
+int shms_class_order(const shms_config *cfg, shms_class_t out[SHMS_CLASS_COUNT]) {
+  int n = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    if (!cfg->classes[c].configured)
+      continue;
+    /* Insertion by position (0 sorts as after every other, ties in class order). */
+    uint32_t p = cfg->classes[c].position ? cfg->classes[c].position : UINT32_MAX;
+    int i = n++;
+    for (; i > 0; i--) {
+      uint32_t q = cfg->classes[out[i - 1]].position;
+      if ((q ? q : UINT32_MAX) <= p)
+        break;
+      out[i] = out[i - 1];
+    }
+    out[i] = (shms_class_t)c;
+  }
+  return n;
 }
 
 int shms_config_validate(const shms_config *cfg) {

@@ -246,6 +246,15 @@ int cli_class_finish(struct cli_class_build *b, shms_config *cfg, char *err, siz
     *key = find_key(field);
     return SHMS_EINVAL;
   }
+  /* Its place in the configuration: after every class configured before it (one configured
+   * again keeps its place). */
+  uint32_t last = 0;
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    if (c != b->cls && cfg->classes[c].configured && cfg->classes[c].position > last)
+      last = cfg->classes[c].position;
+  b->k.position = cfg->classes[b->cls].configured && cfg->classes[b->cls].position != 0
+                      ? cfg->classes[b->cls].position
+                      : last + 1;
   cfg->classes[b->cls] = b->k;
   return 0;
 }

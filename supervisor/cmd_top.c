@@ -90,14 +90,19 @@ static uint64_t clock_ns(clockid_t id) {
 
 static uint64_t mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
-/* The next configured class after (dir 1) or before (dir -1) sel, wrapping. */
+/* The configured class after (dir 1) or before (dir -1) sel in configuration order, wrapping;
+ * with sel not configured (-1), the first. */
 static int next_class(const shms_config *cfg, int sel, int dir) {
-  for (int i = 1; i <= SHMS_CLASS_COUNT; i++) {
-    int c = ((sel + dir * i) % SHMS_CLASS_COUNT + SHMS_CLASS_COUNT) % SHMS_CLASS_COUNT;
-    if (cfg->classes[c].configured)
-      return c;
-  }
-  return sel;
+  shms_class_t order[SHMS_CLASS_COUNT];
+  int n = shms_class_order(cfg, order), at = -1;
+  for (int i = 0; i < n; i++)
+    if ((int)order[i] == sel)
+      at = i;
+  if (n == 0)
+    return sel;
+  if (at < 0)
+    return (int)order[0];
+  return (int)order[((at + dir) % n + n) % n];
 }
 
 /* ---- what is shown ------------------------------------------------------- */
@@ -129,7 +134,7 @@ static int feed_tick(struct feed *d, struct top_args *a) {
   d->newer = s;
   /* A segment created again may lack the class shown: show its first. */
   if (a->v.sel < 0 || !s.cfg.classes[a->v.sel].configured)
-    a->v.sel = next_class(&s.cfg, SHMS_CLASS_COUNT - 1, 1);
+    a->v.sel = next_class(&s.cfg, -1, 1);
   return SHMS_OK;
 }
 

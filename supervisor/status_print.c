@@ -188,14 +188,16 @@ static void emit_cells(const struct status_view *v, int c, const struct sink *s)
 
 static void emit(const struct status_view *v, const struct sink *s) {
   emit_segment(v, s);
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-    if (v->cfg.classes[c].configured) {
-      emit_class(c, &v->cfg.classes[c], &v->stats[c], s);
-      if (v->with_tenants)
-        s->tenants(s->ctx, v->tenants[c], v->tenants_shown[c]);
-      if (v->with_leases)
-        emit_cells(v, c, s);
-    }
+  shms_class_t order[SHMS_CLASS_COUNT];
+  int n = shms_class_order(&v->cfg, order);
+  for (int i = 0; i < n; i++) {
+    int c = (int)order[i];
+    emit_class(c, &v->cfg.classes[c], &v->stats[c], s);
+    if (v->with_tenants)
+      s->tenants(s->ctx, v->tenants[c], v->tenants_shown[c]);
+    if (v->with_leases)
+      emit_cells(v, c, s);
+  }
 }
 
 /* ---- text: "# Section" then "key: value" lines -------------------------- */

@@ -88,6 +88,9 @@ struct top_frame {
   uint32_t live_processes;
   int32_t supervisor_pid;
   struct top_class classes[SHMS_CLASS_COUNT];
+  /* The classes in configuration order (shms_class_order): how every view lists them. */
+  shms_class_t order[SHMS_CLASS_COUNT];
+  int norder;
 };
 
 /* Read the segment h into s. Returns an SHMS_E* code. */

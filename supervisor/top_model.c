@@ -205,6 +205,7 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
   f->supervisor_pid = now->info.supervisor_pid;
   double dt = prev->mono_ns ? (double)(now->mono_ns - prev->mono_ns) / 1e9 : 0;
   f->interval_s = dt;
+  f->norder = shms_class_order(&now->cfg, f->order);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     struct top_class *r = &f->classes[c];
     r->cls = now->cfg.classes[c].configured ? c : -1;
@@ -255,6 +256,7 @@ void top_frame_gone(const char *name, const struct top_source *src, uint64_t wal
   f->wall_ns = wall_ns;
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     f->classes[c].cls = -1;
+  f->norder = 0;
 }
 
 void top_frame_free(struct top_frame *f) {

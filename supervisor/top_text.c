@@ -147,13 +147,13 @@ static const struct top_col class_cols[C_COUNT] = {
 static const int class_drop[] = {C_EXP, C_CANC,   C_OFF,   C_QRN,    C_GRT,   C_AVL,     C_LSD,
                                  C_REJ, C_OLDEST, C_CELLS, C_GRANTS, C_QUEUE, C_WAITMAX, C_WAIT};
 
-/* Classes in the segment's class order (tiny to extra-large), as create and status list them. */
+/* Classes in configuration order, as status lists them. */
 static void classes(struct lines *l, const struct top_frame *f) {
   struct table t;
   table_fit(&t, l, class_cols, C_COUNT, class_drop, sizeof class_drop / sizeof *class_drop);
   table_row(l, &t, 1, NULL);
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
-    const struct top_class *r = &f->classes[c];
+  for (int i = 0; i < f->norder; i++) {
+    const struct top_class *r = &f->classes[f->order[i]];
     if (r->cls < 0)
       continue;
     char b[BAR + 1], cells[BAR + 3], q[32], w[16], m[16], o[16];
@@ -171,7 +171,7 @@ static void classes(struct lines *l, const struct top_frame *f) {
     for (int k = 0; k < 4; k++)
       snprintf(n[C_GRANTS + k], sizeof n[0], "%.1f", rates[k]);
     const char *fields[C_COUNT] = {
-        [C_CLASS] = shms_class_name((shms_class_t)c),
+        [C_CLASS] = shms_class_name((shms_class_t)r->cls),
         [C_CELLS] = cells,
         [C_QUEUE] = q,
         [C_WAIT] = dur(w, sizeof w, r->wait_mean_ns),
@@ -443,9 +443,9 @@ void top_json(FILE *out, const struct top_frame *f) {
   else
     json_null(&j, "supervisor_pid");
   json_begin_object(&j, "classes");
-  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
-    if (f->classes[c].cls >= 0)
-      json_class(&j, &f->classes[c]);
+  for (int i = 0; i < f->norder; i++)
+    if (f->classes[f->order[i]].cls >= 0)
+      json_class(&j, &f->classes[f->order[i]]);
   json_end(&j);
   json_close(&j);
 }

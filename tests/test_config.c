@@ -616,6 +616,43 @@ START_TEST(ini_class_already_configured) {
 }
 END_TEST
 
+/* Classes keep the order they were configured in, from --class options and from a file's
+ * sections alike; a configuration built in C orders them by position, or in class order. */
+START_TEST(classes_keep_their_configuration_order) {
+  shms_class_t order[SHMS_CLASS_COUNT];
+  shms_config_init(&cfg);
+  ck_assert_parses(cli_parse_class_spec(&cfg, "large:cells=1,queue=1", err, sizeof err));
+  ck_assert_parses(cli_parse_class_spec(&cfg, "tiny:cells=1,queue=1", err, sizeof err));
+  ck_assert_parses(cli_parse_class_spec(&cfg, "standard:cells=1,queue=1", err, sizeof err));
+  ck_assert_int_eq(shms_class_order(&cfg, order), 3);
+  ck_assert_int_eq(order[0], SHMS_CLASS_LARGE);
+  ck_assert_int_eq(order[1], SHMS_CLASS_TINY);
+  ck_assert_int_eq(order[2], SHMS_CLASS_STANDARD);
+  ck_assert_int_eq(shms_config_validate(&cfg), SHMS_OK);
+  shms_config_init(&cfg);
+  ck_assert_parses(cli_load_config_file(
+      &cfg, write_ini("[class small]\ncells=1\nqueue=1\n[class tiny]\ncells=1\nqueue=1\n"), err,
+      sizeof err));
+  ck_assert_int_eq(shms_class_order(&cfg, order), 2);
+  ck_assert_int_eq(order[0], SHMS_CLASS_SMALL);
+  ck_assert_int_eq(order[1], SHMS_CLASS_TINY);
+  /* In C: no positions, the class order; two classes at one position, refused. */
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_LARGE] = (shms_class_config){.configured = 1, .cells = 1, .queue = 1};
+  cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){.configured = 1, .cells = 1, .queue = 1};
+  ck_assert_int_eq(shms_class_order(&cfg, order), 2);
+  ck_assert_int_eq(order[0], SHMS_CLASS_SMALL);
+  ck_assert_int_eq(shms_config_validate(&cfg), SHMS_OK);
+  cfg.classes[SHMS_CLASS_LARGE].position = 2;
+  cfg.classes[SHMS_CLASS_SMALL].position = 2;
+  ck_assert_int_eq(shms_config_validate(&cfg), SHMS_EINVAL);
+  ck_assert_str_eq(shms_last_error_detail(), "class large: position: 2 is class small's too");
+  cfg.classes[SHMS_CLASS_LARGE].position = 6;
+  ck_assert_int_eq(shms_config_validate(&cfg), SHMS_EINVAL);
+  ck_assert_str_eq(shms_last_error_detail(), "class large: position: must be 0..5, got 6");
+}
+END_TEST
+
 static Suite *config_suite(void) {
   Suite *s = suite_create("config");
   TCase *tc = harness_tcase("values");
@@ -643,6 +680,7 @@ static Suite *config_suite(void) {
   tcase_add_loop_test(tc, ini_bad, 0, sizeof bad_inis / sizeof bad_inis[0]);
   tcase_add_test(tc, ini_missing_file);
   tcase_add_test(tc, ini_class_already_configured);
+  tcase_add_test(tc, classes_keep_their_configuration_order);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,7 +1,7 @@
 /*
  * `shmsched top`'s pieces that need no terminal (supervisor/top_cols.c, top_text.c,
  * top_model.c, top_source.c): which columns a width keeps, what a frame's lines say (classes
- * in the segment's order, no keys in batch output, paused, a destroyed segment), sort orders
+ * in configuration order, no keys in batch output, paused, a destroyed segment), sort orders
  * reversed, no interval across two segments, and the following of a segment by incarnation
  * through destroy and create. tests/top_tmux.sh drives the whole
  * command in a terminal.
@@ -78,6 +78,7 @@ static void frame(struct top_frame *f) {
     f->classes[c].cls = -1;
   const int configured[] = {SHMS_CLASS_LARGE, SHMS_CLASS_SMALL, SHMS_CLASS_STANDARD};
   for (int i = 0; i < 3; i++) {
+    f->order[f->norder++] = (shms_class_t)configured[i];
     struct top_class *r = &f->classes[configured[i]];
     r->cls = configured[i];
     r->cells = r->available = 2;
@@ -187,13 +188,12 @@ START_TEST(fit_drops_in_order) {
 }
 END_TEST
 
-/* Classes come in the segment's class order (tiny to extra-large), whatever order the command
- * line configured them in: as create and status list them. */
-START_TEST(classes_in_segment_order) {
+/* Classes come in the order the command line configured them in, as status lists them. */
+START_TEST(classes_in_configuration_order) {
   struct captured c;
   render(&c, 0, 0, 0);
   int at[3] = {-1, -1, -1};
-  const char *const names[] = {"small ", "standard ", "large "};
+  const char *const names[] = {"large ", "small ", "standard "};
   for (int i = 0; i < c.n; i++)
     for (int k = 0; k < 3; k++)
       if (strncmp(c.text[i], names[k], strlen(names[k])) == 0)
@@ -423,7 +423,7 @@ int main(void) {
   tcase_add_test(tc, fit_drops_in_order);
   suite_add_tcase(s, tc);
   tc = harness_tcase("text");
-  tcase_add_test(tc, classes_in_segment_order);
+  tcase_add_test(tc, classes_in_configuration_order);
   tcase_add_test(tc, keys_only_on_a_terminal);
   tcase_add_test(tc, paused_in_header);
   tcase_add_test(tc, help_lists_the_keys);

@@ -91,8 +91,8 @@ fits() {
 }
 keys() { tmux -L "$sock" send-keys -t top "$@"; }
 
-# 120 columns: every column but EXP/s, the classes in the segment's order (small before
-# standard, whatever the order of --class above).
+# 120 columns: every column but EXP/s, the classes in the order of --class above (standard
+# before small).
 # exit-empty off: the server outlives top's session, so that the wait for top-done below finds
 # it (and the signal, which tmux keeps for a later waiter) however late it comes.
 tmux -L "$sock" new-session -d -s top -x 120 -y 40 \
@@ -108,7 +108,7 @@ wait_screen '^shmsched top: '"$name"' +state active .* processes 5 +supervisor n
 # (alice and bob are tenants of the class as well: their leases, taken at once, are counted.)
 fits 120 40
 grep -q 'EXP/s' <<<"$screen" && fail "EXP/s, the first column to go, is shown in 120 columns"
-above "$screen" '^small ' '^standard ' || fail "the classes are not in the segment's order"
+above "$screen" '^standard ' '^small ' || fail "the classes are not in configuration order"
 keys c
 wait_screen '^TENANTS of small: 0 '
 keys C
@@ -169,7 +169,7 @@ assert (std["cells_leased"], std["queue_depth"], std["queue_capacity"]) == (2, 3
 assert [(t["name"], t["queued"]) for t in std["tenants"] if t["queued"]] == [("carol", 2), ("dave", 1)], std
 assert sorted(t["name"] for t in std["tenants"] if not t["queued"]) == ["alice", "bob"], std
 assert frames[1]["supervisor_pid"] is None and frames[1]["live_processes"] == 5, frames[1]
-assert list(frames[1]["classes"]) == ["small", "standard"], frames[1]["classes"].keys()
+assert list(frames[1]["classes"]) == ["standard", "small"], frames[1]["classes"].keys()
 assert len(frames[1]["incarnation"]) == 16, frames[1]
 import os, pwd
 me = pwd.getpwuid(os.geteuid())
