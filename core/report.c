@@ -130,8 +130,11 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   uint32_t *n = total(&rep->totals, kind);
   if (n != NULL)
     (*n)++;
-  if (it.k != NULL && kind != SHMS_EVENT_COUNT_FIXED && kind != SHMS_EVENT_SLOT_FREED)
-    ck_pr_inc_64(&it.k->ctl->recovered); /* metrics' shmsched_recoveries_total */
+  /* metrics' shmsched_recoveries_total: what was settled for the dead, not how (a recompute
+   * is how every full recovery works, dead or not) nor the upkeep of slots and counts */
+  if (it.k != NULL && kind != SHMS_EVENT_COUNT_FIXED && kind != SHMS_EVENT_SLOT_FREED &&
+      kind != SHMS_EVENT_CLASS_RECOMPUTED)
+    ck_pr_inc_64(&it.k->ctl->recovered);
   if (rep->fn == NULL && rep->h->events.count == 0)
     return;
   shms_event ev;

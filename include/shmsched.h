@@ -396,9 +396,9 @@ typedef struct {
   uint64_t wait_buckets[SHMS_WAIT_BUCKETS];
   uint64_t rejected_by[SHMS_REJECT_REASONS]; /* `rejected` by reason: SHMS_REJECT_REASON_CODES */
   uint64_t quarantines; /* cells quarantined since creation (a lease's holder, recovery, ...) */
-  uint64_t recovered;   /* what recoveries settled in the class: one per event they reported
-                           (a dead process's lease, grant, request, job, baton, a recomputed
-                           class), counts fixed and slots freed excepted */
+  uint64_t recovered;   /* what recoveries settled in the class for the dead: one per lease,
+                           grant, request, job, worker or baton (not the recompute itself, nor
+                           counts fixed and slots freed): 0 while nobody died */
   uint32_t reserved;    /* cells held for a multi-cell request gathering its cells */
 } shms_class_stats;
 
