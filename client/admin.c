@@ -2,21 +2,48 @@
 #include <ck_pr.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../core/report.h"
 #include "../core/sched.h"
+#include "../shm/alloc.h"
 #include "../shm/atomic.h"
 #include "../shm/error.h"
 #include "../shm/identity.h"
 #include "../shm/proc.h"
 
+/* The entries of processes that died attached, each told as died (cause before consequences),
+ * with the generation it was told for; returns how many, at most cap. */
+static uint32_t tell_dead(struct shms *h, struct shms__report *rep, uint32_t *gens, uint32_t cap) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < h->layout.procs_count && i < cap; i++) {
+    gens[i] = 0;
+    if (i == h->self || shms__proc_alive(h, h->fd, i, shms__self_index(h)) != 0)
+      continue;
+    struct shms__proc *p = shms__proc_at(h, i);
+    uint32_t gen = shms__load_32(&p->gen);
+    if (shms__load_32(&p->state) == SHMS__PROC_FREE)
+      continue;
+    shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = SHMS__OWNER(i, gen)});
+    gens[i] = gen + 1;
+    n++;
+  }
+  return n;
+}
+
 /* Hold every class still, settle what the dead left, recompute; then free the dead's entries. */
 static int recover_full(struct shms *h, struct shms__report *rep) {
+  uint32_t *told = shms__calloc(h->layout.procs_count, sizeof *told);
+  if (told == NULL)
+    return shms__fail(SHMS_ENOMEM, "out of memory while recovering");
+  tell_dead(h, rep, told, h->layout.procs_count);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     int rc = h->cls[c].id >= 0 ? shms__recover_class_into(h, &h->cls[c], rep) : SHMS_OK;
-    if (rc != SHMS_OK)
+    if (rc != SHMS_OK) {
+      free(told);
       return shms__fail(rc, "out of memory while recovering class %s", shms_class_name(c));
+    }
   }
   /* Only once every class is clean may the dead's entries be reused. */
   for (uint32_t i = 0; i < h->layout.procs_count; i++) {
@@ -26,10 +53,12 @@ static int recover_full(struct shms *h, struct shms__report *rep) {
     uint32_t gen = shms__load_32(&p->gen);
     if (shms__load_32(&p->state) == SHMS__PROC_FREE)
       continue;
-    shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = SHMS__OWNER(i, gen)});
+    if (told[i] != gen + 1) /* died while the classes were recovered: told now */
+      shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = SHMS__OWNER(i, gen)});
     if (!shms__proc_reap_gen(h, h->fd, i, gen))
       rep->totals.dead_processes--; /* claimed again meanwhile: not ours to free */
   }
+  free(told);
   return SHMS_OK;
 }
 

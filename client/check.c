@@ -2,6 +2,7 @@
 #include <ck_pr.h>
 #include <string.h>
 
+#include "../core/report.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
@@ -89,10 +90,16 @@ int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, 
     return rc;
   if (req->deadline_ns != 0 && shms__now_ns() >= req->deadline_ns)
     return shms__fail(SHMS_EDEADLINE, "the deadline has already passed");
-  if (shms__segment_state(h) != SHMS_SEG_ACTIVE)
+  /* Refused at the door for the segment's or the class's state: recorded like a refusal at
+   * the queue (the operator asks why a run did not start), at the cost of the refusal only. */
+  if (shms__segment_state(h) != SHMS_SEG_ACTIVE) {
+    shms__note_refused(h, k, req->tenant, SHMS_ESHUTDOWN);
     return shms__fail(SHMS_ESHUTDOWN, "the segment is draining");
-  if (shms__load_32(&k->ctl->quarantined) >= k->ncells)
+  }
+  if (shms__load_32(&k->ctl->quarantined) >= k->ncells) {
+    shms__note_refused(h, k, req->tenant, SHMS_EQUARANTINED);
     return shms__fail(SHMS_EQUARANTINED, "every cell of class %s is quarantined", cn);
+  }
   *out = k;
   return SHMS_OK;
 }

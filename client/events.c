@@ -114,6 +114,11 @@ int shms_events_find(shms_t *h, const shms_ticket *ticket, shms_event_record *ou
     if (shms__ev_get(log, pos, &r) != SHMS__EV_VALID || r.ticket_seq != ticket->seq ||
         (uint32_t)r.slot != ticket->slot + 1 || ((r.what >> 8) & 0xffu) != ticket->cls + 1)
       continue;
+    /* A holder's record of its command says how the command went, not how the request
+     * ended: the grant (or settle) before it does. */
+    uint32_t kind = (uint32_t)(r.what & 0xffu);
+    if (kind == SHMS_EVENT_LEASE_STARTED || kind == SHMS_EVENT_LEASE_ENDED)
+      continue;
     convert(h, pos, &r, out);
     return SHMS_OK;
   }

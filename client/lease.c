@@ -167,7 +167,30 @@ int shms_resume(shms_t *h) {
     ;
   if (st == SHMS_SEG_DESTROYING)
     return shms__fail(SHMS_ESHUTDOWN, "the segment is being destroyed");
+  if (st == SHMS_SEG_DRAINING) /* this call lifted the drain */
+    shms__note(
+        h, &(struct shms__ev){.kind = SHMS_EVENT_RESUMED, .cls = -1, .cell = -1, .pid = h->pid});
   return st == SHMS_SEG_DRAINING;
+}
+
+int shms_lease_event(shms_t *h, const shms_lease *lease, const shms_ticket *ticket, uint32_t kind,
+                     uint64_t value) {
+  struct shms__cls *k = NULL;
+  int rc = lease_class(h, lease, &k);
+  if (rc != SHMS_OK)
+    return rc;
+  if (kind != SHMS_EVENT_LEASE_STARTED && kind != SHMS_EVENT_LEASE_ENDED)
+    return shms__fail(SHMS_EINVAL, "event kind %u is not a command's start or end", kind);
+  const struct shms__cls *ck = k;
+  uint64_t w = 0;
+  if ((rc = check_lease(&ck, lease, &w)) != SHMS_OK)
+    return rc;
+  int ours = ticket != NULL && ticket->seq != 0 && ticket->cls == lease->cls &&
+             ticket->incarnation == h->incarnation && ticket->slot < k->nslots;
+  shms__note_lease(h, k, kind, lease->cell, SHMS__CELL_OWNER(w), 0,
+                   kind == SHMS_EVENT_LEASE_ENDED ? value : 0, ours ? ticket->slot + 1 : 0,
+                   ours ? ticket->seq : 0);
+  return SHMS_OK;
 }
 
 int shms_lease_cells(shms_t *h, const shms_lease *lease, uint32_t *out, uint32_t max) {

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "../core/report.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
 #include "../shm/error.h"
@@ -167,11 +168,17 @@ static int check_prepared(struct shms *h, const shms_prepared *p, const shms_lea
     if ((rc = shms__identity_check(k->cfg, shms_class_name(k->id), name)) != SHMS_OK)
       return rc;
   }
-  if (shms__segment_state(h) != SHMS_SEG_ACTIVE)
-    return shms__fail(SHMS_ESHUTDOWN, "the segment is draining");
-  if (shms__load_32(&k->ctl->quarantined) >= k->ncells)
-    return shms__fail(SHMS_EQUARANTINED, "every cell of class %s is quarantined",
-                      shms_class_name(k->id));
+  int door = shms__segment_state(h) != SHMS_SEG_ACTIVE          ? SHMS_ESHUTDOWN
+             : shms__load_32(&k->ctl->quarantined) >= k->ncells ? SHMS_EQUARANTINED
+                                                                : SHMS_OK;
+  if (door != SHMS_OK) { /* recorded as shms__check_request records it */
+    char name[SHMS_TENANT_MAX + 1];
+    tenant_of(w, name);
+    shms__note_refused(h, k, name, door);
+    return door == SHMS_ESHUTDOWN
+               ? shms__fail(door, "the segment is draining")
+               : shms__fail(door, "every cell of class %s is quarantined", shms_class_name(k->id));
+  }
   *wp = w;
   *kp = k;
   return SHMS_OK;

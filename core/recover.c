@@ -10,6 +10,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/proc.h"
+#include "report.h"
 #include "sched.h"
 
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
@@ -76,7 +77,10 @@ static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t o
     /* A holder's command that may still run keeps its cell out of service, whatever the
      * policy: it is never handed on under a running command. */
     if (!contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE) {
-      shms__quarantine_and_check(h, k, c, w, SHMS_EOWNERLOST);
+      /* A holder that detached or exited holding it: recorded here, as no recovery's report
+       * will tell it (a recovery's tells it itself). */
+      if (shms__quarantine_and_check(h, k, c, w, SHMS_EOWNERLOST) && shms__settle_report == NULL)
+        shms__note_cell(h, k, SHMS_EVENT_LEASE_QUARANTINED, c, owner, SHMS_EOWNERLOST);
       continue;
     }
     if (shms__cell_reclaim(k, c, w))

@@ -342,8 +342,53 @@ static uint32_t count_quarantined(const struct shms__cls *k) {
   return n;
 }
 
+/* Each count of k as its state words give it now, before recovery settles anything. */
+struct counts {
+  uint32_t field, queued, used, quarantined;
+};
+
+static struct counts count_words(const struct shms__cls *k) {
+  struct counts n = {.field = shms__fast_free_field(k), .quarantined = count_quarantined(k)};
+  for (uint32_t i = 0; i < k->nslots; i++) {
+    uint32_t st = SHMS__SLOT_STATE(shms__load_64(&shms__slot_at(k, i)->word));
+    n.used += st != SHMS__SLOT_FREE;
+    n.queued += st == SHMS__SLOT_QUEUED;
+  }
+  return n;
+}
+
+/*
+ * Whether a dead process was inside an operation on k (its marks stay as it left them), or held
+ * its baton: the counts may then be off by the operation it never finished, which the recompute
+ * finishes for it; that is the death's consequence, not a count that was wrong.
+ */
+static int left_mid_operation(const struct shms__cls *k, struct alive_cache *a) {
+  if (shms__load_64(&k->ctl->baton) != 0)
+    return 1; /* quiescent: only a dead holder can still hold it */
+  struct shms *h = a->h;
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    const struct shms__proc *p = shms__proc_at(h, i);
+    if (i == h->self || shms__load_32((uint32_t *)&p->state) == SHMS__PROC_FREE ||
+        !shms__proc_busy(p, k->id))
+      continue;
+    if (dead(a, SHMS__OWNER(i, shms__load_32((uint32_t *)&p->gen))))
+      return 1;
+  }
+  return 0;
+}
+
 static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
                            struct shms__report *r) {
+  /* A count is fixed only if it disagreed with the state words before anything was settled:
+   * what settling the dead's leases and requests changes, the recompute follows, as their own
+   * release or withdrawal would have. */
+  uint64_t old = shms__load_64(&k->ctl->fast);
+  struct counts was = count_words(k);
+  int torn = left_mid_operation(k, a);
+  int fixed = torn ? 0
+                   : (SHMS__FAST_LOW(old) != was.field) + (SHMS__FAST_QUEUED(old) != was.queued) +
+                         (shms__load_32(&k->ctl->used) != was.used) +
+                         (shms__load_32(&k->ctl->quarantined) != was.quarantined);
   /* Twice: a cell settled by the first look (a grant returned, a start completed) can need a
    * second (its worker dead too); every repair is idempotent. */
   for (int pass = 0; pass < 2; pass++)
@@ -369,11 +414,7 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
   uint32_t queued, used, quarantined = count_quarantined(k);
   rebuild_slots(k, &queued, &used);
   shms__index_corrupt |= shms__ring_restore(k, turns);
-  uint64_t old = shms__load_64(&k->ctl->fast);
   uint32_t field = shms__fast_free_field(k); /* from the AVAILABLE cells */
-  int fixed = (SHMS__FAST_LOW(old) != field) + (SHMS__FAST_QUEUED(old) != queued) +
-              (shms__load_32(&k->ctl->used) != used) +
-              (shms__load_32(&k->ctl->quarantined) != quarantined);
   for (int i = 0; i < fixed; i++)
     shms__report(r, SHMS_EVENT_COUNT_FIXED, (struct shms__item){.k = k});
   shms__store_32(&k->ctl->used, used);

@@ -35,6 +35,9 @@ static const char *const names[] = {
     [SHMS_EVENT_DRAINED] = "drained",
     [SHMS_EVENT_MEMBARRIER_FAILED] = "membarrier-failed",
     [SHMS_EVENT_POLICY_CHANGED] = "policy-changed",
+    [SHMS_EVENT_RESUMED] = "resumed",
+    [SHMS_EVENT_LEASE_STARTED] = "lease-started",
+    [SHMS_EVENT_LEASE_ENDED] = "lease-ended",
 };
 
 const char *shms_event_name(uint32_t kind) {
@@ -130,8 +133,11 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   uint32_t *n = total(&rep->totals, kind);
   if (n != NULL)
     (*n)++;
-  if (it.k != NULL && kind != SHMS_EVENT_COUNT_FIXED && kind != SHMS_EVENT_SLOT_FREED)
-    ck_pr_inc_64(&it.k->ctl->recovered); /* metrics' shmsched_recoveries_total */
+  /* metrics' shmsched_recoveries_total: what was settled for the dead, not how (a recompute
+   * is how every full recovery works, dead or not) nor the upkeep of slots and counts */
+  if (it.k != NULL && kind != SHMS_EVENT_COUNT_FIXED && kind != SHMS_EVENT_SLOT_FREED &&
+      kind != SHMS_EVENT_CLASS_RECOMPUTED)
+    ck_pr_inc_64(&it.k->ctl->recovered);
   if (rep->fn == NULL && rep->h->events.count == 0)
     return;
   shms_event ev;
@@ -250,6 +256,12 @@ void shms__note_request(struct shms *h, const struct shms__cls *k, uint32_t kind
 
 void shms__note_cell(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t c,
                      uint32_t holder, int reason) {
+  shms__note_lease(h, k, kind, c, holder, reason, 0, 0, 0);
+}
+
+void shms__note_lease(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t c,
+                      uint32_t holder, int reason, uint64_t value, uint32_t slot_ref,
+                      uint64_t ticket_seq) {
   if (h->events.count == 0)
     return;
   struct shms__ev e = {.kind = kind,
@@ -258,6 +270,7 @@ void shms__note_cell(struct shms *h, const struct shms__cls *k, uint32_t kind, u
                        .pid = owner_pid(h, holder),
                        .reason = reason,
                        .slot_ref = 0,
+                       .value = value,
                        /* written with the lease's start, kept by the quarantine (layout.h) */
                        .uid_ref = shms__load_32((uint32_t *)&k->cells[c].uid) + 1};
   char name[SHMS_TENANT_MAX + 1];
@@ -269,8 +282,11 @@ void shms__note_cell(struct shms *h, const struct shms__cls *k, uint32_t kind, u
   uint64_t w = shms__load_64((uint64_t *)&cell->word);
   uint32_t ref = shms__load_32((uint32_t *)&cell->slot),
            gen = SHMS__CELL_GEN(w) - (SHMS__CELL_STATE(w) == SHMS__CELL_QUARANTINED);
-  if (ref >= 1 && ref <= k->nslots && shms__load_32((uint32_t *)&cell->ticket_gen) == gen &&
-      shms__load_64((uint64_t *)&cell->ticket_seq) != 0) {
+  if (ticket_seq != 0) {
+    e.slot_ref = slot_ref;
+    e.ticket_seq = ticket_seq;
+  } else if (ref >= 1 && ref <= k->nslots && shms__load_32((uint32_t *)&cell->ticket_gen) == gen &&
+             shms__load_64((uint64_t *)&cell->ticket_seq) != 0) {
     e.slot_ref = ref;
     e.ticket_seq = shms__load_64((uint64_t *)&cell->ticket_seq);
   }

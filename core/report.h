@@ -75,6 +75,11 @@ void shms__note_request(struct shms *h, const struct shms__cls *k, uint32_t kind
 /* Cell c of k (the lease it carries: its tenant, its holder owner id): kind, with reason. */
 void shms__note_cell(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t c,
                      uint32_t holder, int reason);
+/* The same with value, and the ticket the cell carries only while ticket_seq is 0 (else slot
+ * slot_ref - 1 and ticket_seq as given): a command run under the lease, started or ended. */
+void shms__note_lease(struct shms *h, const struct shms__cls *k, uint32_t kind, uint32_t c,
+                      uint32_t holder, int reason, uint64_t value, uint32_t slot_ref,
+                      uint64_t ticket_seq);
 /* A request settled with reason (shms__slot_settle): cancelled, expired, rejected or owner-lost. */
 void shms__note_settled(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
                         uint32_t was, uint32_t cell, int reason);

@@ -413,9 +413,9 @@ typedef struct {
   uint64_t wait_buckets[SHMS_WAIT_BUCKETS];
   uint64_t rejected_by[SHMS_REJECT_REASONS]; /* `rejected` by reason: SHMS_REJECT_REASON_CODES */
   uint64_t quarantines; /* cells quarantined since creation (a lease's holder, recovery, ...) */
-  uint64_t recovered;   /* what recoveries settled in the class: one per event they reported
-                           (a dead process's lease, grant, request, job, baton, a recomputed
-                           class), counts fixed and slots freed excepted */
+  uint64_t recovered;   /* what recoveries settled in the class for the dead: one per lease,
+                           grant, request, job, worker or baton (not the recompute itself, nor
+                           counts fixed and slots freed): 0 while nobody died */
   uint32_t reserved;    /* cells held for a multi-cell request gathering its cells */
 } shms_class_stats;
 
@@ -1072,6 +1072,13 @@ typedef enum {
   /* Policy set (pid: who set it). reason SHMS_POLICY_EVENT_WEIGHT: tenant's weight is value;
    * _TEAM_WEIGHT: team's weight is value (tenant ""); _TEAM: tenant was put in team ("": none). */
   SHMS_EVENT_POLICY_CHANGED,
+  SHMS_EVENT_RESUMED, /* a drain was lifted: the segment takes requests again (pid: who) */
+  /* A command began under a lease (shms_lease_event: `run`, a worker's job): class, cell,
+   * tenant, ticket (a lease granted from the queue, a job), pid (who runs it). */
+  SHMS_EVENT_LEASE_STARTED,
+  /* That command ended (value: SHMS_LEASE_EXITED(code) or SHMS_LEASE_SIGNALLED(signal)); the
+   * lease is released or quarantined next (a quarantine is recorded as cell-quarantined). */
+  SHMS_EVENT_LEASE_ENDED,
 } shms_event_kind_t;
 
 /* shms_event.uid when none applies: (uid_t)-1, which is nobody's uid (POSIX keeps it for
@@ -1146,6 +1153,24 @@ SHMS_EXTERN int shms_events_read(shms_t *h, uint64_t *cursor, unsigned flags,
  * recorded, or overwritten since). Works with an observer handle.
  */
 SHMS_EXTERN int shms_events_find(shms_t *h, const shms_ticket *ticket, shms_event_record *out);
+
+/* shms_event_record.value of SHMS_EVENT_LEASE_ENDED: how the command ended (0: not said). */
+#define SHMS_LEASE_EXITED(code)   ((uint64_t)1 << 32 | (uint32_t)(code))
+#define SHMS_LEASE_SIGNALLED(sig) ((uint64_t)2 << 32 | (uint32_t)(sig))
+#define SHMS_LEASE_HOW(value)     ((uint32_t)((value) >> 32)) /* 1 exited, 2 signalled, 0 neither */
+#define SHMS_LEASE_CODE(value)    ((uint32_t)(value))         /* the exit code or the signal */
+
+/*
+ * Record in the event ring that a command started (SHMS_EVENT_LEASE_STARTED, value 0) or ended
+ * (SHMS_EVENT_LEASE_ENDED, value SHMS_LEASE_EXITED/SIGNALLED) under lease, which must be current
+ * (call the end before releasing it). ticket names the request it was granted for (NULL or seq
+ * 0: the cell's own record of it, none for a lease taken at once). For holders that run
+ * commands (`shmsched run`, `worker`): the library's own acquire and release record nothing, so
+ * their fast path pays nothing (docs/operations.md, "Events"). SHMS_ELEASE for a lease not
+ * current, SHMS_EINVAL for another kind; SHMS_OK on a segment without a ring. Never blocks.
+ */
+SHMS_EXTERN int shms_lease_event(shms_t *h, const shms_lease *lease, const shms_ticket *ticket,
+                                 uint32_t kind, uint64_t value);
 
 /* Called once per item, on the calling thread, before the recovery returns. It must not call
  * shmsched functions on the same handle. */

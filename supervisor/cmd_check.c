@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "cli_sched.h"
+#include "event_fmt.h"
 
 static const char check_help[] =
     "Usage: shmsched check NAME [--repair]\n"
@@ -18,11 +19,13 @@ static const char check_help[] =
     "\n"
     "With --repair, first recover what dead processes left behind, exactly as the\n"
     "supervisor does at each death (and put dead workers' quarantined cells back\n"
-    "offline), print what was done, then audit. Recovery repairs every violation\n"
-    "but a corrupt state word (a cell or slot in no valid state): those lines say\n"
-    "'cannot be repaired', and the error line says what to do instead (drain the\n"
-    "segment, destroy it, create it again). --repair is for the segment's owner,\n"
-    "root and the members of its admin-group.\n"
+    "offline), print what was done (one line per item: a dead holder's lease\n"
+    "released or quarantined, a dead waiter's request ended owner-lost, ...; then\n"
+    "the totals: counts_fixed counts only counts that were wrong), then audit.\n"
+    "Recovery repairs every violation but a corrupt state word (a cell or slot in\n"
+    "no valid state): those lines say 'cannot be repaired', and the error line\n"
+    "says what to do instead (drain the segment, destroy it, create it again).\n"
+    "--repair is for the segment's owner, root and the members of its admin-group.\n"
     "\n"
     "Options:\n"
     "      --repair   recover first (without a supervisor, this is the recovery)\n"
@@ -43,6 +46,14 @@ static void print_recovery(const shms_recovery *r, int repaired) {
          r->dead_processes, r->requests_owner_lost, r->grants_returned, r->leases_released,
          r->leases_quarantined, r->jobs_requeued, r->jobs_lost, r->workers_unbound, r->slots_freed,
          r->batons_recovered, r->counts_fixed, repaired);
+}
+
+/* One line per item recovered, as the supervisor logs it: what became of what the dead left. */
+static void print_item(const shms_event *ev, void *ctx) {
+  (void)ctx;
+  char line[512];
+  if (ev->kind != SHMS_EVENT_CLASS_RECOMPUTED) /* how recovery works, not what it found */
+    printf("%s\n", event_line(line, sizeof line, ev, 0, NULL));
 }
 
 /* The report's lines that recovery cannot repair (shms_check marks them). */
@@ -98,7 +109,7 @@ int cmd_check(int argc, char **argv) {
     return rc;
   if (repair) {
     shms_recovery r;
-    if ((rc = shms_recover(h, &r)) != SHMS_OK) {
+    if ((rc = shms_recover_dead(h, SHMS_RECOVER_FULL, print_item, NULL, &r)) != SHMS_OK) {
       rc = cli_fail_lib(rc);
       shms_detach(h);
       return rc;

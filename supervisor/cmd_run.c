@@ -177,6 +177,9 @@ static int no_lease(const struct run_args *a, int rc, int signo) {
 static int dispose(shms_t *h, const struct run_args *a, const struct contain *c,
                    const shms_config *cfg, const shms_lease *lease, const char *cells, int st) {
   int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), rc;
+  /* Before the lease goes: the record names its cell and tenant while they are still its. */
+  shms_lease_event(h, lease, NULL, SHMS_EVENT_LEASE_ENDED,
+                   WIFEXITED(st) ? SHMS_LEASE_EXITED(code) : SHMS_LEASE_SIGNALLED(WTERMSIG(st)));
   char sn[24];
   int crashed = contain_crashed(c, st);
   if (crashed)
@@ -249,9 +252,18 @@ static int run_on_lease(shms_t *h, const struct run_args *a, const shms_config *
   uint32_t *cells = lease_cells(h, lease, &n);
   if (cells == NULL)
     errno = ENOMEM;
-  if (cells == NULL || contain_init(&c, h, a->kill_after_ns, 1) != 0 ||
-      run_env_build(&env, a->name, a->cls, a->req.tenant, cells, n, ticket, &a->cell_env) != 0 ||
-      run_command(a->cmd, env.list, sigs, &c, &st) != 0) {
+  int ok = cells != NULL && contain_init(&c, h, a->kill_after_ns, 1) == 0 &&
+           run_env_build(&env, a->name, a->cls, a->req.tenant, cells, n, ticket, &a->cell_env) == 0;
+  if (ok) {
+    /* Recorded by run, not by the library: a lease taken at once leaves no other trace. */
+    shms_lease_event(h, lease, ticket, SHMS_EVENT_LEASE_STARTED, 0);
+    ok = run_command(a->cmd, env.list, sigs, &c, &st) == 0;
+    int e = errno;
+    if (!ok) /* never started: ended without a status */
+      shms_lease_event(h, lease, ticket, SHMS_EVENT_LEASE_ENDED, 0);
+    errno = e;
+  }
+  if (!ok) {
     int e = errno;
     /* EAGAIN: the system's process table (or the user's RLIMIT_NPROC) is full; temporary. */
     // NOLINTNEXTLINE(clang-analyzer-core.NullDereference): parse set cmd

@@ -366,6 +366,10 @@ static int job_status(const struct worker *k, const struct job_run *j) {
 
 /* CMD ended: complete the job with its status and output. Returns -1 to go on, or an exit code. */
 static int finish(struct worker *k, const struct job_run *j, uint64_t started) {
+  /* While the job still holds its cell: the record names its tenant and ticket. */
+  shms_lease_event(k->h, &k->job.lease, &k->job.ticket, SHMS_EVENT_LEASE_ENDED,
+                   WIFEXITED(j->status) ? SHMS_LEASE_EXITED(WEXITSTATUS(j->status))
+                                        : SHMS_LEASE_SIGNALLED(WTERMSIG(j->status)));
   if (!j->timed_out && !j->overflow && contain_crashed(&k->contain, j->status) &&
       k->on_crash == SHMS_ON_CRASH_QUARANTINE)
     return quarantine(k, j);
@@ -396,8 +400,10 @@ static int run_job(struct worker *k) {
                       .c = &k->contain,
                       .timeout_ns = k->a->job_timeout_ns};
   uint64_t started = run_monotonic_ns();
+  shms_lease_event(k->h, &k->job.lease, &k->job.ticket, SHMS_EVENT_LEASE_STARTED, 0);
   if (worker_run_job(&j) != 0) {
     int e = errno;
+    shms_lease_event(k->h, &k->job.lease, &k->job.ticket, SHMS_EVENT_LEASE_ENDED, 0);
     shms_worker_complete(k->w, &k->job, 126, NULL, 0); /* as if it could not be executed */
     return cli_fail(SHMS_ESYSTEM, "worker: cannot start '%s': %s", k->a->cmd[0], strerror(e));
   }

@@ -2,6 +2,7 @@
 #include "event_fmt.h"
 
 #include "cli.h"
+#include "cli_sched.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -61,6 +62,12 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value, cons
   }
   if (ev->kind == SHMS_EVENT_CELL_REPAIRED && value != 0) /* an operator's repair */
     ADD(" now=%s", value == 2 ? "offline" : "in-service");
+  if (ev->kind == SHMS_EVENT_LEASE_ENDED && SHMS_LEASE_HOW(value) == 1)
+    ADD(" exit=%u", SHMS_LEASE_CODE(value));
+  else if (ev->kind == SHMS_EVENT_LEASE_ENDED && SHMS_LEASE_HOW(value) == 2)
+    ADD(" signal=%s", cli_signal_name((int)SHMS_LEASE_CODE(value), d, sizeof d));
+  else if (ev->kind == SHMS_EVENT_LEASE_ENDED)
+    ADD(" exit=none"); /* it never started */
   team = team != NULL ? team : "";
   if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_TEAM)
     ADD(" team=%s", team[0] != '\0' ? team : "-");
@@ -121,6 +128,15 @@ void event_json(FILE *f, const shms_event_record *r) {
     fprintf(f, ",\"waited_ns\":%" PRIu64, r->value);
   if (ev->kind == SHMS_EVENT_CELL_REPAIRED && r->value != 0)
     fprintf(f, ",\"now\":\"%s\"", r->value == 2 ? "offline" : "in-service");
+  if (ev->kind == SHMS_EVENT_LEASE_ENDED) {
+    uint32_t how = SHMS_LEASE_HOW(r->value), code = SHMS_LEASE_CODE(r->value);
+    if (how == 1)
+      fprintf(f, ",\"exit\":%u,\"signal\":null", code);
+    else if (how == 2)
+      fprintf(f, ",\"exit\":null,\"signal\":%u", code);
+    else
+      fputs(",\"exit\":null,\"signal\":null", f);
+  }
   if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_TEAM)
     fprintf(f, ",\"team\":%s%s%s", r->team[0] ? "\"" : "", r->team[0] ? r->team : "null",
             r->team[0] ? "\"" : "");

@@ -204,6 +204,55 @@ START_TEST(explain_tells_how_an_ended_request_ended_from_the_ring) {
 }
 END_TEST
 
+/*
+ * What an operator asks about is recorded even where the library's fast path records nothing:
+ * `run`'s command, started and ended with its status, on a lease taken at once; a drain, a run
+ * refused at the door while it lasts, and the resume.
+ */
+START_TEST(run_drain_and_resume_are_recorded) {
+  const char *name;
+  shms_t *h = segment(&name, 64);
+  ck_assert_int_eq(CLI("run", name, "--class", "standard", "--tenant", "alice", "--", "true"), 0);
+  ck_assert_int_eq(
+      CLI("run", name, "--class", "standard", "--tenant", "alice", "--", "sh", "-c", "exit 3"), 3);
+  ck_assert_int_eq(CLI("drain", name), 0);
+  ck_assert_int_ne(CLI("run", name, "--class", "standard", "--tenant", "bob", "--", "true"), 0);
+  ck_assert_int_eq(CLI("resume", name), 0);
+  ck_assert_int_eq(CLI("events", name), 0);
+  ck_assert_uint_eq(lines(out), 7);
+  const char *want[] = {"Z lease-started class=standard cell=0 tenant=alice pid=",
+                        "Z lease-ended class=standard cell=0 tenant=alice pid=",
+                        " exit=0\n",
+                        " exit=3\n",
+                        "Z drained pid=",
+                        "Z rejected class=standard tenant=bob pid=",
+                        " reason=shutdown\n",
+                        "Z resumed pid="};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    ck_assert_msg(strstr(out, want[i]) != NULL, "'%s' lacks '%s'", out, want[i]);
+  /* In order: each run's start before its end, the refusal between the drain and the resume. */
+  ck_assert(strstr(out, "lease-started") < strstr(out, "lease-ended"));
+  ck_assert(strstr(out, "drained") < strstr(out, "rejected"));
+  ck_assert(strstr(out, "rejected") < strstr(out, "resumed"));
+  ck_assert_int_eq(CLI("events", name, "--json", "--kind", "lease-ended"), 0);
+  ck_assert_uint_eq(lines(out), 2);
+  ck_assert_msg(strstr(out, "\"kind\":\"lease-ended\",\"class\":\"standard\",\"cell\":0,"
+                            "\"tenant\":\"alice\"") != NULL &&
+                    strstr(out, "\"exit\":3,\"signal\":null") != NULL,
+                "%s", out);
+  ck_assert_int_eq(
+      CLI("run", name, "--class", "standard", "--tenant", "carol", "--", "sh", "-c", "kill -9 $$"),
+      137);
+  ck_assert_int_eq(CLI("events", name, "--kind", "lease-ended", "--json"), 0);
+  ck_assert_msg(strstr(out, "\"tenant\":\"carol\"") != NULL &&
+                    strstr(out, "\"exit\":null,\"signal\":9") != NULL,
+                "%s", out);
+  ck_assert_int_eq(CLI("events", name, "--kind", "lease-ended"), 0);
+  ck_assert_msg(strstr(out, "tenant=carol") != NULL && strstr(out, " signal=SIGKILL\n"), "%s", out);
+  done(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_events");
   TCase *tc = harness_tcase("events");
@@ -213,6 +262,7 @@ int main(void) {
   tcase_add_test(tc, create_sizes_the_ring_and_refuses_a_bad_size);
   tcase_add_test(tc, follow_prints_events_as_they_happen_and_stops_when_the_segment_goes);
   tcase_add_test(tc, explain_tells_how_an_ended_request_ended_from_the_ring);
+  tcase_add_test(tc, run_drain_and_resume_are_recorded);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

@@ -431,6 +431,114 @@ START_TEST(check_reports_violations_and_repair_fixes_them) {
 }
 END_TEST
 
+/* A process that queues a request behind a held cell and waits to be killed. */
+static pid_t waiter(const char *name, int *ready_fd) {
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *h;
+    shms_request r = {.cls = SHMS_CLASS_STANDARD, .tenant = "w"};
+    shms_ticket t;
+    if (shms_attach(name, 0, &h) != SHMS_OK || shms_enqueue(h, &r, &t) != SHMS_OK)
+      _exit(1);
+    if (write(p[1], "r", 1) != 1)
+      _exit(2);
+    for (;;)
+      pause();
+  }
+  close(p[1]);
+  *ready_fd = p[0];
+  return pid;
+}
+
+static void kill_when_ready(pid_t pid, int ready) {
+  char b;
+  ck_assert_int_eq(read(ready, &b, 1), 1);
+  close(ready);
+  kill(pid, SIGKILL);
+  ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+}
+
+/* An ordinary death is no anomaly: check --repair names what became of what the dead left, the
+ * death first, and fixes no count. */
+START_TEST(check_repair_tells_ordinary_deaths_as_what_happened) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name = harness_name("deaths");
+  harness_create(name, &cfg);
+  int ready;
+  pid_t h = holder(name, &ready);
+  kill_when_ready(h, ready);
+  char out[4096], err[512], want[128];
+  const char *repair[] = {"check", name, "--repair", NULL};
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, repair), 0);
+  snprintf(want, sizeof want,
+           "process-died pid=%d\nlease-quarantined class=standard cell=0 "
+           "tenant=t pid=%d",
+           (int)h, (int)h);
+  ck_assert_msg(strstr(out, want) != NULL, "'%s' lacks '%s'", out, want);
+  ck_assert_msg(strstr(out, "leases_quarantined=1") && strstr(out, "counts_fixed=0"), "%s", out);
+  ck_assert_ptr_null(strstr(out, "count-fixed"));
+  /* A waiter killed in the queue: its request ends owner-lost, again no count fixed. */
+  const char *repair_cell[] = {"repair", name, "--class", "standard", "--cell", "0", NULL};
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, repair_cell), 0);
+  int held;
+  pid_t keeper = holder(name, &held);
+  char b;
+  ck_assert_int_eq(read(held, &b, 1), 1);
+  pid_t w = waiter(name, &ready);
+  kill_when_ready(w, ready);
+  ck_assert_int_eq(harness_cli(out, sizeof out, err, sizeof err, repair), 0);
+  snprintf(want, sizeof want, "process-died pid=%d\nrequest-owner-lost class=standard tenant=w",
+           (int)w);
+  ck_assert_msg(strstr(out, want) != NULL, "'%s' lacks '%s'", out, want);
+  ck_assert_msg(strstr(out, "requests_owner_lost=1") && strstr(out, "counts_fixed=0"), "%s", out);
+  close(held);
+  kill(keeper, SIGKILL);
+  ck_assert_int_eq(waitpid(keeper, NULL, 0), keeper);
+  harness_remove(name);
+}
+END_TEST
+
+/* A supervisor started with nobody dead recovers nothing, and counts no recovery in any class;
+ * started after a death, it logs the death before what it did about it. */
+START_TEST(a_supervisor_start_counts_only_what_it_recovered_and_tells_the_cause_first) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name = harness_name("start");
+  harness_create(name, &cfg);
+  struct sup s = start_supervisor(name);
+  await_line(&s, "supervising segment");
+  shms_t *h;
+  shms_class_stats st;
+  ck_assert_shms_ok(shms_attach(name, SHMS_ATTACH_OBSERVER, &h));
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++)
+    if (shms_observe(h, (shms_class_t)c, &st) == SHMS_OK)
+      ck_assert_uint_eq(st.recovered, 0);
+  int status = stop(&s, SIGTERM);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fclose(s.log);
+  int ready;
+  pid_t victim = holder(name, &ready);
+  kill_when_ready(victim, ready);
+  s = start_supervisor(name);
+  await_line(&s, "supervising segment");
+  char want[128];
+  snprintf(want, sizeof want, "process-died pid=%d", (int)victim);
+  await_line(&s, want); /* the log is read in order: the cause, then its consequence */
+  await_line(&s, "lease-quarantined class=standard cell=0 tenant=t");
+  ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_STANDARD, &st));
+  ck_assert_uint_eq(st.recovered, 1);
+  shms_detach(h);
+  status = stop(&s, SIGTERM);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fclose(s.log);
+  harness_remove(name);
+}
+END_TEST
+
 /*
  * A corrupt state word is beyond recovery: check says which violations
  * --repair cannot fix and what to do instead, and never suggests --repair for
@@ -480,6 +588,8 @@ int main(void) {
   tcase_add_test(tc, the_log_tells_quarantines_and_repairs_made_by_others);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
   tcase_add_test(tc, check_names_what_repair_cannot_fix);
+  tcase_add_test(tc, check_repair_tells_ordinary_deaths_as_what_happened);
+  tcase_add_test(tc, a_supervisor_start_counts_only_what_it_recovered_and_tells_the_cause_first);
   tcase_add_test(tc, clean_exits_are_quiet_and_destroy_lets_the_supervisor_go);
   tcase_add_test(tc, fairness_under_client_churn_is_the_same_with_the_supervisor);
   suite_add_tcase(s, tc);

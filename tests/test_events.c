@@ -199,6 +199,71 @@ START_TEST(a_recovery_records_what_it_settled) {
 }
 END_TEST
 
+/* A holder that detaches holding its lease (a program that exits without releasing it) leaves
+ * it quarantined, and the record says whose it was and why; no recovery runs to tell it. */
+START_TEST(a_lease_quarantined_at_its_holders_detach_is_recorded) {
+  const char *name;
+  shms_t *h = open_ring(&name, 2, 4, 64);
+  pid_t p = fork();
+  if (p == 0) {
+    shms_t *v;
+    shms_lease l;
+    shms_request r = sched_req("leaver", 0);
+    if (shms_attach(name, 0, &v) != SHMS_OK || shms_acquire(v, &r, &l) != SHMS_OK ||
+        shms_detach(v) != SHMS_OK)
+      _exit(1);
+    _exit(0);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(p, &st, 0), p);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  uint64_t lost;
+  size_t n = read_all(h, &lost);
+  const shms_event_record *q = last_of(n, SHMS_EVENT_LEASE_QUARANTINED);
+  ck_assert_ptr_nonnull(q);
+  ck_assert_int_eq(q->event.pid, p);
+  ck_assert_int_eq(q->writer, p);
+  ck_assert_int_eq(q->event.cls, SHMS_CLASS_STANDARD);
+  ck_assert_int_eq(q->event.cell, 0);
+  ck_assert_str_eq(q->event.tenant, "leaver");
+  ck_assert_uint_eq(q->event.uid, geteuid());
+  ck_assert_int_eq(q->event.reason, SHMS_EOWNERLOST);
+  ck_assert_ptr_null(last_of(n, SHMS_EVENT_PROCESS_DIED)); /* it detached: nobody died */
+  sched_close(h, name);
+}
+END_TEST
+
+/* A holder's own records of its command: started and ended, named by the lease while it is
+ * current, with the ticket given; nothing for a lease no longer current or another kind. */
+START_TEST(a_holder_records_its_commands_start_and_end) {
+  const char *name;
+  shms_t *h = open_ring(&name, 1, 4, 64);
+  shms_request r = sched_req("runner", 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_acquire(h, &r, &l));
+  ck_assert_shms_ok(shms_lease_event(h, &l, NULL, SHMS_EVENT_LEASE_STARTED, 0));
+  ck_assert_shms_ok(shms_lease_event(h, &l, NULL, SHMS_EVENT_LEASE_ENDED, SHMS_LEASE_EXITED(3)));
+  ck_assert_int_eq(shms_lease_event(h, &l, NULL, SHMS_EVENT_GRANTED, 0), SHMS_EINVAL);
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_int_eq(shms_lease_event(h, &l, NULL, SHMS_EVENT_LEASE_ENDED, 0), SHMS_ELEASE);
+  uint64_t lost;
+  size_t n = read_all(h, &lost);
+  ck_assert_uint_eq(n, 2);
+  ck_assert_uint_eq(recs[0].event.kind, SHMS_EVENT_LEASE_STARTED);
+  ck_assert_str_eq(shms_event_name(recs[0].event.kind), "lease-started");
+  ck_assert_str_eq(recs[0].event.tenant, "runner");
+  ck_assert_int_eq(recs[0].event.pid, getpid());
+  ck_assert_uint_eq(recs[0].event.uid, geteuid());
+  ck_assert_uint_eq(recs[0].event.ticket.seq, 0); /* taken at once: no request */
+  ck_assert_uint_eq(recs[1].event.kind, SHMS_EVENT_LEASE_ENDED);
+  ck_assert_uint_eq(SHMS_LEASE_HOW(recs[1].value), 1);
+  ck_assert_uint_eq(SHMS_LEASE_CODE(recs[1].value), 3);
+  ck_assert_uint_eq(shms_event_kind("lease-ended"), SHMS_EVENT_LEASE_ENDED);
+  ck_assert_uint_eq(shms_event_kind("resumed"), SHMS_EVENT_RESUMED);
+  sched_close(h, name);
+}
+END_TEST
+
 /* A record's fields as a writer in these tests makes them: each a function of (pid, i). */
 static struct shms__ev made(int32_t pid, uint32_t i) {
   struct shms__ev e = {.kind = SHMS_EVENT_REJECTED,
@@ -469,6 +534,8 @@ int main(void) {
                  rejections_cancellations_expirations_quarantines_repairs_and_drains_are_recorded);
   tcase_add_test(tc, a_quarantine_names_the_ticket_of_a_lease_granted_from_the_queue);
   tcase_add_test(tc, a_recovery_records_what_it_settled);
+  tcase_add_test(tc, a_lease_quarantined_at_its_holders_detach_is_recorded);
+  tcase_add_test(tc, a_holder_records_its_commands_start_and_end);
   tcase_add_test(tc, the_ring_keeps_the_newest_and_counts_what_it_lost);
   tcase_add_test(tc, a_record_torn_or_of_another_lap_is_never_read_as_valid);
   tcase_add_test(tc, a_writer_killed_at_each_step_of_a_record_stops_nobody);

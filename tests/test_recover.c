@@ -501,6 +501,67 @@ START_TEST(one_supervisor_per_segment) {
 }
 END_TEST
 
+static void queue_a_request(shms_t *h) {
+  shms_request r = sched_req("waiter", 0);
+  shms_ticket t;
+  if (shms_enqueue(h, &r, &t) != SHMS_OK)
+    _exit(3);
+}
+
+/*
+ * An ordinary death is no anomaly: a killed holder's lease is told as quarantined, a killed
+ * waiter's request as ended owner-lost, the process's death before either, and no count is
+ * reported fixed, since none was wrong before the recovery settled what the dead left.
+ */
+START_TEST(an_ordinary_death_fixes_no_count_and_is_told_cause_first) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  int ready = 0;
+  pid_t holder = doomed(name, take_a_lease, &ready);
+  pid_t waiter = doomed(name, queue_a_request, &ready);
+  kill_and_reap(holder);
+  kill_and_reap(waiter);
+  struct told t = {.n = 0};
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover_dead(h, SHMS_RECOVER_FULL, tell, &t, &r));
+  ck_assert_uint_eq(r.dead_processes, 2);
+  ck_assert_uint_eq(r.leases_quarantined, 1);
+  ck_assert_uint_eq(r.requests_owner_lost, 1);
+  ck_assert_uint_eq(r.counts_fixed, 0);
+  ck_assert_int_eq(count_kind(&t, SHMS_EVENT_COUNT_FIXED), 0);
+  /* Both deaths come first, then what was done about them. */
+  ck_assert_uint_eq(t.ev[0].kind, SHMS_EVENT_PROCESS_DIED);
+  ck_assert_uint_eq(t.ev[1].kind, SHMS_EVENT_PROCESS_DIED);
+  ck_assert_int_eq(t.ev[0].pid + t.ev[1].pid, holder + waiter);
+  ck_assert_int_eq(find_kind(&t, SHMS_EVENT_LEASE_QUARANTINED)->pid, holder);
+  ck_assert_int_eq(find_kind(&t, SHMS_EVENT_REQUEST_OWNER_LOST)->pid, waiter);
+  /* Two items settled for the dead: the class's recoveries count those, not the recompute. */
+  ck_assert_uint_eq(sched_stats(h).recovered, 2);
+  char report[4096];
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+END_TEST
+
+/* A full recovery with nobody dead recovers nothing: no class counts a recovery. */
+START_TEST(a_recovery_with_nobody_dead_counts_none) {
+  const char *name;
+  shms_t *h = sched_open(&name, 2, 4, NULL);
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r));
+  ck_assert_uint_eq(r.counts_fixed, 0);
+  ck_assert_uint_eq(r.dead_processes, 0);
+  for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
+    shms_class_stats st;
+    if (shms_observe(h, (shms_class_t)c, &st) == SHMS_OK)
+      ck_assert_uint_eq(st.recovered, 0);
+  }
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("recover");
@@ -518,6 +579,8 @@ int main(void) {
   tcase_add_test(tc, a_death_inside_an_operation_recomputes_its_class);
   tcase_add_test(tc, a_dead_worker_is_recovered_by_itself);
   tcase_add_test(tc, the_ring_order_survives_a_dead_baton_holder);
+  tcase_add_test(tc, an_ordinary_death_fixes_no_count_and_is_told_cause_first);
+  tcase_add_test(tc, a_recovery_with_nobody_dead_counts_none);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
