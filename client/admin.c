@@ -13,23 +13,14 @@
 #include "../shm/identity.h"
 #include "../shm/proc.h"
 
-/* The entries of processes that died attached, each told as died (cause before consequences),
- * with the generation it was told for; returns how many, at most cap. */
-static uint32_t tell_dead(struct shms *h, struct shms__report *rep, uint32_t *gens, uint32_t cap) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < h->layout.procs_count && i < cap; i++) {
-    gens[i] = 0;
-    if (i == h->self || shms__proc_alive(h, h->fd, i, shms__self_index(h)) != 0)
-      continue;
-    struct shms__proc *p = shms__proc_at(h, i);
-    uint32_t gen = shms__load_32(&p->gen);
-    if (shms__load_32(&p->state) == SHMS__PROC_FREE)
-      continue;
-    shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = SHMS__OWNER(i, gen)});
-    gens[i] = gen + 1;
-    n++;
-  }
-  return n;
+/* Whether entry i holds a process that died attached (not ours, not free): its generation into
+ * *gen. */
+static int dead_entry(struct shms *h, uint32_t i, uint32_t *gen) {
+  if (i == h->self || shms__proc_alive(h, h->fd, i, shms__self_index(h)) != 0)
+    return 0;
+  struct shms__proc *p = shms__proc_at(h, i);
+  *gen = shms__load_32(&p->gen);
+  return shms__load_32(&p->state) != SHMS__PROC_FREE;
 }
 
 /* Hold every class still, settle what the dead left, recompute; then free the dead's entries. */
@@ -37,7 +28,12 @@ static int recover_full(struct shms *h, struct shms__report *rep) {
   uint32_t *told = shms__calloc(h->layout.procs_count, sizeof *told);
   if (told == NULL)
     return shms__fail(SHMS_ENOMEM, "out of memory while recovering");
-  tell_dead(h, rep, told, h->layout.procs_count);
+  /* Cause before consequences: every death told before what recovering the classes does. */
+  for (uint32_t i = 0, gen; i < h->layout.procs_count; i++)
+    if (dead_entry(h, i, &gen)) {
+      shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = SHMS__OWNER(i, gen)});
+      told[i] = gen + 1;
+    }
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     int rc = h->cls[c].id >= 0 ? shms__recover_class_into(h, &h->cls[c], rep) : SHMS_OK;
     if (rc != SHMS_OK) {
@@ -46,12 +42,8 @@ static int recover_full(struct shms *h, struct shms__report *rep) {
     }
   }
   /* Only once every class is clean may the dead's entries be reused. */
-  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
-    if (i == h->self || shms__proc_alive(h, h->fd, i, shms__self_index(h)) != 0)
-      continue;
-    struct shms__proc *p = shms__proc_at(h, i);
-    uint32_t gen = shms__load_32(&p->gen);
-    if (shms__load_32(&p->state) == SHMS__PROC_FREE)
+  for (uint32_t i = 0, gen; i < h->layout.procs_count; i++) {
+    if (!dead_entry(h, i, &gen))
       continue;
     if (told[i] != gen + 1) /* died while the classes were recovered: told now */
       shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = SHMS__OWNER(i, gen)});
