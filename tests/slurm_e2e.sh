@@ -26,6 +26,7 @@ command -v srun >/dev/null || skip "srun is not installed (apt-get install slurm
 [ -f "$plugin" ] || skip "$plugin was not built (no slurm/spank.h: apt-get install libslurm-dev)"
 
 dir=$(mktemp -d /tmp/shmst-slurm-XXXXXX)
+chmod 755 "$dir" # the configuration, read by a job of another user too
 seg=shmst-slurm-$$
 node=$(hostname -s)
 pids=()
@@ -82,7 +83,8 @@ free_port() {
 }
 
 mkdir -p "$dir/munge" "$dir/spool" "$dir/state" "$dir/log" "$dir/shmsched-state"
-chmod 700 "$dir/munge" "$dir/shmsched-state"
+chmod 711 "$dir/munge" # the socket is for every user; the key is not
+chmod 700 "$dir/shmsched-state"
 head -c 1024 /dev/urandom >"$dir/munge/key"
 chmod 600 "$dir/munge/key"
 /usr/sbin/munged --socket="$dir/munge/sock" --key-file="$dir/munge/key" \
@@ -124,8 +126,10 @@ EOF
 echo "required $plugin segment=$seg class=small state=$dir/shmsched-state" >"$dir/plugstack.conf"
 export SLURM_CONF=$dir/slurm.conf
 
-# One cell, granted in turns by tenant (fairness by grants: the order is exact).
-"$shmsched" create "$seg" --class small:cells=1,queue=64,fairness=grants >/dev/null
+# One cell, granted in turns by tenant (fairness by grants: the order is exact); and a class
+# that only user nobody may use. Any user may open the segment.
+"$shmsched" create "$seg" --mode 0666 --class small:cells=1,queue=64,fairness=grants \
+  --class 'large:cells=1,queue=8,allow=~nobody' >/dev/null
 
 /usr/sbin/slurmctld -i -f "$SLURM_CONF"
 /usr/sbin/slurmd -f "$SLURM_CONF"
@@ -188,6 +192,16 @@ wait_for "the cancelled request to go" queue_is 0
 let_go
 wait_for "the blocker's end" leased_is 0
 
+# --- the class's rules see the job's user ---
+out=$(cd / && runuser -u nobody -- srun --account=acme --shmsched-class=large -n1 \
+  sh -c 'echo "$(id -un) $SHMSCHED_CLASS $SHMSCHED_TENANT"') || fail "nobody's job failed"
+[ "$out" = "nobody large acme" ] || fail "nobody's job: '$out'"
+if srun --account=acme --shmsched-class=large -n1 true 2>"$dir/denied.err"; then
+  fail "root's job took a lease of a class only nobody may use"
+fi
+grep -q "class large allows only the users and groups its allow list names" "$dir/denied.err" ||
+  fail "no clear refusal: $(cat "$dir/denied.err")"
+
 # --- a bad option fails the job with a clear line ---
 if srun --shmsched-class=huge --account=acme -n1 true 2>"$dir/bad.err"; then
   fail "--shmsched-class=huge was accepted"
@@ -199,7 +213,7 @@ grep -q "has no Slurm account" "$dir/noacct.err" || fail "no clear error: $(cat 
 
 # --- every lease recorded, every cell free, check clean ---
 started=$("$shmsched" events "$seg" --kind lease-started | grep -c "tenant=acme" || true)
-[ "$started" = 5 ] || fail "expected 5 lease-started records for acme, got $started"
+[ "$started" = 6 ] || fail "expected 6 lease-started records for acme, got $started"
 [ "$(field cells_available)" = 1 ] || fail "the cell is not free"
 [ "$(field cells_quarantined)" = 0 ] || fail "a cell was quarantined"
 "$shmsched" check "$seg" >/dev/null || fail "check found violations: $("$shmsched" check "$seg")"
