@@ -170,6 +170,16 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av) {
   return 0;
 }
 
+/* One line on the task's stderr (the job's output): why it has no lease, naming the segment,
+ * and the class and tenant once they are known. */
+static void say(const char *why) {
+  if (tenant_name[0] != '\0')
+    fprintf(stderr, "shmsched: %s: class %s, tenant '%s': %s\n", conf.segment,
+            shms_class_name((shms_class_t)conf.cls), tenant_name, why);
+  else
+    fprintf(stderr, "shmsched: %s: %s\n", conf.segment, why);
+}
+
 /* In the task, as the job's user, before its program: wait for the lease. */
 int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   (void)ac;
@@ -179,17 +189,16 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av) {
   char err[512];
   int task = -1;
   if (step_error[0] != '\0') {
-    fprintf(stderr, "shmsched: %s: %s\n", conf.segment, step_error);
+    say(step_error);
     return -1;
   }
   if (step == NULL || spank_get_item(sp, S_TASK_ID, &task) != ESPANK_SUCCESS || task < 0) {
-    fprintf(stderr, "shmsched: %s: cannot tell which task this is\n", conf.segment);
+    say("cannot tell which task this is");
     return -1;
   }
   char **env = spank_step_task_wait(step, (uint32_t)task, err, sizeof err);
   if (env == NULL) {
-    fprintf(stderr, "shmsched: %s: class %s, tenant '%s': %s\n", conf.segment,
-            shms_class_name((shms_class_t)conf.cls), tenant_name, err);
+    say(err);
     return -1;
   }
   int rc = 0;

@@ -5,7 +5,8 @@
 # tasks never overlap, take turns by account, are cancelled by scancel while they wait, get the
 # environment `run` gives, take their tenant from the job's account and not from a variable the
 # user sets, fail with a clear line for a bad option; and that every cell ends free and `check`
-# clean. Skips (77) without root or Slurm's daemons.
+# clean. Skips (77) without root or Slurm's daemons. SHMS_KEEP_SCRATCH=1 keeps the scratch
+# directory (logs, the jobs' output) for a look afterwards.
 #
 # Usage: tests/slurm_e2e.sh BUILD_DIR
 set -euo pipefail
@@ -54,7 +55,7 @@ cleanup() {
   stop slurmctld
   stop munged
   "$shmsched" destroy "$seg" --force >/dev/null 2>&1 || true
-  rm -rf "$dir"
+  if [ -n "${SHMS_KEEP_SCRATCH:-}" ]; then echo "slurm_e2e: kept $dir" >&2; else rm -rf "$dir"; fi
 }
 trap cleanup EXIT
 
