@@ -297,9 +297,11 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   if (due != 0 && (limit == 0 || due < limit))
     limit = due;
   if (shms__spin_then_sleep(h, k, i, w, limit, 1)) {
-    /* Slept a whole poll interval: make sure nobody dead is holding the class up. */
+    /* Slept a whole poll interval: make sure nobody dead is holding the class up, not even a
+     * holder, whom only the supervisor would otherwise find. */
     shms__poll_checks(h, k, i, s->seq);
     SHMS__OP_VOID(h, k, shms__reap_unaccepted(h, k));
+    shms__reap_dead_holders(h, k);
   }
   return SHMS_OK;
 }

@@ -159,3 +159,39 @@ int shms__recover_dead(struct shms *h, uint32_t index, struct shms__report *rep)
   shms__proc_reap_gen(h, h->fd, index, gen);
   return 1;
 }
+
+/*
+ * Capacity back without a supervisor (docs/protocol.md, "Dead holders, found by waiters"): a
+ * waiter that slept a whole poll interval looks at the holders of up to SHMS__HOLDER_LOOKS
+ * cells of lease class k, from where this handle's last look stopped, and recovers the first
+ * it finds dead as the supervisor would: its whole process while its entry is still its own,
+ * else what it held (its entry was taken over since). Its command is ended first, or its cells
+ * stay quarantined. Returns 1 if it recovered one.
+ */
+int shms__reap_dead_holders(struct shms *h, const struct shms__cls *k) {
+  if (k->cfg->mode != SHMS_MODE_LEASE || k->ncells == 0)
+    return 0;
+  uint32_t n = k->ncells, looks = n < SHMS__HOLDER_LOOKS ? n : SHMS__HOLDER_LOOKS;
+  uint32_t start = h->holder_look[k->id] % n, dead = 0;
+  for (uint32_t j = 0; j < looks && dead == 0; j++) {
+    uint64_t w = shms__load_64(&k->cells[(start + j) % n].word);
+    uint32_t owner = SHMS__CELL_OWNER(w);
+    if (SHMS__CELL_STATE(w) == SHMS__CELL_LEASED && owner != h->owner && shms__owner_dead(h, owner))
+      dead = owner;
+  }
+  h->holder_look[k->id] = start + looks;
+  if (dead == 0)
+    return 0;
+  struct shms__report rep = {.h = h};
+  uint32_t index = SHMS__OWNER_INDEX(dead);
+  const struct shms__proc *p = shms__proc_at(h, index);
+  int rc;
+  /* An entry taken over names its new owner, not the dead one: no process-died to tell then,
+   * only what is settled of what it held. */
+  if (SHMS__OWNER(index, shms__load_32(&p->gen)) == dead)
+    rc = shms__recover_dead(h, index, &rep);
+  else
+    rc = settle_owned(h, dead, &rep);
+  shms__report_flush(&rep);
+  return rc >= 0 && rep.totals.leases_released + rep.totals.leases_quarantined > 0;
+}

@@ -462,6 +462,12 @@ void shms__recover_owner(struct shms *h, uint32_t owner, int contained);
  */
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k);
 
+/* Cells of lease class k whose holders a polling waiter looks at, at most, per poll. */
+#define SHMS__HOLDER_LOOKS 64u
+/* A polling waiter's look for dead holders, recovering the first found (core/recover_dead.c):
+ * capacity comes back without a supervisor. 1 if it recovered one. Outside any operation. */
+int shms__reap_dead_holders(struct shms *h, const struct shms__cls *k);
+
 /* Recover class k: freeze, settle what the dead left, recompute, unfreeze (core/repair.c);
  * what it did goes into r (core/report.h). */
 struct shms__report;

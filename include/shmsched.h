@@ -539,7 +539,8 @@ SHMS_EXTERN int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ti
  * Every outcome but SHMS_ETIMEDOUT retires the ticket. Blocks: sleeps on the
  * request's word (a futex) until it is granted or ends, timeout_ns passes, or
  * shms_interrupt(h, 1) (SHMS_ETIMEDOUT), waking once a second to check that
- * nothing dead holds the class up; it may do the dispatcher's work meanwhile.
+ * nothing dead holds the class up; it may do the dispatcher's work meanwhile,
+ * and recover a dead holder it finds (its command killed first: up to 2 s).
  * SHMS_ETIMEDOUT and the argument errors leave the request as it was. One
  * thread at a time per ticket (another may wait for other tickets meanwhile).
  */

@@ -170,6 +170,73 @@ START_TEST(a_dead_holders_lease_is_released_when_the_class_says_so) {
 }
 END_TEST
 
+static void do_nothing(shms_t *h) { (void)h; }
+
+/* No supervisor: the waiter itself finds the dead holder at its next poll and recovers it by
+ * the class's on-holder-death; also when another process took the dead one's entry over (the
+ * process table full) before anyone looked. */
+static void waiter_recovers_dead_holder(unsigned policy, int taken_over) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = policy;
+  if (taken_over)
+    cfg.max_processes = 2; /* us and the holder: a third attach takes the dead one's entry */
+  const char *name;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  int ready = 0;
+  pid_t pid = doomed(name, take_a_lease, &ready), taker = 0;
+  shms_ticket t = sched_enqueue(h, "waiting", 0, 0);
+  kill_and_reap(pid);
+  if (taken_over)
+    taker = doomed(name, do_nothing, &ready);
+  shms_lease l;
+  /* Not a timing bound: without the waiter's look the request would wait for a supervisor. */
+  int rc = shms_wait(h, &t, 30ull * 1000 * 1000 * 1000, &l);
+  shms_class_stats s = sched_stats(h);
+  if (policy == SHMS_ON_DEATH_RELEASE) {
+    ck_assert_shms_ok(rc);
+    ck_assert_shms_ok(shms_release(h, &l));
+  } else {
+    ck_assert_int_eq(rc, SHMS_EQUARANTINED); /* the only cell is out */
+    ck_assert_uint_eq(s.quarantined, 1);
+  }
+  /* Told in the event ring as a supervisor's recovery tells it. */
+  shms_event_record ev[64];
+  uint64_t cursor = 0;
+  size_t got = 0;
+  uint32_t died = 0, disposed = 0;
+  ck_assert_shms_ok(shms_events_read(h, &cursor, SHMS_EVENTS_SKIP_PENDING, ev, 64, &got, NULL));
+  for (size_t i = 0; i < got; i++) {
+    died += ev[i].event.kind == SHMS_EVENT_PROCESS_DIED && ev[i].event.pid == pid;
+    disposed +=
+        ev[i].event.kind == (policy == SHMS_ON_DEATH_RELEASE ? SHMS_EVENT_LEASE_RELEASED
+                                                             : SHMS_EVENT_LEASE_QUARANTINED);
+  }
+  ck_assert_uint_eq(died, taken_over ? 0 : 1); /* a taken entry names its new owner only */
+  ck_assert_uint_eq(disposed, 1);
+  if (taker != 0)
+    kill_and_reap(taker);
+  char report[4096];
+  ck_assert_shms_ok(shms_recover(h, NULL)); /* the taker's entry, dead now too */
+  ck_assert_uint_eq(audit(h, report, sizeof report), 0);
+  sched_close(h, name);
+}
+
+START_TEST(a_waiter_releases_a_dead_holders_lease_without_a_supervisor) {
+  waiter_recovers_dead_holder(SHMS_ON_DEATH_RELEASE, 0);
+}
+END_TEST
+
+START_TEST(a_waiter_quarantines_a_dead_holders_lease_without_a_supervisor) {
+  waiter_recovers_dead_holder(SHMS_ON_DEATH_QUARANTINE, 0);
+}
+END_TEST
+
+START_TEST(a_waiter_recovers_a_dead_holder_whose_entry_was_taken_over) {
+  waiter_recovers_dead_holder(SHMS_ON_DEATH_RELEASE, 1);
+}
+END_TEST
+
 static void open_a_worker(shms_t *h) {
   shms_worker_t *w;
   if (shms_worker_open(h, SHMS_CLASS_SMALL, &w) != SHMS_OK)
@@ -571,6 +638,9 @@ int main(void) {
   tcase_add_test(tc, the_audit_checks_a_large_class_free_count);
   tcase_add_test(tc, a_dead_holders_lease_is_quarantined_by_default);
   tcase_add_test(tc, a_dead_holders_lease_is_released_when_the_class_says_so);
+  tcase_add_test(tc, a_waiter_releases_a_dead_holders_lease_without_a_supervisor);
+  tcase_add_test(tc, a_waiter_quarantines_a_dead_holders_lease_without_a_supervisor);
+  tcase_add_test(tc, a_waiter_recovers_a_dead_holder_whose_entry_was_taken_over);
   tcase_add_test(tc, processes_are_listed_and_dead_workers_cells_come_back);
   tcase_add_test(tc, one_supervisor_per_segment);
   tcase_add_test(tc, the_dispatch_after_a_recovery_by_a_waiting_operation_is_marked);
