@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -561,12 +562,35 @@ START_TEST(process_table_full) {
 }
 END_TEST
 
+/* Copy file from to to, with mode. */
+static void copy_file(const char *from, const char *to, mode_t mode) {
+  int in = open(from, O_RDONLY | O_CLOEXEC);
+  int o = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  ck_assert_int_ge(in, 0);
+  ck_assert_int_ge(o, 0);
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(in, buf, sizeof buf)) > 0)
+    ck_assert_int_eq(write(o, buf, (size_t)n), n);
+  ck_assert_int_eq(n, 0);
+  close(in);
+  ck_assert_int_eq(fchmod(o, mode), 0);
+  close(o);
+}
+
 /*
  * The system's process table, for run's command: `run NAME ... -- true` as
  * user nobody allowed one process (RLIMIT_NPROC binds a user that is not
  * root), so its fork fails with EAGAIN. Returns run's exit status; stderr in err.
  */
 static int run_without_fork(const char *name) {
+  /* nobody may not be able to enter the checkout (a home directory, a mkdtemp one): it runs a
+   * copy of the binary, from a directory of its own that everyone may enter. */
+  char dir[] = "/tmp/shmst-nobody-XXXXXX", bin[64];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_int_eq(chmod(dir, 0755), 0);
+  snprintf(bin, sizeof bin, "%s/shmsched", dir);
+  copy_file(SHMS_BIN_DIR "/shmsched", bin, 0755);
   int pe[2];
   ck_assert(pipe(pe) == 0);
   pid_t pid = fork();
@@ -579,8 +603,7 @@ static int run_without_fork(const char *name) {
       _exit(99);
     /* LeakSanitizer checks at exit from a thread of its own, which one process cannot have. */
     setenv("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1", 1);
-    execl(SHMS_BIN_DIR "/shmsched", "shmsched", "run", name, "-c", "standard", "-t", "a", "--",
-          "true", (char *)NULL);
+    execl(bin, "shmsched", "run", name, "-c", "standard", "-t", "a", "--", "true", (char *)NULL);
     _exit(98);
   }
   close(pe[1]);
@@ -589,6 +612,8 @@ static int run_without_fork(const char *name) {
   int st;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;
+  unlink(bin);
+  rmdir(dir);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
