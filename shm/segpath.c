@@ -24,7 +24,10 @@ static long bad_dir_byte(const char *dir) {
 }
 
 static int plain_dir(const char **out) {
-  const char *dir = getenv("SHMSCHED_DIR");
+  /* secure_getenv: in a set-id program (the setgid front end) the caller's environment must
+   * not steer where it opens files with the borrowed group; a path is still the caller's to
+   * give, and goes through the same checks. */
+  const char *dir = secure_getenv("SHMSCHED_DIR");
   if (dir == NULL || dir[0] == '\0') {
     *out = DEFAULT_DIR;
     return SHMS_OK;
@@ -93,22 +96,50 @@ static int not_regular(const char *name, const char *path, mode_t m) {
                     kind(m));
 }
 
-/* open(2) or lstat(2) failed with e on path: why, naming a missing directory as such. */
-static int path_fail(int e, const char *name, const char *path, const char *what) {
-  char who[SHMS__PATH_MAX + SHMS_NAME_MAX + 8], dir[SHMS__PATH_MAX];
-  shown(who, sizeof who, name, path);
-  snprintf(dir, sizeof dir, "%s", path);
+/* The directory part of path into dir ("." for none, "/" for the root). */
+static void dir_of(const char *path, char *dir, size_t n) {
+  snprintf(dir, n, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash != NULL)
     *(slash == dir ? slash + 1 : slash) = '\0';
   else
-    snprintf(dir, sizeof dir, ".");
+    snprintf(dir, n, ".");
+}
+
+/*
+ * A segment's directory must be one that others cannot empty or fill: in a directory that
+ * anyone may write and that is not sticky, anyone may remove the segment file or put another
+ * in its place, a forged segment for everyone who attaches next. So such a directory is
+ * refused, for create and attach alike (/dev/shm and /tmp are sticky). Whether the right
+ * users can reach it is the directory's mode's business (the kernel's refusal says so).
+ */
+static int dir_check(const char *name, const char *path) {
+  char dir[SHMS__PATH_MAX];
+  struct stat st;
+  dir_of(path, dir, sizeof dir);
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return SHMS_OK; /* the open that follows says what is missing */
+  /* The directory first: a detail is cut at 256 bytes, and the name ends it. */
+  if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX))
+    return shms__fail(SHMS_EPERM,
+                      "directory '%s' is writable by anyone and not sticky (mode 0%03o: chmod "
+                      "+t, or let only the segment's users write it): anyone could replace "
+                      "segment '%s'",
+                      dir, (unsigned)(st.st_mode & 0777), name);
+  return SHMS_OK;
+}
+
+/* open(2) or lstat(2) failed with e on path: why, naming a missing directory as such. */
+static int path_fail(int e, const char *name, const char *path, const char *what) {
+  char who[SHMS__PATH_MAX + SHMS_NAME_MAX + 8], dir[SHMS__PATH_MAX];
+  shown(who, sizeof who, name, path);
+  dir_of(path, dir, sizeof dir);
   struct stat st;
   if (e == ENOTDIR || (e == ENOENT && stat(dir, &st) != 0 && errno == ENOTDIR))
-    return shms__fail(SHMS_ENOTFOUND, "no segment named %s: a component of '%s' is not a directory",
-                      who, dir);
+    return shms__fail(SHMS_ENOTFOUND,
+                      "no segment named '%s': a component of '%s' is not a directory", name, dir);
   if (e == ENOENT && stat(dir, &st) != 0 && errno == ENOENT)
-    return shms__fail(SHMS_ENOTFOUND, "no segment named %s: directory '%s' does not exist", who,
+    return shms__fail(SHMS_ENOTFOUND, "no segment named '%s': directory '%s' does not exist", name,
                       dir);
   if (e == ENOENT)
     return strcmp(name, path) == 0 || strchr(name, '/') != NULL
@@ -122,7 +153,9 @@ static int path_fail(int e, const char *name, const char *path, const char *what
 int shms__seg_check(const char *name, const char *path, struct stat *st) {
   if (lstat(path, st) != 0)
     return path_fail(errno, name, path, "inspect");
-  return S_ISREG(st->st_mode) ? SHMS_OK : not_regular(name, path, st->st_mode);
+  if (!S_ISREG(st->st_mode))
+    return not_regular(name, path, st->st_mode);
+  return dir_check(name, path);
 }
 
 int shms__seg_open(const char *name, const char *path, int flags, int *fd) {
@@ -155,6 +188,9 @@ int shms__seg_open(const char *name, const char *path, int flags, int *fd) {
 }
 
 int shms__seg_create(const char *name, const char *path, mode_t mode, int *fd) {
+  int rc = dir_check(name, path);
+  if (rc != SHMS_OK)
+    return rc;
   int f = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
   if (f >= 0) {
     *fd = f;

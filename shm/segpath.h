@@ -9,7 +9,9 @@
  * What a path names is judged before it is opened and again from what was
  * opened: only a regular file, never through a symbolic link as its last
  * component, and never a FIFO (opening one could block) or a device (opening
- * one could change it). Each refusal is a specific error and changes nothing.
+ * one could change it); and never in a directory anyone may write that is not
+ * sticky (SHMS_EPERM: anyone could replace the file). Each refusal is a
+ * specific error and changes nothing.
  */
 #ifndef SHMS_SHM_SEGPATH_H
 #define SHMS_SHM_SEGPATH_H

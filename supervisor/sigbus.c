@@ -176,7 +176,7 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc) {
 /* The plain names' directory with one trailing '/', or "" when it is not usable (then every
  * segment is named by its path). Not in the handler: getenv is not async-signal-safe. */
 static void set_plain_dir(void) {
-  const char *dir = getenv("SHMSCHED_DIR");
+  const char *dir = secure_getenv("SHMSCHED_DIR"); /* as the library reads it */
   if (dir == NULL || dir[0] == '\0')
     dir = "/dev/shm";
   size_t n = strlen(dir);

@@ -373,6 +373,34 @@ START_TEST(a_missing_directory_is_named) {
 }
 END_TEST
 
+/* A directory anyone may write that is not sticky: anyone could replace the segment file. */
+START_TEST(a_directory_anyone_may_replace_in_is_refused) {
+  const char *dir = in_scratch("open");
+  ck_assert_int_eq(mkdir(dir, 0700), 0);
+  ck_assert_int_eq(chmod(dir, 0777), 0); /* not through mkdir: the umask would narrow it */
+  char path[600];
+  snprintf(path, sizeof path, "%s/seg", dir);
+  shms_config cfg;
+  harness_config(&cfg, 1, 1);
+  struct snap before = snap_of(dir);
+  ck_assert_shms_err(shms_create(path, &cfg), SHMS_EPERM, "is writable by anyone and not sticky");
+  ck_assert(!exists(path));
+  assert_unchanged(dir, &before);
+  ck_assert_int_eq(chmod(dir, 01777), 0); /* sticky, as /dev/shm and /tmp are */
+  ck_assert_shms_ok(shms_create(path, &cfg));
+  ck_assert_int_eq(chmod(dir, 0777), 0);
+  struct snap seg = snap_of(path);
+  shms_t *h;
+  ck_assert_shms_err(shms_attach(path, 0, &h), SHMS_EPERM, "is writable by anyone and not sticky");
+  ck_assert_shms_err(shms_destroy(path, SHMS_DESTROY_FORCE), SHMS_EPERM, "(mode 0777: chmod +t");
+  assert_unchanged(path, &seg);
+  ck_assert_int_eq(chmod(dir, 0770), 0); /* its users' alone: fine */
+  ck_assert_shms_ok(shms_attach(path, 0, &h));
+  ck_assert_shms_ok(shms_detach(h));
+  ck_assert_shms_ok(shms_destroy(path, 0));
+}
+END_TEST
+
 START_TEST(bad_paths_are_refused) {
   shms_config cfg;
   harness_config(&cfg, 1, 1);
@@ -472,6 +500,7 @@ int main(void) {
   tcase_add_test(tc, a_symbolic_link_is_refused);
   tcase_add_test(tc, a_file_that_is_not_a_segment_is_refused);
   tcase_add_test(tc, a_missing_directory_is_named);
+  tcase_add_test(tc, a_directory_anyone_may_replace_in_is_refused);
   tcase_add_test(tc, bad_paths_are_refused);
   suite_add_tcase(s, tc);
   tc = harness_tcase("cli");
