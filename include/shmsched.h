@@ -238,7 +238,9 @@ SHMS_EXTERN const char *shms_class_name(shms_class_t c);
 SHMS_EXTERN int shms_class_from_name(const char *name);
 /* 0 if name is a valid tenant name (1..31 bytes, graphic ASCII), else SHMS_EINVAL. */
 SHMS_EXTERN int shms_tenant_check(const char *name);
-/* 0 if name is a valid segment name, else SHMS_EINVAL. */
+/* 0 if name is a valid segment name (1..SHMS_NAME_MAX bytes, graphic ASCII; with a '/' it is a
+ * path, which may not end in '/', '.' or '..': see "Segment names" below), else SHMS_EINVAL. Only
+ * the name: whether its file exists, or SHMSCHED_DIR is usable, is create's and attach's to say. */
 SHMS_EXTERN int shms_name_check(const char *name);
 /* Bytes a segment laid out from cfg occupies, or 0 when cfg is NULL or invalid (the thread's
  * detail then says why, as shms_config_validate's). */
@@ -288,8 +290,8 @@ enum {
 };
 
 /*
- * Attach to NAME (a plain name or a path: "Segment names" above): validate it (SHMS_EINCOMPAT, with a detail naming the
- * failed check), map it and register this process in its process table.
+ * Attach to NAME (a plain name or a path: "Segment names" above): validate it (SHMS_EINCOMPAT, with
+ * a detail naming the failed check), map it and register this process in its process table.
  * SHMS_ENOTFOUND if there is no such segment, SHMS_EPERM if it may not be
  * opened, SHMS_EBUSY if the process table is full (an entry of a dead process
  * is taken over once the command it recorded is killed: see "Commands"),
@@ -317,11 +319,10 @@ SHMS_EXTERN int shms_detach(shms_t *h);
 enum { SHMS_DESTROY_FORCE = 1u << 0 };
 /*
  * Unlink NAME's file (a plain name or a path: "Segment names" above), only
- * while NAME still names the file that was checked. Refuses with SHMS_EBUSY while other live processes are
- * attached, unless SHMS_DESTROY_FORCE; the segment's supervisor does not
- * count (it holds nothing, and leaves once the segment is removed:
- * shms_segment_removed). Attached processes keep their mappings; new
- * attaches fail. The commands recorded by processes that died attached
+ * while NAME still names the file that was checked. Refuses with SHMS_EBUSY while other live
+ * processes are attached, unless SHMS_DESTROY_FORCE; the segment's supervisor does not count (it
+ * holds nothing, and leaves once the segment is removed: shms_segment_removed). Attached processes
+ * keep their mappings; new attaches fail. The commands recorded by processes that died attached
  * (shms_command_set) are killed, and their cgroups removed, since nobody
  * could dispose of them once the segment is gone. A segment that fails validation
  * (SHMS_EINCOMPAT: corrupt, of another layout version, or half-made) is
