@@ -109,7 +109,7 @@ static void audit_cells(struct audit *a, uint32_t *quarantined) {
  * Let go of the mapping of slots [begin, end), which the loop has read: a check reads every slot,
  * and with them it would keep the whole segment mapped (a 4 GB segment, 4 GB resident).
  * Only this process's page tables change: the pages are the segment's, and the next read of
- * one maps it again from /dev/shm.
+ * one maps it again from the segment's file (in /dev/shm or wherever it is).
  */
 #define UNMAP_BYTES (16u << 20) /* of slots read */
 

@@ -238,7 +238,9 @@ SHMS_EXTERN const char *shms_class_name(shms_class_t c);
 SHMS_EXTERN int shms_class_from_name(const char *name);
 /* 0 if name is a valid tenant name (1..31 bytes, graphic ASCII), else SHMS_EINVAL. */
 SHMS_EXTERN int shms_tenant_check(const char *name);
-/* 0 if name is a valid segment name, else SHMS_EINVAL. */
+/* 0 if name is a valid segment name (1..SHMS_NAME_MAX bytes, graphic ASCII; with a '/' it is a
+ * path, which may not end in '/', '.' or '..': see "Segment names" below), else SHMS_EINVAL. Only
+ * the name: whether its file exists, or SHMSCHED_DIR is usable, is create's and attach's to say. */
 SHMS_EXTERN int shms_name_check(const char *name);
 /* Bytes a segment laid out from cfg occupies, or 0 when cfg is NULL or invalid (the thread's
  * detail then says why, as shms_config_validate's). */
@@ -254,12 +256,29 @@ SHMS_EXTERN int shms_class_order(const shms_config *cfg, shms_class_t out[SHMS_C
 typedef struct shms shms_t;
 
 /*
- * Create the segment /dev/shm/NAME laid out from cfg. Fails with
- * SHMS_EEXISTS (the existing segment untouched), SHMS_EINVAL (bad name or
- * config), SHMS_EPERM, SHMS_ENOSPACE or SHMS_ESYSTEM. The segment is never
+ * Segment names. A plain name (no '/') is the file /dev/shm/NAME, or
+ * $SHMSCHED_DIR/NAME when that variable is set and not empty (it must be an
+ * absolute path: SHMS_EINVAL naming it otherwise; ignored in a set-id program).
+ * A name with a '/' is the path of the segment file, on any local filesystem
+ * that supports shared mappings; a relative one resolves against the working
+ * directory, so processes that share a segment should use an absolute path.
+ * Either is at most SHMS_NAME_MAX bytes of printable ASCII without spaces; a
+ * path that ends in '/', '.' or '..' is SHMS_EINVAL. Only a regular file is a
+ * segment: a directory, FIFO, device, socket or symbolic link (never followed)
+ * is SHMS_EINCOMPAT, judged before anything is opened; a missing file or
+ * directory is SHMS_ENOTFOUND, naming the directory; a directory anyone may
+ * write that is not sticky is SHMS_EPERM (anyone could replace the file).
+ * Each refusal changes nothing.
+ */
+
+/*
+ * Create the segment NAME laid out from cfg (its file: above). Fails with
+ * SHMS_EEXISTS (whatever exists there untouched), SHMS_EINVAL (bad name or
+ * config), SHMS_ENOTFOUND (no such directory: none is made), SHMS_EPERM,
+ * SHMS_ENOSPACE or SHMS_ESYSTEM. The segment is never
  * attachable half-made: its magic is published last. Blocks on the kernel
  * only: every page is reserved up front (a large segment takes a while; a
- * full /dev/shm is SHMS_ENOSPACE then, not a SIGBUS later). On failure no
+ * full filesystem is SHMS_ENOSPACE then, not a SIGBUS later). On failure no
  * segment is left (the file it made is removed, if NAME still names it). Any
  * thread; of two creates of one name, one wins.
  */
@@ -271,8 +290,8 @@ enum {
 };
 
 /*
- * Attach to NAME: validate it (SHMS_EINCOMPAT, with a detail naming the
- * failed check), map it and register this process in its process table.
+ * Attach to NAME (a plain name or a path: "Segment names" above): validate it (SHMS_EINCOMPAT, with
+ * a detail naming the failed check), map it and register this process in its process table.
  * SHMS_ENOTFOUND if there is no such segment, SHMS_EPERM if it may not be
  * opened, SHMS_EBUSY if the process table is full (an entry of a dead process
  * is taken over once the command it recorded is killed: see "Commands"),
@@ -299,11 +318,11 @@ SHMS_EXTERN int shms_detach(shms_t *h);
 
 enum { SHMS_DESTROY_FORCE = 1u << 0 };
 /*
- * Unlink NAME. Refuses with SHMS_EBUSY while other live processes are
- * attached, unless SHMS_DESTROY_FORCE; the segment's supervisor does not
- * count (it holds nothing, and leaves once the segment is removed:
- * shms_segment_removed). Attached processes keep their mappings; new
- * attaches fail. The commands recorded by processes that died attached
+ * Unlink NAME's file (a plain name or a path: "Segment names" above), only
+ * while NAME still names the file that was checked. Refuses with SHMS_EBUSY while other live
+ * processes are attached, unless SHMS_DESTROY_FORCE; the segment's supervisor does not count (it
+ * holds nothing, and leaves once the segment is removed: shms_segment_removed). Attached processes
+ * keep their mappings; new attaches fail. The commands recorded by processes that died attached
  * (shms_command_set) are killed, and their cgroups removed, since nobody
  * could dispose of them once the segment is gone. A segment that fails validation
  * (SHMS_EINCOMPAT: corrupt, of another layout version, or half-made) is

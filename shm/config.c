@@ -51,7 +51,7 @@ void shms__name_copy(char *out, const char *name) {
 
 /*
  * A name holding a byte it may not, at i: the failure, naming the byte for what it is ("a space
- * (0x20)", "a control byte 0x0a", "a non-ASCII byte 0xc3", "'/' (0x2f)"). Tenant and segment
+ * (0x20)", "a control byte 0x0a", "a non-ASCII byte 0xc3"). Tenant and segment
  * names share it, so the library, the CLI and the binding describe them alike. Out of line: the
  * tenant check is on every acquire.
  */
@@ -61,8 +61,6 @@ __attribute__((noinline, cold)) static int bad_name_byte(const char *what, unsig
   const char *desc = buf;
   if (ch == ' ')
     desc = "a space (0x20)";
-  else if (ch == '/')
-    desc = "'/' (0x2f)";
   else
     snprintf(buf, sizeof buf, "%s 0x%02x%s", ch > 0x7f ? "a non-ASCII byte" : "a control byte", ch,
              ch == 0x7f ? " (DEL)" : "");
@@ -102,21 +100,42 @@ int shms_tenant_check(const char *name) {
   return shms__tenant_pack(name, words);
 }
 
+/* A path's last component (after its last '/'): it must name a file. */
+static int last_component_check(const char *name) {
+  const char *last = strrchr(name, '/');
+  if (last == NULL)
+    return SHMS_OK;
+  last++;
+  if (*last == '\0')
+    return shms__fail(
+        SHMS_EINVAL, "segment path '%s' ends in '/': name the segment file, not a directory", name);
+  if (strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
+    return shms__fail(SHMS_EINVAL,
+                      "segment path '%s' ends in '%s', a directory: name the segment file", name,
+                      last);
+  return SHMS_OK;
+}
+
 int shms_name_check(const char *name) {
   shms__clear_detail();
   if (name == NULL || name[0] == '\0')
     return shms__fail(SHMS_EINVAL, "segment name is empty");
   size_t n = strnlen(name, SHMS_NAME_MAX + 1);
   if (n > SHMS_NAME_MAX)
-    return shms__fail(SHMS_EINVAL, "segment name is longer than %d bytes", SHMS_NAME_MAX);
+    return shms__fail(SHMS_EINVAL,
+                      "segment name is longer than %d bytes (SHMS_NAME_MAX, a path's whole length "
+                      "included)",
+                      SHMS_NAME_MAX);
   if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
     return shms__fail(SHMS_EINVAL, "segment name '%s' is reserved", name);
+  /* A '/' makes the name a path to the segment file (shm/segpath.h); the bytes allowed are the
+   * same either way, so that every name and path prints and parses unambiguously. */
   for (size_t i = 0; i < n; i++) {
     unsigned char ch = (unsigned char)name[i];
-    if (ch == '/' || ch < 0x21 || ch > 0x7e)
-      return bad_name_byte("segment", ch, i, "no '/', spaces, controls or non-ASCII bytes");
+    if (ch < 0x21 || ch > 0x7e)
+      return bad_name_byte("segment", ch, i, "no spaces, controls or non-ASCII bytes");
   }
-  return SHMS_OK;
+  return last_component_check(name);
 }
 
 static int validate_class(const shms_config *cfg, int c) {

@@ -28,6 +28,7 @@
 #include "handle.h"
 #include "identity.h"
 #include "proc.h"
+#include "segpath.h"
 
 struct shms__file {
   struct shms__file *next;
@@ -59,10 +60,6 @@ static void registry_after_fork(void) {
   registry_pid = getpid();
 }
 
-static void shm_path(char *out, size_t n, const char *name) {
-  snprintf(out, n, "/dev/shm/%s", name);
-}
-
 static uint64_t realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -80,21 +77,16 @@ static int open_fail(int e, const char *name, const char *what) {
   return shms__fail(shms__from_errno(e), "cannot %s segment '%s': %s", what, name, strerror(e));
 }
 
-/* Whether NAME still names the file open as fd. */
-static int same_file(int fd, const char *name) {
+/* Whether path (a segment's file) still names the file open as fd. */
+static int same_file(int fd, const char *path) {
   struct stat a, b;
-  char path[256];
-  shm_path(path, sizeof path, name);
   return fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-/* Remove the file we created, but only if NAME still names it. */
-static void unlink_if_ours(const char *name, int fd) {
-  if (same_file(fd, name)) {
-    char shm_name[SHMS_NAME_MAX + 2];
-    snprintf(shm_name, sizeof shm_name, "/%s", name);
-    shm_unlink(shm_name);
-  }
+/* Remove the file we created, but only if path still names it. */
+static void unlink_if_ours(const char *path, int fd) {
+  if (same_file(fd, path))
+    unlink(path);
 }
 
 static int size_and_map(const char *name, int fd, const shms_config *cfg) {
@@ -121,14 +113,11 @@ int shms_create(const char *name, const shms_config *cfg) {
     return rc;
   if ((rc = shms_config_validate(cfg)) != SHMS_OK)
     return rc;
-  char shm_name[SHMS_NAME_MAX + 2];
-  snprintf(shm_name, sizeof shm_name, "/%s", name);
-  int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cfg->file_mode);
-  if (fd < 0) {
-    if (errno == EEXIST)
-      return shms__fail(SHMS_EEXISTS, "segment '%s' already exists (left untouched)", name);
-    return open_fail(errno, name, "create");
-  }
+  char path[SHMS__PATH_MAX];
+  int fd = -1;
+  if ((rc = shms__seg_path(name, path, sizeof path)) != SHMS_OK ||
+      (rc = shms__seg_create(name, path, cfg->file_mode, &fd)) != SHMS_OK)
+    return rc;
   /* The umask must not narrow the mode the operator asked for. */
   if (fchmod(fd, cfg->file_mode) != 0)
     rc = open_fail(errno, name, "set the mode of");
@@ -138,7 +127,7 @@ int shms_create(const char *name, const shms_config *cfg) {
   else
     rc = size_and_map(name, fd, cfg);
   if (rc != SHMS_OK)
-    unlink_if_ours(name, fd);
+    unlink_if_ours(path, fd);
   close(fd);
   return rc;
 }
@@ -152,20 +141,19 @@ static struct shms__file *registry_find(dev_t dev, ino_t ino) {
 
 /* Find or open this process's entry for NAME with a descriptor of the needed access. */
 static int file_get(const char *name, int writable, struct shms__file **out, int *fd_out) {
-  char path[256];
+  char path[SHMS__PATH_MAX];
   struct stat st;
-  shm_path(path, sizeof path, name);
-  if (stat(path, &st) != 0)
-    return errno == ENOENT ? shms__fail(SHMS_ENOTFOUND, "no segment named '%s'", name)
-                           : open_fail(errno, name, "inspect");
+  int rc = shms__seg_path(name, path, sizeof path);
+  if (rc != SHMS_OK)
+    return rc;
+  /* Judged without opening: a descriptor of a file we have locks on must not be closed. */
+  if ((rc = shms__seg_check(name, path, &st)) != SHMS_OK)
+    return rc;
   struct shms__file *f = registry_find(st.st_dev, st.st_ino);
   int fd = f == NULL ? -1 : (writable ? f->fd_rw : (f->fd_rw >= 0 ? f->fd_rw : f->fd_ro));
   if (fd < 0) {
-    char shm_name[SHMS_NAME_MAX + 2];
-    snprintf(shm_name, sizeof shm_name, "/%s", name);
-    fd = shm_open(shm_name, (writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC, 0);
-    if (fd < 0)
-      return open_fail(errno, name, writable ? "open for writing" : "open");
+    if ((rc = shms__seg_open(name, path, writable ? O_RDWR : O_RDONLY, &fd)) != SHMS_OK)
+      return rc;
     if (fstat(fd, &st) != 0) {
       int e = errno;
       close(fd);
@@ -391,17 +379,17 @@ static int refuse_if_busy(struct shms *h, const char *name, unsigned flags, uint
 /*
  * NAME failed validation. An operator must be able to remove a corrupt or
  * foreign-version segment (with force), but never a file that is not a
- * shmsched segment at all: that is someone else's, and /dev/shm is shared.
- * It is judged from an open descriptor, and unlinked only if NAME still
- * names that file.
+ * shmsched segment at all: that is someone else's, and its directory (/dev/shm
+ * or another) is shared. It is judged from an open descriptor, and unlinked
+ * only if path still names that file.
  */
-static int destroy_invalid(const char *name, unsigned flags) {
-  char why[256], shm_name[SHMS_NAME_MAX + 2];
+static int destroy_invalid(const char *name, const char *path, unsigned flags) {
+  char why[256];
   snprintf(why, sizeof why, "%s", shms_last_error_detail());
-  snprintf(shm_name, sizeof shm_name, "/%s", name);
-  int fd = shm_open(shm_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-  if (fd < 0)
-    return open_fail(errno, name, "open");
+  int fd = -1;
+  int rc = shms__seg_open(name, path, O_RDONLY, &fd);
+  if (rc != SHMS_OK)
+    return rc;
   struct stat st;
   char head[sizeof(struct shms__header)];
   ssize_t len = fstat(fd, &st) == 0 ? pread(fd, head, sizeof head, 0) : -1;
@@ -411,18 +399,17 @@ static int destroy_invalid(const char *name, unsigned flags) {
     return open_fail(e, name, "read");
   }
   int ours = shms__format_recognise(head, (size_t)len, (uint64_t)st.st_size);
-  int rc = SHMS_OK;
   if (!ours)
     rc = shms__fail(SHMS_EINCOMPAT,
-                    "/dev/shm/%s (%lld bytes) is not a shmsched segment: its first 8 bytes are "
+                    "%s (%lld bytes) is not a shmsched segment: its first 8 bytes are "
                     "not the magic, nor is it one of ours whose creation was cut short; not "
                     "removed, forced or not (remove it by hand if you know whose it is)",
-                    name, (long long)st.st_size);
+                    path, (long long)st.st_size);
   else if (!(flags & SHMS_DESTROY_FORCE))
     rc = shms__fail(SHMS_EINCOMPAT, "%s; SHMS_DESTROY_FORCE removes it anyway", why);
-  else if (!same_file(fd, name))
+  else if (!same_file(fd, path))
     rc = shms__fail(SHMS_EBUSY, "segment '%s' was replaced while it was being removed", name);
-  else if (shm_unlink(shm_name) != 0)
+  else if (unlink(path) != 0)
     rc = open_fail(errno, name, "remove");
   close(fd);
   return rc;
@@ -441,7 +428,7 @@ static int entry_live(void *ctx, uint32_t index, uint32_t gen) {
 }
 
 /*
- * The segment is gone from /dev/shm: nobody can dispose of what its dead processes left any
+ * The segment's file is gone: nobody can dispose of what its dead processes left any
  * more. So end each dead process's recorded command now, with its cgroup (what recovery would
  * have done before handing its cells on: docs/operations.md, "Containment"), and remove the
  * empty cgroups left of processes that died unrecovered. A live process ends its own at its
@@ -460,19 +447,27 @@ int shms_destroy(const char *name, unsigned flags) {
   int rc = shms_name_check(name);
   if (rc != SHMS_OK)
     return rc;
-  char shm_name[SHMS_NAME_MAX + 2];
-  snprintf(shm_name, sizeof shm_name, "/%s", name);
+  char path[SHMS__PATH_MAX];
+  if ((rc = shms__seg_path(name, path, sizeof path)) != SHMS_OK)
+    return rc;
   shms_t *h;
+  struct stat st;
   rc = shms__segment_attach(name, SHMS__ATTACH_ADMIN, NULL, &h);
-  if (rc == SHMS_EINCOMPAT)
-    return destroy_invalid(name, flags);
+  /* A refusal of what is at path (a directory, a FIFO, a link...) stands: only a file that is
+   * not a valid segment is judged further. */
+  if (rc == SHMS_EINCOMPAT && shms__seg_check(name, path, &st) == SHMS_OK)
+    return destroy_invalid(name, path, flags);
   if (rc != SHMS_OK)
     return rc;
   uint32_t old = SHMS_SEG_ACTIVE;
   rc = shms__admin_check(h, "destroy the segment");
   if (rc == SHMS_OK)
     rc = refuse_if_busy(h, name, flags, &old);
-  if (rc == SHMS_OK && shm_unlink(shm_name) != 0) {
+  /* Only the file we attached: path may have been replaced since. */
+  if (rc == SHMS_OK && !same_file(h->fd, path)) {
+    rc = shms__fail(SHMS_EBUSY, "segment '%s' was replaced while it was being removed", name);
+    shms__store_32(&h->hdr->state, old);
+  } else if (rc == SHMS_OK && unlink(path) != 0) {
     rc = open_fail(errno, name, "remove");
     shms__store_32(&h->hdr->state, old);
   }
@@ -492,7 +487,9 @@ int shms_segment_removed(const shms_t *h) {
   struct stat st;
   if (fstat(h->fd, &st) != 0)
     return shms__fail(SHMS_ESYSTEM, "cannot stat the segment: %s", strerror(errno));
-  return st.st_nlink == 0; /* /dev/shm is a tmpfs: the file's one link is its name */
+  /* A segment file's one link is its name (destroy unlinks it); a link an operator added by
+   * hand keeps the file, and so the segment, until it goes too. */
+  return st.st_nlink == 0;
 }
 
 int shms_get_config(const shms_t *h, shms_config *out) {

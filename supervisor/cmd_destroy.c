@@ -9,7 +9,8 @@
 static const char help[] =
     "Usage: shmsched destroy NAME [--force]\n"
     "\n"
-    "Remove the segment /dev/shm/NAME. Refused (busy) while live processes are\n"
+    "Remove the segment NAME (/dev/shm/NAME, $SHMSCHED_DIR/NAME, or the path NAME\n"
+    "when it has a '/'). Refused (busy) while live processes are\n"
     "attached. Processes still attached keep their mappings; new attaches fail.\n"
     "For the segment's owner, root and the members of its admin-group.\n"
     "\n"

@@ -281,7 +281,7 @@ static int job_cancelled(void *ctx) {
 
 /* "KEY=VALUE" strings of the job for CMD's environment. */
 struct job_env {
-  char segment[16 + SHMS_NAME_MAX], cls[32], cell[32], ticket[32 + SHMS_TICKET_STRLEN],
+  char segment[24 + SHMS_NAME_MAX], cls[32], cell[32], ticket[32 + SHMS_TICKET_STRLEN],
       tenant[32 + SHMS_TENANT_MAX], priority[48];
   char *list[7];
 };

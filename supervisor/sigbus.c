@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,12 +19,15 @@
 #include "cli.h"
 
 static const char *who = "shmsched";
+/* The directory of plain segment names with a trailing '/' ($SHMSCHED_DIR or /dev/shm), read at
+ * install: a file there is named as its segment was, by its plain name. */
+static char plain_dir[4096];
 /* The cgroup of this process's commands (contain.c), "" for none: removed before we exit. */
 static char cgroup[4096];
 
 /* A line of text under construction, never past its end. */
 struct line {
-  char buf[512];
+  char buf[8192];
   size_t len;
 };
 
@@ -57,34 +61,40 @@ static uintptr_t parse_hex(const char **p) {
 
 /*
  * One line of /proc/self/maps ("start-end perms offset dev inode   path"):
- * if it maps addr from a /dev/shm file, copy the segment's name (the path
- * after "/dev/shm/", less a " (deleted)" suffix) into name. Returns 1 then.
+ * if it maps addr shared from a file, copy the file's path (less a
+ * " (deleted)" suffix) into path. Returns 1 then. The CLI maps no file
+ * shared but segments, wherever they are (a plain name's directory or any
+ * path), so a shared file mapping is taken for one.
  */
-static int maps_line(const char *p, uintptr_t addr, char *name, size_t n) {
+static int maps_line(const char *p, uintptr_t addr, char *path, size_t n) {
   uintptr_t start = parse_hex(&p);
   if (*p++ != '-')
     return 0;
   uintptr_t end = parse_hex(&p);
-  if (addr < start || addr >= end)
+  if (addr < start || addr >= end || *p++ != ' ' || strlen(p) < 4 || p[3] != 's')
     return 0;
-  const char *path = strstr(p, " /dev/shm/");
-  if (path == NULL)
+  const char *file = strstr(p, " /");
+  if (file == NULL)
     return 0;
-  path += strlen(" /dev/shm/");
-  size_t len = strcspn(path, " \n");
+  file++;
+  size_t len = strcspn(file, "\n");
+  const char *deleted = " (deleted)";
+  size_t dl = strlen(deleted);
+  if (len > dl && memcmp(file + len - dl, deleted, dl) == 0)
+    len -= dl;
   if (len == 0 || len >= n)
     return 0;
-  memcpy(name, path, len);
-  name[len] = '\0';
+  memcpy(path, file, len);
+  path[len] = '\0';
   return 1;
 }
 
-/* The segment mapped at addr, from /proc/self/maps: 1 with its name, or 0. */
+/* The segment file mapped at addr, from /proc/self/maps: 1 with its path, or 0. */
 static int segment_at(uintptr_t addr, char *name, size_t n) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return 0;
-  char buf[4096], line[1024];
+  char buf[4096], line[8192];
   size_t used = 0;
   int found = 0;
   ssize_t r;
@@ -138,9 +148,14 @@ void cli_sigbus_cgroup(const char *path) {
 static void on_sigbus(int sig, siginfo_t *si, void *uc) {
   (void)sig;
   (void)uc;
-  char name[256];
-  if (!segment_at((uintptr_t)si->si_addr, name, sizeof name))
+  char path[8192];
+  if (!segment_at((uintptr_t)si->si_addr, path, sizeof path))
     return; /* not a segment: SA_RESETHAND restored the default, the access faults again */
+  /* Named as the user named it: by its plain name when it is in the plain names' directory. */
+  size_t dl = strlen(plain_dir);
+  const char *name = path;
+  if (dl > 0 && strncmp(path, plain_dir, dl) == 0 && strchr(path + dl, '/') == NULL)
+    name = path + dl;
   struct line l = {.len = 0};
   put(&l, "shmsched: incompatible-segment: ");
   put(&l, who);
@@ -148,8 +163,8 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc) {
   put(&l, name);
   put(&l, "' was truncated under this process (SIGBUS at ");
   put_hex(&l, (uintptr_t)si->si_addr);
-  put(&l, ", past the end of /dev/shm/");
-  put(&l, name);
+  put(&l, ", past the end of ");
+  put(&l, path);
   put(&l, "): it can no longer be used; remove it (shmsched destroy --force, or rm if it is "
           "empty now) and create it again\n");
   ssize_t w = write(STDERR_FILENO, l.buf, l.len);
@@ -158,8 +173,26 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc) {
   _exit(CLI_EXIT_SEGMENT_LOST);
 }
 
+/* The plain names' directory with one trailing '/', or "" when it is not usable (then every
+ * segment is named by its path). Not in the handler: getenv is not async-signal-safe. */
+static void set_plain_dir(void) {
+  const char *dir = secure_getenv("SHMSCHED_DIR"); /* as the library reads it */
+  if (dir == NULL || dir[0] == '\0')
+    dir = "/dev/shm";
+  size_t n = strlen(dir);
+  while (n > 0 && dir[n - 1] == '/')
+    n--;
+  plain_dir[0] = '\0';
+  if (dir[0] == '/' && n + 2 <= sizeof plain_dir) {
+    memcpy(plain_dir, dir, n);
+    plain_dir[n] = '/';
+    plain_dir[n + 1] = '\0';
+  }
+}
+
 void cli_sigbus_install(const char *cmd) {
   who = cmd;
+  set_plain_dir();
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_sigbus;

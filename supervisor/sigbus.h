@@ -9,9 +9,11 @@
 
 /*
  * Install the SIGBUS handler for subcommand cmd (named in the error line; the
- * string must outlive the process). A SIGBUS on a mapping of a /dev/shm file
- * prints "shmsched: incompatible-segment: CMD: segment 'NAME' was truncated
- * under this process (...)" and _exits CLI_EXIT_SEGMENT_LOST. Any other SIGBUS
+ * string must outlive the process). A SIGBUS on a shared mapping of a file (the
+ * CLI maps only segments so) prints "shmsched: incompatible-segment: CMD:
+ * segment 'NAME' was truncated under this process (...)" and _exits
+ * CLI_EXIT_SEGMENT_LOST: NAME is the plain name for a file in the plain names'
+ * directory ($SHMSCHED_DIR or /dev/shm, as at install), else the file's path. Any other SIGBUS
  * (a bug) is left to the default action: the handler resets itself and returns,
  * so the faulting access faults again and the process dies of it as before.
  */

@@ -224,7 +224,7 @@ START_TEST(refuses_missing_and_bad_names) {
   shms_t *h;
   ck_assert_shms_err(shms_attach("shmst-no-such-segment", 0, &h), SHMS_ENOTFOUND,
                      "shmst-no-such-segment");
-  ck_assert_shms_err(shms_attach("a/b", 0, &h), SHMS_EINVAL, "'/'");
+  ck_assert_shms_err(shms_attach("a/", 0, &h), SHMS_EINVAL, "ends in '/'");
   ck_assert_shms_err(shms_attach("", 0, &h), SHMS_EINVAL, "empty");
   ck_assert_shms_err(shms_attach("..", 0, &h), SHMS_EINVAL, "reserved");
   char longname[SHMS_NAME_MAX + 2];

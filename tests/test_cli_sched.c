@@ -736,6 +736,37 @@ START_TEST(truncated_segment_is_one_line) {
 }
 END_TEST
 
+/* The same for a segment at a path, and for a plain name in SHMSCHED_DIR: the line names the
+ * segment as the user did (the path, or the plain name) and the file by its path. */
+static void truncate_under_run(const char *name, const char *path, const char *shown) {
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=1,queue=4"), 0);
+  struct cli_proc holder;
+  hold(&holder, name);
+  ck_assert_int_eq(truncate(path, 0), 0);
+  int rc = finish(&holder);
+  ck_assert_msg(rc == 74, "exit %d: %s", rc, perr);
+  char needle[600];
+  snprintf(needle, sizeof needle, "run: segment '%s' was truncated under this process", shown);
+  assert_error_line(perr, "incompatible-segment", needle);
+  snprintf(needle, sizeof needle, "past the end of %s)", path);
+  ck_assert_msg(strstr(perr, needle) != NULL, "'%s' lacks '%s'", perr, needle);
+  ck_assert_int_eq(unlink(path), 0);
+}
+
+START_TEST(truncated_segment_at_a_path_is_one_line) {
+  char dir[64] = "/tmp/shmst-trunc-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, harness_name("trpath"));
+  truncate_under_run(path, path, path);
+  const char *plain = harness_name("trdir");
+  snprintf(path, sizeof path, "%s/%s", dir, plain);
+  ck_assert_int_eq(setenv("SHMSCHED_DIR", dir, 1), 0);
+  truncate_under_run(plain, path, plain);
+  ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* ---- help ------------------------------------------------------------------ */
 
 static const char *const help_commands[][3] = {
@@ -794,6 +825,7 @@ static Suite *cli_sched_suite(void) {
   tcase_add_test(tc, process_table_full);
   tcase_add_test(tc, system_process_limit);
   tcase_add_test(tc, truncated_segment_is_one_line);
+  tcase_add_test(tc, truncated_segment_at_a_path_is_one_line);
   tcase_add_loop_test(tc, usage_errors, 0, sizeof bad_runs / sizeof bad_runs[0]);
   tcase_add_test(tc, missing_segment);
   suite_add_tcase(s, tc);

@@ -100,7 +100,8 @@ class NotFound(ShmschedError, LookupError):
 
 
 class SegmentNotFound(NotFound, FileNotFoundError):
-    """not-found for a segment: there is no /dev/shm/NAME (also a FileNotFoundError)."""
+    """not-found for a segment: there is no such segment file, or no directory for it (also a
+    FileNotFoundError)."""
 
 
 class OwnerLost(ShmschedError):
@@ -116,7 +117,8 @@ class WorkerLost(ShmschedError):
 
 
 class IncompatibleSegment(ShmschedError):
-    """incompatible-segment: a segment of another layout version, size or magic."""
+    """incompatible-segment: a segment of another layout version, size or magic, or a path that
+    names no segment file (a directory, FIFO, device or symbolic link)."""
 
     code = _c.EINCOMPAT
 
@@ -146,7 +148,7 @@ class OutOfMemory(ShmschedError, MemoryError):
 
 
 class NoSpace(ShmschedError, OSError):
-    """no-space: no room for the segment in /dev/shm (an OSError)."""
+    """no-space: no room for the segment in its filesystem, /dev/shm or another (an OSError)."""
 
     code = _c.ENOSPACE
 

@@ -1,9 +1,10 @@
-"""Segment: this process attached to one shmsched segment, /dev/shm/NAME."""
+"""Segment: this process attached to one shmsched segment, /dev/shm/NAME or a path."""
 
 from __future__ import annotations
 
 import collections.abc
 import math
+import os
 import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple, Type, Union
@@ -26,6 +27,18 @@ _TENANT = ("any", "user", "group")
 _FAIRNESS = (None, "grants", "time")  # shms_fairness_t: DEFAULT (0), GRANTS, TIME
 _SEG_STATES = {1: "active", 2: "draining", 3: "destroying"}
 _DEFAULT_PAYLOAD = 4096
+
+
+SegmentName = Union[str, "os.PathLike[str]"]
+
+
+def _name(name: SegmentName) -> str:
+    """A segment's name as the library takes it: a str, or a path object as its str."""
+    if isinstance(name, os.PathLike):
+        name = os.fspath(name)
+    if not isinstance(name, str):
+        raise TypeError(f"a segment name is a str or a path, not {type(name).__name__}")
+    return name
 
 
 def _choice(value: str, choices: Tuple[str, ...], what: str) -> int:
@@ -71,17 +84,24 @@ def _class_tuple(name: str, k: ClassConfig) -> tuple:
             _fairness(name, k.fairness))
 
 
-def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, object]]], *,
+def create(name: SegmentName, classes: Mapping[str, Union[ClassConfig, Mapping[str, object]]], *,
            starvation_after: float = 5.0, max_tenants: int = 1024, max_processes: int = 1024,
            mode: int = 0o600, group: Optional[int] = None,
            admin_group: Optional[int] = None) -> None:
-    """Create the segment /dev/shm/NAME, as ``shmsched create`` does (docs/config.md).
+    """Create the segment NAME, as ``shmsched create`` does (docs/config.md).
+
+    A plain name is the file /dev/shm/NAME, or $SHMSCHED_DIR/NAME when that is set; a name
+    with a '/' (or a path object) is the path of the segment file, on any local filesystem that
+    supports shared mappings (relative paths against the working directory: give processes
+    that share a segment an absolute one).
 
     ``classes`` maps class names to :class:`ClassConfig` (or to dicts of its fields):
     ``create("jobs", {"standard": ClassConfig(cells=4, queue=256)})``. Raises
     :class:`AlreadyExists` (the existing segment untouched) or :class:`InvalidArgument`
-    naming the field at fault; nothing is created on error.
+    naming the field at fault, :class:`SegmentNotFound` when the path's directory does not
+    exist; nothing is created on error.
     """
+    name = _name(name)
     if not isinstance(classes, collections.abc.Mapping):
         raise TypeError("classes must be a mapping of class names to ClassConfig, as "
                         "{'standard': ClassConfig(cells=4, queue=256)}, not "
@@ -101,10 +121,13 @@ def create(name: str, classes: Mapping[str, Union[ClassConfig, Mapping[str, obje
               -1 if admin_group is None else admin_group)
 
 
-def destroy(name: str, *, force: bool = False) -> None:
-    """Remove /dev/shm/NAME. :class:`Busy` while live processes are attached, unless
-    ``force``; :class:`SegmentNotFound` if there is none; :class:`IncompatibleSegment` for one
-    that fails validation, unless ``force``, and for a file that is not a segment at all."""
+def destroy(name: SegmentName, *, force: bool = False) -> None:
+    """Remove the segment NAME (its file: /dev/shm/NAME, $SHMSCHED_DIR/NAME, or the path).
+    :class:`Busy` while live processes are attached, unless ``force``; :class:`SegmentNotFound`
+    if there is none; :class:`IncompatibleSegment` for one that fails validation, unless
+    ``force``, and for a file that is not a segment at all (or not a regular file: a directory,
+    FIFO, device or symbolic link)."""
+    name = _name(name)
     try:
         _c.destroy(name, force)
     except (Busy, IncompatibleSegment) as e:
@@ -116,7 +139,8 @@ def destroy(name: str, *, force: bool = False) -> None:
 
 
 class Segment:
-    """This process attached to the segment /dev/shm/NAME.
+    """This process attached to the segment NAME (/dev/shm/NAME, $SHMSCHED_DIR/NAME, or the
+    path NAME when it has a '/'; :func:`create` says more).
 
     ``with shmsched.Segment("jobs") as seg:`` detaches on the way out. Detaching ends this
     process's queued requests, and settles its leases still held as its death would (the
@@ -128,7 +152,8 @@ class Segment:
     (docs/python.md, "Threads").
     """
 
-    def __init__(self, name: str, *, observer: bool = False) -> None:
+    def __init__(self, name: SegmentName, *, observer: bool = False) -> None:
+        name = _name(name)
         self._h = _c.Handle(name, observer)
         self.name = name
         self.observer = observer

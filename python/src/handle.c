@@ -394,7 +394,8 @@ PyTypeObject pyshms_handle_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "shmsched._shmsched.Handle",
     .tp_basicsize = sizeof(HandleObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Handle(name, observer=False): an attachment to the segment /dev/shm/NAME.",
+    .tp_doc = "Handle(name, observer=False): an attachment to the segment NAME (/dev/shm/NAME, "
+              "$SHMSCHED_DIR/NAME, or the path NAME when it has a '/').",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)handle_init,
     .tp_dealloc = (destructor)handle_dealloc,
