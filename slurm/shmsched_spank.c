@@ -43,31 +43,30 @@ struct spank_option spank_options[] = {
     SPANK_OPTIONS_TABLE_END,
 };
 
-/* Checked where the user gives them (srun, sbatch, salloc), so a typo fails there. */
+/* A job option's value, checked where the user gives it (srun, sbatch, salloc) so that a typo
+ * fails there, and kept for init_post_opt. */
+static int take_option(const char *option, const char *value, const char **keep,
+                       int (*check)(struct spank_conf *, const char *, char *, size_t)) {
+  struct spank_conf c;
+  char err[256];
+  if (check(&c, value, err, sizeof err) != 0) {
+    slurm_error("%s %s", option, err);
+    return -1;
+  }
+  *keep = value;
+  return 0;
+}
+
 static int take_class(int val, const char *optarg, int remote) {
   (void)val;
   (void)remote;
-  struct spank_conf c;
-  char err[256];
-  if (spank_conf_class(&c, optarg, err, sizeof err) != 0) {
-    slurm_error("--shmsched-class %s", err);
-    return -1;
-  }
-  opt_class = optarg;
-  return 0;
+  return take_option("--shmsched-class", optarg, &opt_class, spank_conf_class);
 }
 
 static int take_cells(int val, const char *optarg, int remote) {
   (void)val;
   (void)remote;
-  struct spank_conf c;
-  char err[256];
-  if (spank_conf_cells(&c, optarg, err, sizeof err) != 0) {
-    slurm_error("--shmsched-cells %s", err);
-    return -1;
-  }
-  opt_cells = optarg;
-  return 0;
+  return take_option("--shmsched-cells", optarg, &opt_cells, spank_conf_cells);
 }
 
 static int parse_conf(int ac, char **av) {

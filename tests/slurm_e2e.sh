@@ -28,7 +28,7 @@ command -v srun >/dev/null || skip "srun is not installed (apt-get install slurm
 
 dir=$(mktemp -d /tmp/shmst-slurm-XXXXXX)
 chmod 755 "$dir" # the configuration, read by a job of another user too
-seg=shmst-slurm-$$
+seg=$dir/run/jobs # a segment at a path, as docs/scaling.md lays nodes out
 node=$(hostname -s)
 pids=()
 # Stop a daemon by its pid file and wait (bounded) until it is gone.
@@ -83,7 +83,7 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-mkdir -p "$dir/munge" "$dir/spool" "$dir/state" "$dir/log" "$dir/shmsched-state"
+mkdir -p "$dir/munge" "$dir/spool" "$dir/state" "$dir/log" "$dir/shmsched-state" "$dir/run"
 chmod 711 "$dir/munge" # the socket is for every user; the key is not
 chmod 700 "$dir/shmsched-state"
 head -c 1024 /dev/urandom >"$dir/munge/key"

@@ -180,10 +180,13 @@ __attribute__((noreturn)) static void task_main(struct spank_step *s, uint32_t i
     o += (size_t)snprintf(buf + o, sizeof buf - o, "%s;", *e);
   buf[o++] = '\0';
   if (kind != PLAIN) { /* a process of its group that outlives it */
+    /* Ignoring SIGTERM from its first instruction on: set before the fork, not after. */
+    if (kind == LEAVES_STUBBORN)
+      signal(SIGTERM, SIG_IGN);
     pid_t extra = fork();
+    if (extra != 0)
+      signal(SIGTERM, SIG_DFL);
     if (extra == 0) {
-      if (kind == LEAVES_STUBBORN)
-        signal(SIGTERM, SIG_IGN);
       char b;
       (void)!read(go_extra, &b, 1);
       _exit(0);
