@@ -482,6 +482,52 @@ START_TEST(cli_refusals_at_a_path) {
 }
 END_TEST
 
+/* Every command that takes a segment refuses a FIFO or a directory in its place at once, with
+ * one error line, and leaves it as it was: none opens it (a FIFO would block the open). */
+START_TEST(every_command_refuses_a_fifo_and_a_directory) {
+  static const char *const commands[][8] = {
+      {"status"},
+      {"top", "--batch", "-n", "1"},
+      {"metrics"},
+      {"events"},
+      {"explain", "standard.0.1.0123456789abcdef"},
+      {"cancel", "standard.0.1.0123456789abcdef"},
+      {"run", "-c", "standard", "-t", "a", "--", "true"},
+      {"submit", "-c", "standard", "-t", "a", "--payload", "x"},
+      {"worker", "-c", "standard", "--", "true"},
+      {"jobserver", "-c", "standard", "-t", "a", "--", "true"},
+      {"check"},
+      {"check", "--repair"},
+      {"supervise"},
+      {"policy"},
+      {"drain"},
+      {"resume"},
+      {"repair", "-c", "standard"},
+      {"destroy", "--force"},
+  };
+  const char *fifo = in_scratch("fifo"), *dir = in_scratch("dir");
+  ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+  ck_assert_int_eq(mkdir(dir, 0700), 0);
+  struct snap fifo_before = snap_of(fifo), dir_before = snap_of(dir);
+  const char *targets[] = {fifo, dir}, *kinds[] = {"is a FIFO", "is a directory"};
+  alarm(60); /* a command blocked in an open fails the test rather than hang it */
+  for (size_t t = 0; t < 2; t++)
+    for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) {
+      const char *argv[10] = {commands[c][0], targets[t]};
+      for (size_t i = 1; i < 8 && commands[c][i] != NULL; i++)
+        argv[i + 1] = commands[c][i];
+      int rc = harness_cli(out, sizeof out, err, sizeof err, argv);
+      ck_assert_msg(rc == 1, "%s %s: exit %d: %s", argv[0], targets[t], rc, err);
+      ck_assert_msg(strstr(err, "shmsched: incompatible-segment: ") == err, "%s: %s", argv[0], err);
+      ck_assert_msg(strstr(err, kinds[t]) != NULL && strchr(err, '\n') == err + strlen(err) - 1,
+                    "%s: not one line naming what it is: %s", argv[0], err);
+    }
+  alarm(0);
+  assert_unchanged(fifo, &fifo_before);
+  assert_unchanged(dir, &dir_before);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("segpath");
   TCase *tc = harness_tcase("path");
@@ -507,6 +553,7 @@ int main(void) {
   tcase_add_unchecked_fixture(tc, scratch_setup, scratch_teardown);
   tcase_add_test(tc, cli_create_status_run_destroy_at_a_path);
   tcase_add_test(tc, cli_refusals_at_a_path);
+  tcase_add_test(tc, every_command_refuses_a_fifo_and_a_directory);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
