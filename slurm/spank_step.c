@@ -283,19 +283,35 @@ static void *waiter(void *arg) {
   return NULL;
 }
 
+/* Each task's waiter: threads, started once every task has forked (as slurmstepd forks them
+ * all before it tells the plugin of any): a task forked while a waiter ran could inherit a lock
+ * that thread held. */
+static int start_waiters(struct spank_step *s, char *err, size_t n) {
+  for (uint32_t i = 0; i < s->n; i++) {
+    int e = pthread_create(&s->t[i].thread, NULL, waiter, &s->t[i]);
+    if (e != 0) {
+      snprintf(err, n, "cannot start the waiter of task %u: %s", i, strerror(e));
+      return -1;
+    }
+    s->t[i].running = 1;
+  }
+  return 0;
+}
+
 int spank_step_task_forked(struct spank_step *s, uint32_t i, pid_t pid, char *err, size_t n) {
   struct task *t = &s->t[i];
+  if (t->pid != 0) {
+    snprintf(err, n, "task %u forked twice", i);
+    return -1;
+  }
   t->pid = pid;
   /* The task's end of the pair is the task's alone now. */
   close(t->sock[1]);
   t->sock[1] = -1;
-  int e = pthread_create(&t->thread, NULL, waiter, t);
-  if (e != 0) {
-    snprintf(err, n, "cannot start the waiter of task %u: %s", i, strerror(e));
-    return -1;
-  }
-  t->running = 1;
-  return 0;
+  for (uint32_t j = 0; j < s->n; j++)
+    if (s->t[j].pid == 0)
+      return 0;
+  return start_waiters(s, err, n);
 }
 
 static int recv_all(int fd, void *buf, size_t len) {

@@ -38,7 +38,8 @@ struct spank_step;
 struct spank_step *spank_step_open(const struct spank_conf *c, const char *tenant, uint32_t ntasks,
                                    char *err, size_t n);
 
-/* Task i forked as pid: start waiting for its grant on its behalf. 0, or -1 with err. */
+/* Task i forked as pid. Once every task has, start waiting for their grants on their behalf
+ * (threads: no task may fork after that). 0, or -1 with err. */
 int spank_step_task_forked(struct spank_step *s, uint32_t i, pid_t pid, char *err, size_t n);
 
 /*
