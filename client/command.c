@@ -30,7 +30,10 @@ int shms_command_cgroup(shms_t *h, char *path, size_t cap) {
   if (strlen(p) >= cap)
     return shms__fail(SHMS_EINVAL, "the cgroup path needs %zu bytes, more than %zu", strlen(p) + 1,
                       cap);
-  /* Named before it exists: a killer that finds the flag looks for it, and finds it or not. */
+  /* Named before it exists: a killer that finds the flag looks for it, and finds it or not; in
+   * the namespace it was named in, which a killer of another one may not see. */
+  shms__store_64(&h->proc->cgroupns_ino, shms__cgroupns_self());
+  ck_pr_fence_store();
   uint32_t flags = shms__load_32(&h->proc->cmd_flags);
   shms__store_32(&h->proc->cmd_flags, flags | SHMS__CMD_CGROUP);
   int e = -shms__cgroup_make(p);

@@ -192,3 +192,8 @@ void shms__cgroup_sweep(uint64_t incarnation, int (*keep)(void *ctx, uint32_t in
   }
   closedir(d);
 }
+
+uint64_t shms__cgroupns_self(void) {
+  struct stat st;
+  return stat("/proc/self/ns/cgroup", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}

@@ -23,6 +23,9 @@ int shms__cgroup_root(char *out, size_t n);
 /* The cgroup of entry index at generation gen of segment incarnation; 0, or -1 (no ROOT). */
 int shms__cgroup_path(char *out, size_t n, uint64_t incarnation, uint32_t index, uint32_t gen);
 
+/* The caller's cgroup namespace (the inode of /proc/self/ns/cgroup), 0 if it cannot be read. */
+uint64_t shms__cgroupns_self(void);
+
 /* Make ROOT (if missing) and the cgroup at path (existing is fine). 0, or -errno. */
 int shms__cgroup_make(const char *path);
 

@@ -343,7 +343,11 @@ struct shms__proc {
   uint64_t cmd_start_time; /* the group leader's start time (/proc/PID/stat field 22) */
   uint64_t pidns_ino;      /* the process's pid namespace (struct shms__pidns), set at claim */
   uint64_t pidns_init_start;
-  uint8_t reserved2[24];
+  /* The cgroup namespace the command's cgroup was made in (0: not known). Its path is the
+   * recorder's view: another cgroup namespace (a container's) may not see it at all, and a path
+   * missing there proves nothing (shm/cgroup.h). */
+  uint64_t cgroupns_ino;
+  uint8_t reserved2[16];
   /* Lines 4..7: how many leases the process took on the fast path, per class and tenant
    * (core/tally.c). Kept after the process detaches or dies, until the entry's next owner
    * folds them into the tenant table: observers add them up from every entry. */

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,6 +113,7 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
                       index, strerror(e));
   }
   shms__store_32(&p->cmd_flags, 0); /* the dead predecessor's command is dead (register) */
+  shms__store_64(&p->cgroupns_ino, 0);
   shms__store_32(&p->uid, (uint32_t)geteuid());
   shms__store_32(&p->gid, (uint32_t)getegid());
   shms__store_32((uint32_t *)&p->pid, (uint32_t)getpid());
@@ -301,6 +303,33 @@ static int kill_group(const struct shms__pidns *ns, pid_t pgid, uint64_t start_t
   return 1;
 }
 
+/*
+ * Kill entry index's command cgroup and wait until it is empty. A cgroup named here by the path
+ * its recorder used that does not exist is proof of nothing unless we see the recorder's cgroup
+ * namespace: a container's cgroups live under its own root, which another namespace may not see
+ * under that path, or at all.
+ */
+static int end_cgroup(const struct shms *h, struct shms__proc *p, uint32_t index, char *path,
+                      size_t n) {
+  if (shms__cgroup_path(path, n, h->incarnation, index, shms__load_32(&p->gen)) != 0)
+    path[0] = '\0'; /* no hierarchy here at all: as good as a path that does not exist */
+  struct stat st;
+  if (path[0] == '\0' || (stat(path, &st) != 0 && errno == ENOENT)) {
+    uint64_t ns = shms__load_64(&p->cgroupns_ino);
+    if (ns == 0 || ns != shms__cgroupns_self())
+      return shms__fail(SHMS_EBUSY,
+                        "process entry %u: its command's cgroup was made in cgroup namespace %llu, "
+                        "which this process does not see (%s): its processes cannot be proven "
+                        "gone",
+                        index, (unsigned long long)ns, path[0] != '\0' ? path : "no cgroup here");
+    return SHMS_OK;
+  }
+  if (!shms__cgroup_kill(path, KILL_WAIT_NS))
+    return shms__fail(SHMS_EBUSY, "process entry %u: its command's cgroup %s: %s", index, path,
+                      errno == EBUSY ? "still has live processes after SIGKILL" : strerror(errno));
+  return SHMS_OK;
+}
+
 int shms__proc_end_command(const struct shms *h, uint32_t index) {
   struct shms__proc *p = shms__proc_at(h, index);
   uint32_t flags = shms__load_32(&p->cmd_flags);
@@ -308,11 +337,9 @@ int shms__proc_end_command(const struct shms *h, uint32_t index) {
     return SHMS_OK;
   ck_pr_fence_load(); /* the record's fields were stored before its flags */
   char path[PATH_MAX];
-  if ((flags & SHMS__CMD_CGROUP) &&
-      shms__cgroup_path(path, sizeof path, h->incarnation, index, shms__load_32(&p->gen)) == 0 &&
-      !shms__cgroup_kill(path, KILL_WAIT_NS))
-    return shms__fail(SHMS_EBUSY, "process entry %u: its command's cgroup %s: %s", index, path,
-                      errno == EBUSY ? "still has live processes after SIGKILL" : strerror(errno));
+  int rc = (flags & SHMS__CMD_CGROUP) ? end_cgroup(h, p, index, path, sizeof path) : SHMS_OK;
+  if (rc != SHMS_OK)
+    return rc;
   SHMS__STEP(); /* a killer dying here leaves the record: the next one kills again */
   pid_t pgid = (pid_t)shms__load_32((uint32_t *)&p->cmd_pgid);
   struct shms__pidns ns = {shms__load_64(&p->pidns_ino), shms__load_64(&p->pidns_init_start)};
