@@ -69,10 +69,15 @@ static int take_cells(int val, const char *optarg, int remote) {
   return take_option("--shmsched-cells", optarg, &opt_cells, spank_conf_cells);
 }
 
+/* The plugstack.conf arguments; a bad one is logged (slurmd's log) and kept in conf_error for
+ * the job's tasks to say and fail on: the job's stderr is where its user looks. */
+static char conf_error[300];
+
 static int parse_conf(int ac, char **av) {
   char err[256];
   if (spank_conf_parse(&conf, ac, av, err, sizeof err) != 0) {
     slurm_error("shmsched: plugstack.conf: %s", err);
+    snprintf(conf_error, sizeof conf_error, "plugstack.conf: %s", err);
     return -1;
   }
   return 0;
@@ -80,7 +85,9 @@ static int parse_conf(int ac, char **av) {
 
 int slurm_spank_init(spank_t sp, int ac, char **av) {
   (void)sp;
-  return spank_context() == S_CTX_REMOTE ? parse_conf(ac, av) : 0;
+  if (spank_context() == S_CTX_REMOTE)
+    parse_conf(ac, av);
+  return 0;
 }
 
 /* The tenant: the job's user, or its account as the prolog kept it. Root here. */
@@ -119,6 +126,11 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av) {
   if (spank_get_item(sp, S_JOB_STEPID, &stepid) != ESPANK_SUCCESS ||
       !spank_conf_takes_step(&conf, stepid))
     return 0;
+  if (conf_error[0] != '\0') {
+    active = 1; /* its tasks say it and fail */
+    snprintf(step_error, sizeof step_error, "%s", conf_error);
+    return 0;
+  }
   char err[256];
   if ((opt_class != NULL && spank_conf_class(&conf, opt_class, err, sizeof err) != 0) ||
       (opt_cells != NULL && spank_conf_cells(&conf, opt_cells, err, sizeof err) != 0)) {
@@ -172,7 +184,9 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av) {
 /* One line on the task's stderr (the job's output): why it has no lease, naming the segment,
  * and the class and tenant once they are known. */
 static void say(const char *why) {
-  if (tenant_name[0] != '\0')
+  if (conf.segment[0] == '\0')
+    fprintf(stderr, "shmsched: %s\n", why);
+  else if (tenant_name[0] != '\0')
     fprintf(stderr, "shmsched: %s: class %s, tenant '%s': %s\n", conf.segment,
             shms_class_name((shms_class_t)conf.cls), tenant_name, why);
   else
@@ -237,8 +251,10 @@ int slurm_spank_exit(spank_t sp, int ac, char **av) {
 
 /* slurmd gives the prolog the job's account from its credential: kept for the steps. */
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
-  if (parse_conf(ac, av) != 0) /* slurm_spank_init does not run for the prolog */
-    return -1;
+  /* slurm_spank_init does not run for the prolog. A failing prolog drains the node: for what
+   * is wrong here, the job's steps fail instead, saying why. */
+  if (parse_conf(ac, av) != 0)
+    return 0;
   if (conf.tenant_user)
     return 0;
   uint32_t job = 0;
@@ -246,12 +262,10 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
   const char *account = getenv("SLURM_JOB_ACCOUNT");
   if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS) {
     slurm_error("shmsched: job prolog: cannot read the job's id");
-    return -1;
+    return 0;
   }
-  if (spank_account_save(conf.state, job, account != NULL ? account : "", err, sizeof err) != 0) {
-    slurm_error("shmsched: job prolog: %s", err);
-    return -1;
-  }
+  if (spank_account_save(conf.state, job, account != NULL ? account : "", err, sizeof err) != 0)
+    slurm_error("shmsched: job prolog: %s", err); /* its steps will say none was kept */
   return 0;
 }
 
@@ -259,7 +273,7 @@ int slurm_spank_job_prolog(spank_t sp, int ac, char **av) {
  * than at the supervisor's next look. */
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av) {
   if (parse_conf(ac, av) != 0)
-    return -1;
+    return 0;
   uint32_t job = 0;
   if (spank_get_item(sp, S_JOB_ID, &job) == ESPANK_SUCCESS)
     spank_account_forget(conf.state, job);

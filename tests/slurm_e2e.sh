@@ -4,8 +4,9 @@
 # in its plugstack.conf, and srun tasks of two accounts against a one-cell class. Checks that the
 # tasks never overlap, take turns by account, are cancelled by scancel while they wait, get the
 # environment `run` gives, take their tenant from the job's account and not from a variable the
-# user sets, fail with a clear line for a bad option; and that every cell ends free and `check`
-# clean. Skips (77) without root or Slurm's daemons. SHMS_KEEP_SCRATCH=1 keeps the scratch
+# user sets, fail with a clear line for a bad option; that every cell ends free and `check`
+# clean; and that a bad plugstack.conf argument fails each step saying so, without draining
+# the node. Skips (77) without root or Slurm's daemons. SHMS_KEEP_SCRATCH=1 keeps the scratch
 # directory (logs, the jobs' output) for a look afterwards.
 #
 # Usage: tests/slurm_e2e.sh BUILD_DIR
@@ -218,4 +219,16 @@ started=$("$shmsched" events "$seg" --kind lease-started | grep -c "tenant=acme"
 [ "$(field cells_available)" = 1 ] || fail "the cell is not free"
 [ "$(field cells_quarantined)" = 0 ] || fail "a cell was quarantined"
 "$shmsched" check "$seg" >/dev/null || fail "check found violations: $("$shmsched" check "$seg")"
+# --- a bad plugstack.conf argument: every step fails saying so, the node stays up ---
+echo "required $plugin segment=$seg class=small cells=0 state=$dir/shmsched-state" \
+  >"$dir/plugstack.conf"
+stop slurmd
+/usr/sbin/slurmd -f "$SLURM_CONF"
+wait_for "the node to be idle again" node_idle
+if srun --account=acme -n1 true 2>"$dir/badconf.err"; then fail "a bad plugstack.conf was ignored"; fi
+grep -q "shmsched: .*plugstack.conf: cells: '0': must be at least 1" "$dir/badconf.err" ||
+  fail "the job was not told: $(cat "$dir/badconf.err")"
+grep -q "shmsched: plugstack.conf: cells: '0': must be at least 1" "$dir/log/slurmd.log" ||
+  fail "slurmd's log does not say it"
+node_idle || fail "the node is not idle after a bad plugstack.conf: $(sinfo -h -o %T)"
 echo "slurm_e2e: passed"
