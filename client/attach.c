@@ -14,6 +14,12 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
     return rc;
   if ((rc = shms__segment_attach(name, flags, shms__recover_class, out)) != SHMS_OK)
     return rc;
+  /* An entry taken over from a dead owner: what it held is settled now, as its recovery
+   * would (its command was ended before the entry became ours), not left for a waiter. */
+  if ((*out)->took_over != 0) {
+    shms__settle_dead_owner(*out, (*out)->took_over);
+    (*out)->took_over = 0;
+  }
   shms__prepared_setup(*out);
   /* What the entry's previous owner (or an earlier handle of ours) tallied, into the tenant
    * table: counted all the while, and from then on not tied to this entry. */

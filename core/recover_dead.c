@@ -195,3 +195,9 @@ int shms__reap_dead_holders(struct shms *h, const struct shms__cls *k) {
   shms__report_flush(&rep);
   return rc >= 0 && rep.totals.leases_released + rep.totals.leases_quarantined > 0;
 }
+
+void shms__settle_dead_owner(struct shms *h, uint32_t owner) {
+  struct shms__report rep = {.h = h};
+  settle_owned(h, owner, &rep);
+  shms__report_flush(&rep);
+}

@@ -462,6 +462,10 @@ void shms__recover_owner(struct shms *h, uint32_t owner, int contained);
  */
 void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k);
 
+/* Settle what dead owner held (its entry was taken over by h's registration): as a recovery of
+ * it would, told in the event ring. Outside any operation. */
+void shms__settle_dead_owner(struct shms *h, uint32_t owner);
+
 /* Cells of lease class k whose holders a polling waiter looks at, at most, per poll. */
 #define SHMS__HOLDER_LOOKS 64u
 /* A polling waiter's look for dead holders, recovering the first found (core/recover_dead.c):

@@ -57,6 +57,9 @@ struct shms {
   /* When this process's waiters next check on the class's dispatcher (real clock, ns): kept
    * per handle, not per call, so waits in short slices still get their checks. */
   uint64_t poll_due[SHMS_CLASS_COUNT];
+  /* The dead owner whose process entry this handle's registration took over (the table was
+   * full), until what it held is settled (client/attach.c); 0 for none. */
+  uint32_t took_over;
   /* Where this handle's next look for dead holders starts, per class (core/recover_dead.c). */
   uint32_t holder_look[SHMS_CLASS_COUNT];
   struct shms__proc *proc; /* our process entry (operation marks and counts); NULL for observers */

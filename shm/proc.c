@@ -144,7 +144,8 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
 
 /* Claim entry i if it is free (pass 0) or its owner is dead (pass 1): 1 done, 0 not, or an
  * error. */
-static int try_claim(const struct shms *h, int fd, uint32_t i, int pass, uint32_t role) {
+static int try_claim(const struct shms *h, int fd, uint32_t i, int pass, uint32_t role,
+                     uint32_t *dead_owner) {
   uint32_t state = shms__load_32(&shms__proc_at(h, i)->state);
   /* Skip entries that look taken cheaply; the lock below is what decides. */
   if (pass == 0 ? state != SHMS__PROC_FREE : shms__proc_alive(h, fd, i, UINT32_MAX) != 0)
@@ -157,21 +158,26 @@ static int try_claim(const struct shms *h, int fd, uint32_t i, int pass, uint32_
   }
   /* A dead owner's command must be gone before its entry (and the record of it) is ours;
    * one we cannot prove gone leaves the entry to a recovery that may (another uid's). */
-  if (shms__load_32(&shms__proc_at(h, i)->state) != SHMS__PROC_FREE &&
-      shms__proc_end_command(h, i) != SHMS_OK) {
+  const struct shms__proc *p = shms__proc_at(h, i);
+  uint32_t was = shms__load_32(&p->state);
+  if (was != SHMS__PROC_FREE && shms__proc_end_command(h, i) != SHMS_OK) {
     lock_byte(fd, lock_offset(h, i), F_UNLCK);
     return 0;
   }
+  /* A dead owner that got as far as LIVE may have held leases and requests: its id, for the
+   * caller to settle (one that died claiming owned nothing yet). */
+  *dead_owner = was == SHMS__PROC_LIVE ? SHMS__OWNER(i, shms__load_32(&p->gen)) : 0;
   int rc = claim(h, fd, i, role);
   return rc == SHMS_OK ? 1 : rc;
 }
 
-int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out) {
+int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out,
+                        uint32_t *dead_owner) {
   /* Free entries first: a dead owner's entry, taken over, no longer says that its owner died
    * without detaching, which the supervisor reads there (docs/protocol.md, "Process entries"). */
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t i = 0; i < h->layout.procs_count; i++) {
-      int rc = try_claim(h, fd, i, pass, role);
+      int rc = try_claim(h, fd, i, pass, role, dead_owner);
       if (rc == 1)
         *index_out = i;
       if (rc != 0)

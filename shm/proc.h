@@ -35,10 +35,12 @@ struct shms__proc *shms__proc_at(const struct shms *h, uint32_t index);
 
 /*
  * Claim an entry of h's table, through the writable
- * descriptor fd: a free one, or if none is free one whose owner is dead.
- * SHMS_EBUSY if every entry belongs to a live process.
+ * descriptor fd: a free one, or if none is free one whose owner is dead (its command ended
+ * first). *dead_owner gets that owner's id when it may have held something, for the caller to
+ * settle; else 0. SHMS_EBUSY if every entry belongs to a live process.
  */
-int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out);
+int shms__proc_register(const struct shms *h, int fd, uint32_t role, uint32_t *index_out,
+                        uint32_t *dead_owner);
 /* Give entry index back and drop its lock. */
 void shms__proc_unregister(const struct shms *h, int fd, uint32_t index);
 

@@ -256,7 +256,7 @@ static int attach_locked(const char *name, unsigned flags, struct shms *h) {
   if (registers && shms__load_32(&h->hdr->state) == SHMS_SEG_DESTROYING)
     rc = shms__fail(SHMS_ESHUTDOWN, "segment '%s' is being destroyed", name);
   else if (registers && f->registered_refs == 0)
-    rc = shms__proc_register(h, fd, 0, &f->proc_index);
+    rc = shms__proc_register(h, fd, 0, &f->proc_index, &h->took_over);
   if (rc != SHMS_OK) {
     munmap(h->base, h->size);
     file_put(f);

@@ -173,8 +173,8 @@ END_TEST
 static void do_nothing(shms_t *h) { (void)h; }
 
 /* No supervisor: the waiter itself finds the dead holder at its next poll and recovers it by
- * the class's on-holder-death; also when another process took the dead one's entry over (the
- * process table full) before anyone looked. */
+ * the class's on-holder-death; or, when another process takes the dead one's entry over (the
+ * process table full), that process does as it attaches. */
 static void waiter_recovers_dead_holder(unsigned policy, int taken_over) {
   shms_config cfg;
   harness_config(&cfg, 1, 4);
@@ -208,9 +208,11 @@ static void waiter_recovers_dead_holder(unsigned policy, int taken_over) {
   ck_assert_shms_ok(shms_events_read(h, &cursor, SHMS_EVENTS_SKIP_PENDING, ev, 64, &got, NULL));
   for (size_t i = 0; i < got; i++) {
     died += ev[i].event.kind == SHMS_EVENT_PROCESS_DIED && ev[i].event.pid == pid;
+    /* By the process that took the dead one's entry over, as it attached; else the waiter. */
     disposed +=
         ev[i].event.kind == (policy == SHMS_ON_DEATH_RELEASE ? SHMS_EVENT_LEASE_RELEASED
-                                                             : SHMS_EVENT_LEASE_QUARANTINED);
+                                                             : SHMS_EVENT_LEASE_QUARANTINED) &&
+        ev[i].writer == (taken_over ? taker : getpid());
   }
   ck_assert_uint_eq(died, taken_over ? 0 : 1); /* a taken entry names its new owner only */
   ck_assert_uint_eq(disposed, 1);
@@ -232,7 +234,7 @@ START_TEST(a_waiter_quarantines_a_dead_holders_lease_without_a_supervisor) {
 }
 END_TEST
 
-START_TEST(a_waiter_recovers_a_dead_holder_whose_entry_was_taken_over) {
+START_TEST(taking_over_a_dead_holders_entry_disposes_of_its_lease) {
   waiter_recovers_dead_holder(SHMS_ON_DEATH_RELEASE, 1);
 }
 END_TEST
@@ -640,7 +642,7 @@ int main(void) {
   tcase_add_test(tc, a_dead_holders_lease_is_released_when_the_class_says_so);
   tcase_add_test(tc, a_waiter_releases_a_dead_holders_lease_without_a_supervisor);
   tcase_add_test(tc, a_waiter_quarantines_a_dead_holders_lease_without_a_supervisor);
-  tcase_add_test(tc, a_waiter_recovers_a_dead_holder_whose_entry_was_taken_over);
+  tcase_add_test(tc, taking_over_a_dead_holders_entry_disposes_of_its_lease);
   tcase_add_test(tc, processes_are_listed_and_dead_workers_cells_come_back);
   tcase_add_test(tc, one_supervisor_per_segment);
   tcase_add_test(tc, the_dispatch_after_a_recovery_by_a_waiting_operation_is_marked);
