@@ -360,6 +360,9 @@ typedef struct {
   uint32_t file_gid;      /* the segment file's group now (fstat) */
   uint32_t file_uid;      /* the segment file's owner now (fstat): one of its admins */
   int32_t supervisor_pid; /* the process holding the supervisor lock now, 0 if none */
+  /* The segment file's size now (fstat): not size when someone grew or truncated it since,
+   * which processes attaching from then on refuse (SHMS_EINCOMPAT). */
+  uint64_t file_size;
 } shms_segment_info;
 
 typedef enum {

@@ -543,6 +543,7 @@ int shms_segment_info_get(const shms_t *h, shms_segment_info *out) {
   out->file_mode = (uint32_t)(st.st_mode & 07777);
   out->file_gid = (uint32_t)st.st_gid;
   out->file_uid = (uint32_t)st.st_uid;
+  out->file_size = (uint64_t)st.st_size;
   return SHMS_OK;
 }
 

@@ -191,6 +191,7 @@ struct supervisor {
   int32_t died[MAX_WATCHED]; /* pids a recovery found dead without detaching */
   uint32_t ndied;
   struct sup_cells cells; /* the last look at the cells, for what changed outside recoveries */
+  uint64_t told_size;     /* the file size last reported as not the layout's, 0 none */
 };
 
 /* Look over the process table: watch new live processes; 1 if some entry is dead. */
@@ -288,6 +289,29 @@ static int wait_event(struct supervisor *v, int sigfd) {
   return 0;
 }
 
+/* A segment file someone grew (or shrank) under us: every process attaching from now on refuses
+ * it, though those attached go on. Said once per size it takes, and when it is right again. */
+static void check_size(struct supervisor *v) {
+  shms_segment_info info;
+  if (shms_segment_info_get(v->h, &info) != SHMS_OK)
+    return;
+  uint64_t wrong = info.file_size != info.size ? info.file_size : 0;
+  if (wrong == v->told_size)
+    return;
+  if (wrong > info.size)
+    say("segment file grew to %llu bytes (its layout: %llu): processes attaching from now on "
+        "refuse it (incompatible-segment), those attached go on; truncate it back, or drain it "
+        "and create it again",
+        (unsigned long long)info.file_size, (unsigned long long)info.size);
+  else if (wrong != 0)
+    say("segment file was cut to %llu bytes (its layout: %llu): processes touching past its end "
+        "fail (SIGBUS); destroy it and create it again",
+        (unsigned long long)info.file_size, (unsigned long long)info.size);
+  else
+    say("segment file is its layout's size again (%llu bytes)", (unsigned long long)info.size);
+  v->told_size = wrong;
+}
+
 /* 1 once the segment was removed: then there is nothing left to supervise. */
 static int removed(const struct supervisor *v) {
   int rc = shms_segment_removed(v->h);
@@ -314,6 +338,7 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   notify_ready();
   while (!removed(&v)) {
     sup_cells_tell(h, &v.cells, say_line);
+    check_size(&v);
     shms_upkeep(h); /* cannot fail on our member handle; a lease's start is all it writes */
     if (scan(&v))
       recover(&v, 0);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -407,6 +408,34 @@ START_TEST(the_log_tells_quarantines_and_repairs_made_by_others) {
 }
 END_TEST
 
+/* A segment file grown under the supervisor (which new processes then refuse) is reported, and
+ * so is its size restored. */
+START_TEST(the_log_tells_a_segment_file_grown_under_it) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name = harness_name("supgrow");
+  harness_create(name, &cfg);
+  char path[256];
+  harness_shm_path(path, sizeof path, name);
+  struct stat st;
+  ck_assert_int_eq(stat(path, &st), 0);
+  struct sup s = start_supervisor(name);
+  await_line(&s, "supervising segment");
+  ck_assert_int_eq(truncate(path, st.st_size + 4096), 0);
+  char want[200];
+  snprintf(want, sizeof want, "segment file grew to %lld bytes (its layout: %lld)",
+           (long long)st.st_size + 4096, (long long)st.st_size);
+  const char *q = await_line(&s, want);
+  ck_assert_ptr_nonnull(strstr(q, "processes attaching from now on refuse it"));
+  ck_assert_int_eq(truncate(path, st.st_size), 0);
+  await_line(&s, "segment file is its layout's size again");
+  int status = stop(&s, SIGTERM);
+  ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  fclose(s.log);
+  harness_remove(name);
+}
+END_TEST
+
 START_TEST(check_reports_violations_and_repair_fixes_them) {
   shms_config cfg;
   harness_config(&cfg, 2, 4);
@@ -586,6 +615,7 @@ int main(void) {
   tcase_add_test(tc, the_supervisor_recovers_a_dead_processes_lease);
   tcase_add_test(tc, the_log_names_a_dead_runs_tenant);
   tcase_add_test(tc, the_log_tells_quarantines_and_repairs_made_by_others);
+  tcase_add_test(tc, the_log_tells_a_segment_file_grown_under_it);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
   tcase_add_test(tc, check_names_what_repair_cannot_fix);
   tcase_add_test(tc, check_repair_tells_ordinary_deaths_as_what_happened);
