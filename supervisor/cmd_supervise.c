@@ -28,6 +28,7 @@
 #include "cli_config.h"
 #include "cli_sched.h"
 #include "event_fmt.h"
+#include "holder_state.h"
 #include "sup_cells.h"
 
 #define MAX_WATCHED 4096
@@ -60,6 +61,8 @@ static const char supervise_help[] =
     "                         the segment was removed, even without an event\n"
     "                         (default 1s)\n"
     "      --no-auto-repair   leave dead workers' quarantined cells for 'repair'\n"
+    "      --replace          if another supervisor holds the segment, SIGKILL it\n"
+    "                         and take over (for one that is stopped or hung)\n"
     "  -v, --verbose          also log each process watched and each clean exit\n"
     "      --create ...       create NAME first, with the rest of the arguments as\n"
     "                         'shmsched create' options, if it does not exist yet\n"
@@ -76,6 +79,7 @@ struct sup_args {
   uint64_t interval_ns;
   int auto_repair;
   int verbose;
+  int replace;     /* --replace: SIGKILL the supervisor there is, and take over */
   int create_argc; /* arguments after --create, or -1 */
   char **create_argv;
 };
@@ -110,11 +114,10 @@ static int sup_options(int argc, char **argv, struct sup_args *a) {
       argc = i;
       break;
     }
-  static const struct option opts[] = {{"interval", required_argument, NULL, 'i'},
-                                       {"no-auto-repair", no_argument, NULL, 'R'},
-                                       {"verbose", no_argument, NULL, 'v'},
-                                       {"help", no_argument, NULL, 'h'},
-                                       {NULL, 0, NULL, 0}};
+  static const struct option opts[] = {
+      {"interval", required_argument, NULL, 'i'}, {"no-auto-repair", no_argument, NULL, 'R'},
+      {"verbose", no_argument, NULL, 'v'},        {"replace", no_argument, NULL, 'P'},
+      {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
   char err[256];
   int c;
   while ((c = getopt_long(argc, argv, ":i:vh", opts, NULL)) != -1) {
@@ -129,6 +132,8 @@ static int sup_options(int argc, char **argv, struct sup_args *a) {
         return cli_usage("supervise: --interval: %s", err);
     } else if (c == 'R') {
       a->auto_repair = 0;
+    } else if (c == 'P') {
+      a->replace = 1;
     } else {
       return cli_bad_option("supervise", c, argv);
     }
@@ -352,6 +357,56 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   return CLI_EXIT_OK;
 }
 
+/* The supervisor there is: its pid here (0: none, or of a pid namespace not seen from here) and
+ * what /proc says it is doing. */
+static pid_t current_supervisor(shms_t *h, const char **state) {
+  shms_segment_info info;
+  char code;
+  pid_t pid = shms_segment_info_get(h, &info) == SHMS_OK ? info.supervisor_pid : 0;
+  *state = pid > 0 ? holder_state(pid, 1, &code) : "";
+  return pid;
+}
+
+/* The supervisor lock: ours, or (--replace) taken from the supervisor there is, SIGKILLed: the
+ * kernel drops its lock as it dies, a stopped process included. 0, or an exit code. */
+static int claim(shms_t *h, const struct sup_args *a) {
+  int rc = shms_supervisor_claim(h);
+  if (rc != SHMS_EBUSY)
+    return rc == SHMS_OK ? 0 : cli_fail_lib(rc);
+  char busy[256]; /* the claim's own words, before another call clears them */
+  snprintf(busy, sizeof busy, "%s", shms_last_error_detail());
+  const char *state;
+  pid_t old = current_supervisor(h, &state);
+  if (!a->replace) {
+    if (strcmp(state, "stopped") == 0)
+      return cli_fail(SHMS_EBUSY,
+                      "supervise: the segment's supervisor (pid %d) is stopped (SIGSTOP, ^Z or a "
+                      "debugger) and recovers nothing until it runs again; --replace kills it "
+                      "and takes over",
+                      (int)old);
+    return cli_fail(SHMS_EBUSY, "%s", busy);
+  }
+  if (old <= 0)
+    return cli_fail(SHMS_EBUSY,
+                    "supervise: --replace: the supervisor holding the segment is of a pid "
+                    "namespace not seen from here: it cannot be told which process to kill");
+  if (kill(old, SIGKILL) != 0 && errno != ESRCH)
+    return cli_fail(errno == EPERM ? SHMS_EPERM : SHMS_ESYSTEM,
+                    "supervise: --replace: cannot kill pid %d: %s", (int)old, strerror(errno));
+  for (int tries = 0; tries < 500; tries++) { /* its lock goes as it dies: up to 5 s */
+    if ((rc = shms_supervisor_claim(h)) == SHMS_OK) {
+      say("replaced the segment's supervisor (pid %d, %s): SIGKILLed", (int)old, state);
+      return 0;
+    }
+    struct timespec ms10 = {0, 10 * 1000 * 1000};
+    nanosleep(&ms10, NULL);
+  }
+  return cli_fail(SHMS_EBUSY,
+                  "supervise: --replace: pid %d still holds the segment 5 s after "
+                  "SIGKILL",
+                  (int)old);
+}
+
 int cmd_supervise(int argc, char **argv) {
   struct sup_args a = {.interval_ns = 1000000000ull, .auto_repair = 1, .create_argc = -1};
   int rc = sup_options(argc, argv, &a);
@@ -366,8 +421,7 @@ int cmd_supervise(int argc, char **argv) {
   shms_t *h;
   if ((rc = cli_attach(name, 0, &h)) != 0)
     return rc;
-  if ((rc = shms_supervisor_claim(h)) != SHMS_OK) {
-    rc = cli_fail_lib(rc);
+  if ((rc = claim(h, &a)) != 0) {
     shms_detach(h);
     return rc;
   }

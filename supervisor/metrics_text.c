@@ -198,6 +198,11 @@ static uint64_t v_live(const struct seg *s) { return s->info.live_processes; }
 static uint64_t v_max(const struct seg *s) { return s->info.max_processes; }
 static uint64_t v_size(const struct seg *s) { return s->info.size; }
 static uint64_t v_sup(const struct seg *s) { return s->info.supervisor_pid != 0; }
+static uint64_t v_sup_stopped(const struct seg *s) {
+  char code;
+  return s->info.supervisor_pid > 0 &&
+         strcmp(holder_state(s->info.supervisor_pid, 1, &code), "stopped") == 0;
+}
 
 static const char *state_name(uint32_t st) {
   return st == SHMS_SEG_ACTIVE       ? "active"
@@ -242,6 +247,9 @@ static void write_segments(const struct out *o) {
   per_segment(o, "shmsched_processes_max", v_max);
   family(o, "shmsched_supervisor_up", "gauge", "1 while a process holds the supervisor lock.");
   per_segment(o, "shmsched_supervisor_up", v_sup);
+  family(o, "shmsched_supervisor_stopped", "gauge",
+         "1 while the supervisor is stopped or traced (it recovers nothing until it runs).");
+  per_segment(o, "shmsched_supervisor_stopped", v_sup_stopped);
 }
 
 /* One sample per configured class of every up segment: value(stats) (or seconds). */

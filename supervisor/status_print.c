@@ -48,6 +48,13 @@ struct sink {
   void *ctx;
 };
 
+/* What the supervisor is doing: "running", "stopped" (it recovers nothing until it runs again:
+ * `supervise --replace` takes over), or "none". */
+static const char *supervisor_state(int32_t pid) {
+  char code;
+  return pid > 0 ? holder_state(pid, 1, &code) : "none";
+}
+
 static const char *state_name(uint32_t s) {
   switch (s) {
   case SHMS_SEG_ACTIVE:
@@ -86,6 +93,7 @@ static void emit_segment(const struct status_view *v, const struct sink *s) {
   s->str(s->ctx, "state", state_name(v->info.state));
   s->u64(s->ctx, "live_processes", v->info.live_processes);
   s->i64(s->ctx, "supervisor_pid", v->info.supervisor_pid); /* 0: none */
+  s->str(s->ctx, "supervisor_state", supervisor_state(v->info.supervisor_pid));
   s->u64(s->ctx, "max_processes", v->info.max_processes);
   s->u64(s->ctx, "max_tenants", v->cfg.max_tenants);
   s->u64(s->ctx, "starvation_after_ns", v->cfg.starvation_after_ns);

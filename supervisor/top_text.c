@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "holder_state.h"
 #include "json_out.h"
 #include "top.h"
 
@@ -82,7 +83,10 @@ static void header(struct lines *l, const struct top_frame *f, const struct top_
     put(l, 1, "shmsched top: %s%s  state gone  %s", f->name, paused, clock);
     return;
   }
-  if (f->supervisor_pid != 0)
+  char code;
+  if (f->supervisor_pid > 0 && strcmp(holder_state(f->supervisor_pid, 1, &code), "stopped") == 0)
+    snprintf(sup, sizeof sup, "pid %d STOPPED", (int)f->supervisor_pid);
+  else if (f->supervisor_pid != 0)
     snprintf(sup, sizeof sup, "pid %d", (int)f->supervisor_pid);
   else
     snprintf(sup, sizeof sup, "none");

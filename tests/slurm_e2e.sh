@@ -11,6 +11,7 @@
 #
 # Usage: tests/slurm_e2e.sh BUILD_DIR
 set -euo pipefail
+umask 022 # the scratch tree is ours alone to write, whatever umask the caller runs with
 
 build=$(cd "${1:?usage: slurm_e2e.sh BUILD_DIR}" && pwd)
 shmsched=$build/bin/shmsched

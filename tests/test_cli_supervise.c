@@ -436,6 +436,50 @@ START_TEST(the_log_tells_a_segment_file_grown_under_it) {
 }
 END_TEST
 
+/* A stopped supervisor (SIGSTOP, ^Z, a debugger) recovers nothing: status, metrics and a second
+ * supervise say so, and `supervise --replace` kills it and takes over at once. */
+START_TEST(a_stopped_supervisor_is_visible_and_replaced) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name = harness_name("supstop");
+  harness_create(name, &cfg);
+  struct sup a = start_supervisor(name);
+  await_line(&a, "supervising segment");
+  ck_assert_int_eq(kill(a.pid, SIGSTOP), 0);
+  int st;
+  ck_assert_int_eq(waitpid(a.pid, &st, WUNTRACED), a.pid); /* stopped now, for certain */
+  ck_assert(WIFSTOPPED(st));
+  static char out[65536], err[4096];
+  ck_assert_int_eq(
+      harness_cli(out, sizeof out, err, sizeof err, (const char *const[]){"status", name, NULL}),
+      0);
+  ck_assert_msg(strstr(out, "\nsupervisor_state: stopped\n") != NULL, "%s", out);
+  ck_assert_int_eq(
+      harness_cli(out, sizeof out, err, sizeof err, (const char *const[]){"metrics", name, NULL}),
+      0);
+  char want[200];
+  snprintf(want, sizeof want, "shmsched_supervisor_stopped{segment=\"%s\"} 1", name);
+  ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+  ck_assert_int_eq(
+      harness_cli(out, sizeof out, err, sizeof err, (const char *const[]){"supervise", name, NULL}),
+      1);
+  ck_assert_msg(strstr(err, "shmsched: busy: supervise: the segment's supervisor (pid ") == err &&
+                    strstr(err, ") is stopped") != NULL && strstr(err, "--replace") != NULL,
+                "%s", err);
+  struct sup b = start_supervisor_with(name, "--replace");
+  snprintf(want, sizeof want, "replaced the segment's supervisor (pid %d, stopped)", (int)a.pid);
+  await_line(&b, want);
+  await_line(&b, "supervising segment");
+  ck_assert_int_eq(waitpid(a.pid, &st, 0), a.pid);
+  ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+  fclose(a.log);
+  st = stop(&b, SIGTERM);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  fclose(b.log);
+  harness_remove(name);
+}
+END_TEST
+
 START_TEST(check_reports_violations_and_repair_fixes_them) {
   shms_config cfg;
   harness_config(&cfg, 2, 4);
@@ -616,6 +660,7 @@ int main(void) {
   tcase_add_test(tc, the_log_names_a_dead_runs_tenant);
   tcase_add_test(tc, the_log_tells_quarantines_and_repairs_made_by_others);
   tcase_add_test(tc, the_log_tells_a_segment_file_grown_under_it);
+  tcase_add_test(tc, a_stopped_supervisor_is_visible_and_replaced);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
   tcase_add_test(tc, check_names_what_repair_cannot_fix);
   tcase_add_test(tc, check_repair_tells_ordinary_deaths_as_what_happened);
