@@ -172,14 +172,16 @@ int shms__reap_dead_holders(struct shms *h, const struct shms__cls *k) {
   if (k->cfg->mode != SHMS_MODE_LEASE || k->ncells == 0)
     return 0;
   uint32_t n = k->ncells, looks = n < SHMS__HOLDER_LOOKS ? n : SHMS__HOLDER_LOOKS;
-  uint32_t start = h->holder_look[k->id] % n, dead = 0;
+  /* Shared by the process's threads that poll: racy by design (any of them may look), so
+   * atomic. */
+  uint32_t start = shms__load_32(&h->holder_look[k->id]) % n, dead = 0;
   for (uint32_t j = 0; j < looks && dead == 0; j++) {
     uint64_t w = shms__load_64(&k->cells[(start + j) % n].word);
     uint32_t owner = SHMS__CELL_OWNER(w);
     if (SHMS__CELL_STATE(w) == SHMS__CELL_LEASED && owner != h->owner && shms__owner_dead(h, owner))
       dead = owner;
   }
-  h->holder_look[k->id] = start + looks;
+  shms__store_32(&h->holder_look[k->id], start + looks);
   if (dead == 0)
     return 0;
   struct shms__report rep = {.h = h};
