@@ -182,6 +182,13 @@ awk 'NR % 2 == 1 && $1 != "start" { exit 1 } NR % 2 == 0 && $1 != "end" { exit 1
 awk '$1 == "start" { if ($2 == prev) exit 1; prev = $2 }' "$log" ||
   fail "accounts did not take turns: $(grep start "$log" | tr '\n' ' ')"
 
+# --- the tasks of one step wait each for its own lease: three tasks, one cell, one at a time ---
+: >"$log"
+srun --account=acme -n3 sh -c "$task" || fail "a three-task step failed"
+[ "$(grep -c '^start acme' "$log")" = 3 ] || fail "not three tasks ran: $(cat "$log")"
+awk 'NR % 2 == 1 && $1 != "start" { exit 1 } NR % 2 == 0 && $1 != "end" { exit 1 }' "$log" ||
+  fail "a step's tasks overlapped on the one cell: $(cat "$log")"
+
 # --- scancel while a task waits ---
 cancelled_before=$(field cancelled)
 hold_cell
@@ -216,7 +223,7 @@ grep -q "has no Slurm account" "$dir/noacct.err" || fail "no clear error: $(cat 
 
 # --- every lease recorded, every cell free, check clean ---
 started=$("$shmsched" events "$seg" --kind lease-started | grep -c "tenant=acme" || true)
-[ "$started" = 6 ] || fail "expected 6 lease-started records for acme, got $started"
+[ "$started" = 9 ] || fail "expected 9 lease-started records for acme, got $started"
 [ "$(field cells_available)" = 1 ] || fail "the cell is not free"
 [ "$(field cells_quarantined)" = 0 ] || fail "a cell was quarantined"
 "$shmsched" check "$seg" >/dev/null || fail "check found violations: $("$shmsched" check "$seg")"
