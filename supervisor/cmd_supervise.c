@@ -394,11 +394,11 @@ static int claim(shms_t *h, const struct sup_args *a) {
     return cli_fail(errno == EPERM ? SHMS_EPERM : SHMS_ESYSTEM,
                     "supervise: --replace: cannot kill pid %d: %s", (int)old, strerror(errno));
   for (int tries = 0; tries < 500; tries++) { /* its lock goes as it dies: up to 5 s */
-    if ((rc = shms_supervisor_claim(h)) == SHMS_OK) {
+    if (shms_supervisor_claim(h) == SHMS_OK) {
       say("replaced the segment's supervisor (pid %d, %s): SIGKILLed", (int)old, state);
       return 0;
     }
-    struct timespec ms10 = {0, 10 * 1000 * 1000};
+    struct timespec ms10 = {0, 10000000L};
     nanosleep(&ms10, NULL);
   }
   return cli_fail(SHMS_EBUSY,
