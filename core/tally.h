@@ -50,7 +50,7 @@ static inline void shms__tally_lease(struct shms *h, const struct shms__cls *k,
    * store, the locked add costing a sixth of the uncontended acquire; with two, they add
    * atomically. A second thread's first lease racing the store can lose one count, once. */
   if (__builtin_popcount(shms__load_32(&p->marks_used) & SHMS__MARKS_CLAIMED) == 1)
-    shms__store_64(&t->grants, t->grants + 1);
+    shms__store_64(&t->grants, shms__load_64(&t->grants) + 1);
   else
     ck_pr_inc_64(&t->grants);
 }
