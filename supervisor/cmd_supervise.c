@@ -361,9 +361,8 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
  * what /proc says it is doing. */
 static pid_t current_supervisor(shms_t *h, const char **state) {
   shms_segment_info info;
-  char code;
   pid_t pid = shms_segment_info_get(h, &info) == SHMS_OK ? info.supervisor_pid : 0;
-  *state = pid > 0 ? holder_state(pid, 1, &code) : "";
+  *state = supervisor_state(pid);
   return pid;
 }
 

@@ -30,3 +30,8 @@ const char *holder_state(pid_t pid, int alive, char *code) {
     return "dead";
   return st == 'T' || st == 't' ? "stopped" : "running";
 }
+
+const char *supervisor_state(pid_t pid) {
+  char code;
+  return pid > 0 ? holder_state(pid, 1, &code) : "none";
+}

@@ -15,4 +15,8 @@
  */
 const char *holder_state(pid_t pid, int alive, char *code);
 
+/* The supervisor's state (shms_segment_info.supervisor_pid holds its lock, so it is alive):
+ * "running", "stopped" (it recovers nothing until it runs again), "dead", or "none" for pid 0. */
+const char *supervisor_state(pid_t pid);
+
 #endif

@@ -199,9 +199,7 @@ static uint64_t v_max(const struct seg *s) { return s->info.max_processes; }
 static uint64_t v_size(const struct seg *s) { return s->info.size; }
 static uint64_t v_sup(const struct seg *s) { return s->info.supervisor_pid != 0; }
 static uint64_t v_sup_stopped(const struct seg *s) {
-  char code;
-  return s->info.supervisor_pid > 0 &&
-         strcmp(holder_state(s->info.supervisor_pid, 1, &code), "stopped") == 0;
+  return strcmp(supervisor_state(s->info.supervisor_pid), "stopped") == 0;
 }
 
 static const char *state_name(uint32_t st) {

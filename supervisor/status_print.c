@@ -48,13 +48,6 @@ struct sink {
   void *ctx;
 };
 
-/* What the supervisor is doing: "running", "stopped" (it recovers nothing until it runs again:
- * `supervise --replace` takes over), or "none". */
-static const char *supervisor_state(int32_t pid) {
-  char code;
-  return pid > 0 ? holder_state(pid, 1, &code) : "none";
-}
-
 static const char *state_name(uint32_t s) {
   switch (s) {
   case SHMS_SEG_ACTIVE:

@@ -83,8 +83,7 @@ static void header(struct lines *l, const struct top_frame *f, const struct top_
     put(l, 1, "shmsched top: %s%s  state gone  %s", f->name, paused, clock);
     return;
   }
-  char code;
-  if (f->supervisor_pid > 0 && strcmp(holder_state(f->supervisor_pid, 1, &code), "stopped") == 0)
+  if (strcmp(supervisor_state(f->supervisor_pid), "stopped") == 0)
     snprintf(sup, sizeof sup, "pid %d STOPPED", (int)f->supervisor_pid);
   else if (f->supervisor_pid != 0)
     snprintf(sup, sizeof sup, "pid %d", (int)f->supervisor_pid);
