@@ -27,7 +27,7 @@ static void rekey_lock(struct shms__proc *p) {
     sched_yield();
 }
 
-static void rekey_unlock(struct shms__proc *p) { ck_pr_store_32(&p->tally[0].reserved, 0); }
+static void rekey_unlock(struct shms__proc *p) { shms__store_32(&p->tally[0].reserved, 0); }
 
 /* Move tally t into the table, under its key: 0 when the table cannot take it now. */
 static int move(struct shms *h, struct shms__tally *t) {

@@ -341,6 +341,7 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   sup_cells_look(h, &v.cells);
   recover(&v, 1); /* whatever died before we started */
   notify_ready();
+  say("ready: whatever died before this start is recovered");
   while (!removed(&v)) {
     sup_cells_tell(h, &v.cells, say_line);
     check_size(&v);
