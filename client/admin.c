@@ -34,12 +34,21 @@ static int recover_full(struct shms *h, struct shms__report *rep) {
       shms__report(rep, SHMS_EVENT_PROCESS_DIED, (struct shms__item){.owner = SHMS__OWNER(i, gen)});
       told[i] = gen + 1;
     }
+  /* A class a live process holds up (stopped, or a corrupt word: its detail says) is left for
+   * the next recovery; the others are recovered now. */
+  int held_up = SHMS_OK;
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     int rc = h->cls[c].id >= 0 ? shms__recover_class_into(h, &h->cls[c], rep) : SHMS_OK;
-    if (rc != SHMS_OK) {
+    if (rc == SHMS_ENOMEM) {
       free(told);
       return shms__fail(rc, "out of memory while recovering class %s", shms_class_name(c));
     }
+    if (held_up == SHMS_OK)
+      held_up = rc;
+  }
+  if (held_up != SHMS_OK) {
+    free(told);
+    return held_up;
   }
   /* Only once every class is clean may the dead's entries be reused. */
   for (uint32_t i = 0, gen; i < h->layout.procs_count; i++) {
@@ -56,12 +65,15 @@ static int recover_full(struct shms *h, struct shms__report *rep) {
 
 /* Each dead process on its own, touching only what it left. */
 static int recover_each_dead(struct shms *h, struct shms__report *rep) {
+  int held_up = SHMS_OK;
   for (uint32_t i = 0; i < h->layout.procs_count; i++) {
     int rc = shms__recover_dead(h, i, rep);
-    if (rc < 0)
+    if (rc == SHMS_ENOMEM)
       return shms__fail(rc, "out of memory while recovering process entry %u", i);
+    if (rc < 0 && held_up == SHMS_OK)
+      held_up = rc; /* held up by a live process (the detail says): the next recovery's */
   }
-  return SHMS_OK;
+  return held_up;
 }
 
 static int repair_lost_worker(struct shms *h, const struct shms__cls *k, uint32_t c);

@@ -17,10 +17,11 @@ int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, 
  * (SHMS__NAME_WORDS words) if the queue lets us, as one operation; SHMS_EWOULDBLOCK (no detail)
  * if not. shms__try_now: the same, its would-block with try_acquire's detail. stamp: whether the
  * lease's start time is read now (a prepared acquire leaves it to shms__stamp_leases, saving the
- * clock: docs/protocol.md, "Lease start times").
+ * clock: docs/protocol.md, "Lease start times"). A class held still is waited out, until
+ * deadline_ns (CLOCK_MONOTONIC, 0: none) at most: SHMS_EDEADLINE then.
  */
 int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
-                   shms_lease *lease);
+                   shms_lease *lease, uint64_t deadline_ns);
 int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
                   shms_lease *lease);
 /* try_acquire in a class with tenant-max-active: queue req, look once, withdraw it. */
@@ -78,6 +79,16 @@ void shms__help(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t 
 void shms__poll_checks(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
 /* Until when (real clock) a wait with timeout_ns and slot s's deadline may sleep; 0: no limit. */
 uint64_t shms__sleep_limit(const struct shms__slot *s, uint64_t until_real);
+/* A request's deadline (CLOCK_MONOTONIC, 0: none) on the real clock, which bounds waits. */
+uint64_t shms__deadline_real(uint64_t deadline_ns);
+/* How long a wait may wait for a class held still (shms__op_enter_until): to the request's
+ * deadline (one already past: not at all) or the wait's end (until_real; a wait with timeout 0:
+ * not at all), whichever comes first; 0: no limit. */
+uint64_t shms__held_limit(uint64_t deadline_ns, uint64_t until_real, uint64_t timeout_ns);
+/* A wait that ends while its class is held still (shms__op_enter_until's detail says by whom):
+ * deadline-exceeded once deadline_ns passed, saying where the request is (where), else the
+ * wait's timeout. */
+int shms__held_still(uint64_t deadline_ns, const char *where);
 /*
  * The prologue of a call taking a ticket: the class and slot it names, or
  * SHMS_ENOTFOUND / SHMS_EINVAL with a detail; out may be NULL if unused.

@@ -147,6 +147,28 @@ int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   return shms__enqueue_slot(h, k, req, NULL, 0, cells, ticket);
 }
 
+uint64_t shms__deadline_real(uint64_t deadline_ns) {
+  if (deadline_ns == 0)
+    return 0;
+  uint64_t now = shms__now_ns();
+  return shms__real_now_ns() + (deadline_ns > now ? deadline_ns - now : 0);
+}
+
+int shms__held_still(uint64_t deadline_ns, const char *where) {
+  if (deadline_ns != 0 && shms__now_ns() >= deadline_ns)
+    return shms__fail(SHMS_EDEADLINE, "deadline passed while %s; %s", shms_last_error_detail(),
+                      where);
+  return shms__fail(SHMS_ETIMEDOUT, "the request is still queued (%s)", shms_last_error_detail());
+}
+#define HELD_QUEUED "the request ends when the class goes again, never granted"
+
+uint64_t shms__held_limit(uint64_t deadline_ns, uint64_t until_real, uint64_t timeout_ns) {
+  uint64_t limit = shms__deadline_real(deadline_ns);
+  if (timeout_ns == 0)
+    return shms__real_now_ns();
+  return until_real != 0 && (limit == 0 || until_real < limit) ? until_real : limit;
+}
+
 /* Claim a slot, fill it and publish it as QUEUED: one operation. */
 static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
                    const void *payload, size_t len, unsigned options, uint32_t *index,
@@ -193,7 +215,13 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
                        const void *payload, size_t len, unsigned options, shms_ticket *ticket) {
   uint32_t i = 0;
   uint64_t seq = 0;
-  int rc = SHMS__OP(h, k, publish(h, k, req, payload, len, options, &i, &seq));
+  /* A class held still past the request's deadline (a recovery or check, slow or stopped):
+   * the deadline is kept, and nothing was queued. */
+  int rc = shms__op_enter_until(h, k, shms__deadline_real(req->deadline_ns));
+  if (rc != SHMS_OK)
+    return shms__held_still(req->deadline_ns, "nothing was queued");
+  rc = publish(h, k, req, payload, len, options, &i, &seq);
+  shms__op_leave(h, k);
   if (rc != SHMS_OK)
     return rc;
   struct shms__slot *s = shms__slot_at(k, i);
@@ -267,17 +295,17 @@ static int accept_op(struct shms *h, const struct shms__cls *k, uint32_t i, uint
   return SHMS_OK;
 }
 
-/*
- * The request is still queued: expire it, answer the dispatcher's flags, or sleep. The deadline
- * comes first: a request past it ends so whatever the flags say, and its settle kicks as HELP's
- * answer would (the settle clears HELP; LATE means nothing on a settled request).
- */
-static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
-                       uint64_t until_real, uint64_t timeout_ns) {
+/* queued_step's answer when the waiter is to sleep (until *limit). */
+#define QUEUED_SLEEP 2
+
+/* wait_queued's steps inside its operation: SHMS_OK to look again, an error to end the wait,
+ * or QUEUED_SLEEP with the time to sleep until in *limit. */
+static int queued_step(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                       uint64_t until_real, uint64_t timeout_ns, uint64_t *limit) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t now = shms__now_ns(), real = shms__real_now_ns();
   if (s->deadline_ns != 0 && now >= s->deadline_ns) {
-    SHMS__OP(h, k, shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
+    shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
     return SHMS_OK;
   }
   if (answer_flags(h, k, i, w))
@@ -293,15 +321,40 @@ static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, ui
     return shms__fail(SHMS_ETIMEDOUT, "the request is still queued");
   if (shms__interrupted(h))
     return shms__fail(SHMS_ETIMEDOUT, "the request is still queued (the wait was interrupted)");
-  uint64_t limit = shms__sleep_limit(s, until_real);
-  if (due != 0 && (limit == 0 || due < limit))
-    limit = due;
-  if (shms__spin_then_sleep(h, k, i, w, limit, 1)) {
+  *limit = shms__sleep_limit(s, until_real);
+  if (due != 0 && (*limit == 0 || due < *limit))
+    *limit = due;
+  return QUEUED_SLEEP;
+}
+
+/*
+ * The request is still queued: expire it, answer the dispatcher's flags, or sleep. The deadline
+ * comes first: a request past it ends so whatever the flags say, and its settle kicks as HELP's
+ * answer would (the settle clears HELP; LATE means nothing on a settled request).
+ *
+ * Everything before the sleep is one operation, entered no later than the wait may last: a
+ * class held still by a recovery or a check (slow, or stopped) is waited out asleep, and the
+ * deadline and the wait's timeout are kept meanwhile.
+ */
+static int wait_queued(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
+                       uint64_t until_real, uint64_t timeout_ns) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t limit = shms__held_limit(s->deadline_ns, until_real, timeout_ns);
+  if (shms__op_enter_until(h, k, limit) != SHMS_OK)
+    return shms__held_still(s->deadline_ns, HELD_QUEUED);
+  int rc = queued_step(h, k, i, w, until_real, timeout_ns, &limit);
+  shms__op_leave(h, k);
+  if (rc != QUEUED_SLEEP)
+    return rc;
+  if (shms__spin_then_sleep(h, k, i, w, limit, 1) &&
+      shms__op_enter_until(h, k, shms__held_limit(s->deadline_ns, until_real, timeout_ns)) ==
+          SHMS_OK) {
     /* Slept a whole poll interval: make sure nobody dead is holding the class up, not even a
      * holder, whom only the supervisor would otherwise find. */
     shms__poll_checks(h, k, i, s->seq);
-    SHMS__OP_VOID(h, k, shms__reap_unaccepted(h, k));
-    shms__reap_dead_holders(h, k);
+    shms__reap_unaccepted(h, k);
+    shms__op_leave(h, k);
+    shms__reap_dead_holders(h, k); /* outside: it may recover the class, which freezes it */
   }
   return SHMS_OK;
 }
@@ -327,13 +380,23 @@ int shms_wait(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, shms_le
     if ((rc = shms__ticket_live(h, s, ticket, "request", &w)) != SHMS_OK)
       return rc;
     uint32_t st = SHMS__SLOT_STATE(w);
+    /* Held still past the wait's end, it ends (held_still); a settled request then stays on
+     * our record, which the next operation or the detach collects. */
+    uint64_t limit = shms__held_limit(s->deadline_ns, until_real, timeout_ns);
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
-      SHMS__OP_VOID(h, k, shms__owned_collect(h, k, i));
+      if (shms__op_enter_until(h, k, limit) == SHMS_OK) {
+        shms__owned_collect(h, k, i);
+        shms__op_leave(h, k);
+      }
       return shms__fail(reason, "%s", shms_strerror(reason));
     }
     if (st == SHMS__SLOT_GRANTED) {
-      if ((rc = SHMS__OP(h, k, accept_op(h, k, i, w, lease))) != SHMS__LOOK_AGAIN)
+      if (shms__op_enter_until(h, k, limit) != SHMS_OK)
+        return shms__held_still(s->deadline_ns, HELD_QUEUED);
+      rc = accept_op(h, k, i, w, lease);
+      shms__op_leave(h, k);
+      if (rc != SHMS__LOOK_AGAIN)
         return rc;
       continue;
     }
@@ -377,22 +440,26 @@ static inline __attribute__((always_inline)) int take_now_op(struct shms *h,
  */
 __attribute__((noinline, cold)) static int take_entered(struct shms *h, const struct shms__cls *k,
                                                         const uint64_t *tenant, int stamp,
-                                                        shms_lease *lease) {
-  return SHMS__OP(h, k, take_now_op(h, k, tenant, stamp, lease, 0));
+                                                        shms_lease *lease, uint64_t deadline_ns) {
+  if (shms__op_enter_until(h, k, shms__deadline_real(deadline_ns)) != SHMS_OK)
+    return shms__held_still(deadline_ns, "nothing was queued");
+  int rc = take_now_op(h, k, tenant, stamp, lease, 0);
+  shms__op_leave(h, k);
+  return rc;
 }
 
 int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
-                   shms_lease *lease) {
+                   shms_lease *lease, uint64_t deadline_ns) {
   int rc = take_now_op(h, k, tenant, stamp, lease, shms__op_enter_fast(h, k));
   shms__op_leave(h, k);
-  /* Frozen: enter the ordinary way, which waits, and look again (out of line: the fast path's
-   * frame stays small). */
-  return rc == SHMS__LOOK_AGAIN ? take_entered(h, k, tenant, stamp, lease) : rc;
+  /* Frozen: enter the ordinary way, which waits (until the deadline), and look again (out of
+   * line: the fast path's frame stays small). */
+  return rc == SHMS__LOOK_AGAIN ? take_entered(h, k, tenant, stamp, lease, deadline_ns) : rc;
 }
 
 int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
                   shms_lease *lease) {
-  int rc = shms__take_now(h, k, tenant, stamp, lease);
+  int rc = shms__take_now(h, k, tenant, stamp, lease, 0);
   return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
 }
 
@@ -439,7 +506,7 @@ int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
     return rc;
   /* An immediate grant never takes a request slot (a grant of several cells always does). */
   if (k->cfg->tenant_max_active == 0 && req->cells <= 1 &&
-      (rc = shms__take_now(h, k, tenant, 1, lease)) != SHMS_EWOULDBLOCK)
+      (rc = shms__take_now(h, k, tenant, 1, lease, req->deadline_ns)) != SHMS_EWOULDBLOCK)
     return rc;
   return shms__acquire_queued(h, req, lease);
 }

@@ -51,24 +51,32 @@ static int wait_pending(struct shms *h, const struct shms__cls *k, uint32_t i, u
                         uint64_t until_real, uint64_t timeout_ns) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint32_t st = SHMS__SLOT_STATE(w);
-  if (w & SHMS__SLOT_HELP) {
+  /* A deadline stops a job from starting, never a job that runs; a class held still (a
+   * recovery or check, slow or stopped) is waited out asleep, until then or the wait's end. */
+  uint64_t deadline = st == SHMS__SLOT_QUEUED ? s->deadline_ns : 0;
+  if (shms__op_enter_until(h, k, shms__held_limit(deadline, until_real, timeout_ns)) != SHMS_OK)
+    return shms__held_still(deadline, "the job ends when the class goes again, never started");
+  int answered = 1;
+  if (w & SHMS__SLOT_HELP)
     shms__help(h, k, i, w);
+  else if (deadline != 0 && shms__now_ns() >= deadline)
+    shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
+  else
+    answered = 0;
+  shms__op_leave(h, k);
+  if (answered)
     return SHMS_OK;
-  }
-  /* A deadline stops a job from starting, never a job that runs. */
-  if (st == SHMS__SLOT_QUEUED && s->deadline_ns != 0 && shms__now_ns() >= s->deadline_ns) {
-    SHMS__OP(h, k, shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE));
-    return SHMS_OK;
-  }
   if (timeout_ns == 0 || (until_real != 0 && shms__real_now_ns() >= until_real) ||
       shms__interrupted(h))
     return shms__fail(SHMS_ETIMEDOUT, "the job is still %s%s",
                       st == SHMS__SLOT_RUNNING ? "running" : "queued",
                       shms__interrupted(h) ? " (the wait was interrupted)" : "");
   uint64_t limit = st == SHMS__SLOT_QUEUED ? shms__sleep_limit(s, until_real) : until_real;
-  if (shms__spin_then_sleep(h, k, i, w, limit, 1)) {
+  if (shms__spin_then_sleep(h, k, i, w, limit, 1) &&
+      shms__op_enter_until(h, k, shms__held_limit(deadline, until_real, timeout_ns)) == SHMS_OK) {
     /* A poll interval passed: nobody dead may hold the job up, dispatcher or worker. */
     shms__poll_checks(h, k, i, s->seq);
+    shms__op_leave(h, k);
     uint32_t c = shms__load_32(&s->cell);
     if (st != SHMS__SLOT_QUEUED && c < k->ncells)
       shms__follow(h, k, shms__workcell_check(h, k, c)); /* each enters its operation */

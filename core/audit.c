@@ -325,7 +325,16 @@ int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations) {
     if (h->cls[c].id < 0)
       continue;
     a.k = &h->cls[c];
-    shms__freeze(h, a.k);
+    if (shms__freeze(h, a.k) != SHMS_OK) {
+      /* Held up by a process (stopped, or a corrupt word): said, and the class left as it was. */
+      const char *why = shms_last_error_detail();
+      size_t n = strlen(shms_class_name(a.k->id));
+      if (strncmp(why, "class ", 6) == 0 && strncmp(why + 6, shms_class_name(a.k->id), n) == 0 &&
+          why[6 + n] == ':')
+        why += 6 + n + 2;
+      violation(&a, "not checked: %s", why);
+      continue;
+    }
     audit_class(&a);
     shms__unfreeze(a.k, shms__load_64(&a.k->ctl->fast)); /* exactly as it was */
   }

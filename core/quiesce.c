@@ -16,13 +16,18 @@
  */
 #include <ck_pr.h>
 #include <sched.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "../shm/atomic.h"
+#include "../shm/backoff.h"
+#include "../shm/clock.h"
 #include "../shm/error.h"
 #include "../shm/events.h"
 #include "../shm/membarrier.h"
+#include "../shm/pidns.h"
 #include "../shm/proc.h"
+#include "../shm/procfs.h"
 #include "sched.h"
 
 /*
@@ -69,12 +74,17 @@ static uint32_t *thread_mark(struct shms *h) {
 /*
  * Wait while k is frozen; if its freezer died, finish its job (recovery is idempotent) with the
  * handle's h->finish: recovery lies above every operation it waits out, so the layer above
- * hands it down at attach (shm/handle.h) instead of this file calling up into it.
+ * hands it down at attach (shm/handle.h) instead of this file calling up into it. Asleep once a
+ * few yields have not seen the thaw (shm/backoff.h): a freezer that is stopped, or slow, costs
+ * its waiters no CPU. 0 once thawed; -1 if until_real (0: never) came first.
  */
-static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
+static int wait_unfrozen(struct shms *h, const struct shms__cls *k, uint64_t until_real) {
   uint32_t orphaned = 0;
-  for (uint32_t spins = 0; shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN; spins++) {
-    if (spins % 1024 == 1023) {
+  struct shms__backoff b = {0};
+  for (uint32_t turn = 0; shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN; turn++) {
+    if (until_real != 0 && shms__real_now_ns() >= until_real)
+      return -1;
+    if (turn % 16 == 15) {
       uint32_t freezer = shms__load_32(&k->ctl->freezer);
       /* A freeze records its freezer before FROZEN and clears it after, so FROZEN read after
        * a freezer of 0 is corruption, unless a freeze began between the two loads: it must be
@@ -88,8 +98,9 @@ static void wait_unfrozen(struct shms *h, const struct shms__cls *k) {
         continue;
       }
     }
-    sched_yield(); /* a live freezer finishes in a bounded time */
+    shms__backoff_pause(&b);
   }
+  return 0;
 }
 
 /* Mark (or count) an operation on k as under way; fence: whether the caller fences after. */
@@ -123,9 +134,10 @@ static void unmark(struct shms *h, const struct shms__cls *k, struct thread_op *
 }
 
 /* The outermost enter's rare steps, out of line so that the common one needs no frame: this
- * thread's first operation on h (its mark claimed), or FROZEN found set (waited out). */
-__attribute__((noinline, cold)) static void enter_slow(struct shms *h, const struct shms__cls *k,
-                                                       struct thread_op *t) {
+ * thread's first operation on h (its mark claimed), or FROZEN found set (waited out, until
+ * until_real if not 0). 0 once marked; -1, unmarked, if the class stayed frozen until then. */
+__attribute__((noinline, cold)) static int enter_slow(struct shms *h, const struct shms__cls *k,
+                                                      struct thread_op *t, uint64_t until_real) {
   if (t->proc != h->proc) {
     t->proc = h->proc;
     t->word = thread_mark(h);
@@ -133,12 +145,13 @@ __attribute__((noinline, cold)) static void enter_slow(struct shms *h, const str
   for (;;) {
     mark(h, k, t, 1);
     if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN))
-      return;
+      return 0;
     unmark(h, k, t);
     /* Outside any operation while it waits: a recovery it runs brackets its own operations,
      * which must be marked like anyone's (a depth left raised here once made the dispatch
      * after such a recovery run unmarked, under the next freezer's audit). */
-    wait_unfrozen(h, k);
+    if (wait_unfrozen(h, k, until_real) != 0)
+      return -1;
   }
 }
 
@@ -156,8 +169,28 @@ void shms__op_enter(struct shms *h, const struct shms__cls *k) {
     }
     unmark(h, k, t);
   }
-  enter_slow(h, k, t);
+  enter_slow(h, k, t, 0);
   t->depth = 1;
+}
+
+/* The pid of k's freezer now, as it saw itself (0 if none). */
+static int freezer_pid(const struct shms *h, const struct shms__cls *k) {
+  int32_t pid = 0;
+  uint32_t f = shms__load_32(&k->ctl->freezer);
+  return f != 0 && shms__owner_entry(h, f, &pid) ? pid : 0;
+}
+
+int shms__op_enter_until(struct shms *h, const struct shms__cls *k, uint64_t until_real) {
+  struct thread_op *t = &cur[k->id];
+  if (t->depth > 0) {
+    t->depth++;
+    return SHMS_OK;
+  }
+  if (enter_slow(h, k, t, until_real) != 0)
+    return shms__fail(SHMS_ETIMEDOUT, "class %s is held still by process %d (recovery or check)",
+                      shms_class_name(k->id), freezer_pid(h, k));
+  t->depth = 1;
+  return SHMS_OK;
 }
 
 int shms__op_enter_fast(struct shms *h, const struct shms__cls *k) {
@@ -212,19 +245,101 @@ int shms__proc_busy(const struct shms__proc *p, int c) {
   return 0;
 }
 
-/* Whether some live process (or another thread of ours) has an operation under way on k. */
-static int others_busy(struct shms *h, const struct shms__cls *k) {
+/*
+ * How long a freezer waits for what only another process can end (an operation under way on the
+ * class, another freezer's work) before it gives up and says who holds it up: far longer than a
+ * live process's step takes, and short enough that a recovery, a check, and the supervisor that
+ * runs them go on answering (a signal, their other classes) within about a second.
+ */
+#define PATIENCE_NS (1000ull * 1000 * 1000)
+
+/* Whether entry i's process is inside an operation on k, by a live process (or another thread of
+ * ours: this thread has none under way on k, a freeze is never called from inside one). */
+static int busy_alive(struct shms *h, const struct shms__cls *k, uint32_t i) {
+  /* Only the lock says whether a count belongs to a live process. */
+  return shms__proc_busy(shms__proc_at(h, i), k->id) &&
+         shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1;
+}
+
+/* The first entry with an operation under way on k by a live process, or -1. */
+static int64_t others_busy(struct shms *h, const struct shms__cls *k) {
+  for (uint32_t i = 0; i < h->layout.procs_count; i++)
+    if (busy_alive(h, k, i))
+      return i;
+  return -1;
+}
+
+/*
+ * Before FROZEN: wait until every live process seen inside an operation on k has been seen out
+ * of it, until until_real. Returns the entry that never was, or -1. A word that says "under way"
+ * for good (corrupt) or a process stopped inside an operation is so found without freezing the
+ * class, which would hold up every other process for as long.
+ */
+static int64_t settle_first(struct shms *h, const struct shms__cls *k, uint64_t until_real) {
   for (uint32_t i = 0; i < h->layout.procs_count; i++) {
-    const struct shms__proc *p = shms__proc_at(h, i);
-    /* Our own entry too: our other threads' operations count like anyone's (this thread has
-     * none under way on k: a freeze is never called from inside an operation). */
-    if (!shms__proc_busy(p, k->id))
-      continue;
-    /* Only the lock says whether a count belongs to a live process. */
-    if (shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1)
-      return 1;
+    struct shms__backoff b = {0};
+    while (busy_alive(h, k, i)) {
+      if (shms__real_now_ns() >= until_real)
+        return i;
+      shms__backoff_pause(&b);
+    }
   }
-  return 0;
+  return -1;
+}
+
+/* The state letter of entry p's process (/proc/PID/stat), '?' when it cannot be told from here:
+ * a number of another pid namespace, or a pid that names another process now. */
+static char state_here(const struct shms__proc *p) {
+  struct shms__pidns ns;
+  shms__pidns_self(&ns);
+  struct shms__proc_stat st;
+  if (ns.ino != shms__load_64((uint64_t *)&p->pidns_ino) ||
+      ns.init_start != shms__load_64((uint64_t *)&p->pidns_init_start) || !shms__procfs_ours() ||
+      shms__proc_stat_read(shms__load_32((uint32_t *)&p->pid), &st) != 0 ||
+      st.start_time != shms__load_64((uint64_t *)&p->start_time))
+    return '?';
+  return st.state;
+}
+
+/* The word of entry p that says it is inside an operation on class c, in words. */
+static void busy_word(const struct shms__proc *p, int c, char *out, size_t cap) {
+  uint32_t ops = shms__load_32((uint32_t *)&p->ops[c]);
+  snprintf(out, cap, "its count of operations under way, ops[%d], is %u", c, ops);
+  for (int t = 0; ops == 0 && t < SHMS__MARKS; t++) {
+    uint32_t m = shms__load_32((uint32_t *)&p->marks[t]);
+    if (m & (1u << c)) {
+      snprintf(out, cap, "its operation mark marks[%d] is 0x%x", t, m);
+      break;
+    }
+  }
+}
+
+/* Give up freezing k: entry i held it up for PATIENCE_NS, inside an operation or (freezer) as
+ * the freezer at work. Fails with why: busy if the process is stopped, else the word. */
+static int held_up(struct shms *h, const struct shms__cls *k, uint32_t i, int freezer) {
+  const struct shms__proc *p = shms__proc_at(h, i);
+  int pid = (int)shms__load_32((uint32_t *)&p->pid);
+  char st = state_here(p);
+  const char *name = shms_class_name(k->id);
+  const char *state = st == 'T' || st == 't' ? "stopped"
+                      : st == '?'            ? "state unknown here"
+                                             : "alive, not stopped";
+  if (freezer)
+    return shms__fail(SHMS_EBUSY,
+                      "class %s is held still by process %d (entry %u, %s) for over 1 s, a "
+                      "recovery or a check: try again once it is done, continued or killed",
+                      name, pid, i, state);
+  if (st == 'T' || st == 't')
+    return shms__fail(SHMS_EBUSY,
+                      "class %s: process %d (entry %u) is stopped inside an operation: recovery "
+                      "and check of the class wait until it is continued or killed",
+                      name, pid, i);
+  char word[96];
+  busy_word(p, k->id, word, sizeof word);
+  return shms__fail(SHMS_EVIOLATION,
+                    "class %s: process %d (entry %u, %s) has shown an operation under way for "
+                    "over 1 s: %s (a corrupt word, or a process stuck inside shmsched)",
+                    name, pid, i, state, word);
 }
 
 /* Whether some entry in use belongs to a process that marks plainly; live: and is alive (by its
@@ -269,12 +384,15 @@ static int barrier_plain(struct shms *h, const struct shms__cls *k) {
 }
 
 /*
- * Claim the right to freeze k and set FROZEN. Returns the freezer we took over (a dead one, or
- * 0), and *inherited 1 when FROZEN was set already: a dead freezer's recovery, half done,
- * which only a recovery may let go of.
+ * Claim the right to freeze k and set FROZEN. *previous is the freezer we took over (a dead one,
+ * or 0), and *inherited 1 when FROZEN was set already: a dead freezer's recovery, half done,
+ * which only a recovery may let go of. -1, nothing changed, if a live freezer held the right
+ * until until_real (*previous is then that freezer).
  */
-static uint32_t stop(struct shms *h, const struct shms__cls *k, int *inherited) {
+static int stop(struct shms *h, const struct shms__cls *k, uint32_t *previous, int *inherited,
+                uint64_t until_real) {
   uint32_t me = h->owner, f;
+  struct shms__backoff b = {0};
   /* First the right to freeze, recorded before anything stops: a freezer that dies at any point
    * is then known, and the next one finishes its work. */
   for (;;) {
@@ -282,7 +400,11 @@ static uint32_t stop(struct shms *h, const struct shms__cls *k, int *inherited) 
     if (f == me)
       break;
     if (f != 0 && !shms__owner_dead(h, f)) {
-      sched_yield(); /* a live freezer finishes in a bounded time */
+      if (shms__real_now_ns() >= until_real) {
+        *previous = f;
+        return -1;
+      }
+      shms__backoff_pause(&b);
       continue;
     }
     if (ck_pr_cas_32(&k->ctl->freezer, f, me))
@@ -293,7 +415,8 @@ static uint32_t stop(struct shms *h, const struct shms__cls *k, int *inherited) 
   while (!(w & SHMS__FAST_FROZEN) &&
          !ck_pr_cas_64_value(&k->ctl->fast, w, w | SHMS__FAST_FROZEN, &w))
     ;
-  return f;
+  *previous = f;
+  return 0;
 }
 
 /*
@@ -310,15 +433,20 @@ static void back_off(const struct shms__cls *k, uint32_t previous, int inherited
   shms__store_32(&k->ctl->freezer, inherited ? previous : 0);
 }
 
-void shms__freeze(struct shms *h, const struct shms__cls *k) {
+int shms__freeze(struct shms *h, const struct shms__cls *k) {
   SHMS__ASSERT(cur[k->id].depth == 0); /* never from inside an operation on k */
+  int64_t stuck = settle_first(h, k, shms__real_now_ns() + PATIENCE_NS);
+  if (stuck >= 0)
+    return held_up(h, k, (uint32_t)stuck, 0);
   /* Plain marks are read only after a barrier that made them visible. A freezer that cannot
    * issue one cannot tell a live process that marks plainly from one at rest: it lets the
    * class go again (such a process may need it to finish what it does, or to detach) and tries
    * again later, until the barrier works or no such process is left. */
+  uint32_t previous;
+  int inherited;
   for (long pause_ns = 20000;; pause_ns = pause_ns < 5000000 ? pause_ns * 2 : pause_ns) {
-    int inherited;
-    uint32_t previous = stop(h, k, &inherited);
+    if (stop(h, k, &previous, &inherited, shms__real_now_ns() + PATIENCE_NS) != 0)
+      return held_up(h, k, SHMS__OWNER_INDEX(previous), 1);
     if (barrier_plain(h, k) == 0)
       break;
     back_off(k, previous, inherited);
@@ -327,9 +455,18 @@ void shms__freeze(struct shms *h, const struct shms__cls *k) {
      * the operations they need to run, their detach's among them. */
     nanosleep(&(struct timespec){.tv_nsec = pause_ns}, NULL);
   }
-  while (others_busy(h, k))
-    sched_yield();
+  /* Those who entered before FROZEN finish their operation: a step of a few stores, unless
+   * their process was stopped or its word corrupted right then; after PATIENCE_NS the class
+   * goes again, and the caller learns who held it up. */
+  uint64_t until = shms__real_now_ns() + PATIENCE_NS;
+  struct shms__backoff b = {0};
+  for (int64_t busy; (busy = others_busy(h, k)) >= 0; shms__backoff_pause(&b))
+    if (shms__real_now_ns() >= until) {
+      back_off(k, previous, inherited);
+      return held_up(h, k, (uint32_t)busy, 0);
+    }
   frozen_by_me |= 1u << k->id;
+  return SHMS_OK;
 }
 
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast) {

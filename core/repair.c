@@ -427,7 +427,11 @@ int shms__recover_class_into(struct shms *h, const struct shms__cls *k, struct s
   if ((a.entry = shms__calloc(h->layout.procs_count, sizeof *a.entry)) == NULL)
     return SHMS_ENOMEM;
   kill_dead_commands(k, &a);
-  shms__freeze(h, k);
+  int rc = shms__freeze(h, k);
+  if (rc != SHMS_OK) {
+    free(a.entry);
+    return rc; /* held up by a live process: said in the detail, tried again by the next */
+  }
   recover_frozen(k, &a, r);
   free(a.entry);
   shms__report(r, SHMS_EVENT_CLASS_RECOMPUTED, (struct shms__item){.k = k});

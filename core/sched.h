@@ -58,6 +58,11 @@ int shms__test_op_marked(void);
  */
 void shms__op_enter(struct shms *h, const struct shms__cls *k);
 /*
+ * shms__op_enter for a caller with a deadline: while k is frozen it waits until until_real (the
+ * real clock; 0: no limit) at most. SHMS_OK once entered, else SHMS_ETIMEDOUT (not entered).
+ */
+int shms__op_enter_until(struct shms *h, const struct shms__cls *k, uint64_t until_real);
+/*
  * For an operation whose first step is a locked CAS on the fast word that
  * fails when FROZEN is set (the fast path): mark it without a fence, the CAS
  * is one. Returns 1 if this is the outermost bracket (the CAS must then check
@@ -69,9 +74,13 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k);
  * Freeze class k (waiting out a live freezer, taking over a dead one) and
  * wait until no live process, nor another thread of ours, has an operation
  * under way on it: from then on the caller alone changes the class, until
- * shms__unfreeze. Never called from inside an operation on k.
+ * shms__unfreeze. Never called from inside an operation on k. Each wait on
+ * another process is bounded (about 1 s): a process stopped inside an
+ * operation, or holding k frozen, fails it with SHMS_EBUSY; a word that says
+ * an operation is under way for longer, with SHMS_EVIOLATION naming it. The
+ * class is then as it was (a dead freezer's half-done recovery stays frozen).
  */
-void shms__freeze(struct shms *h, const struct shms__cls *k);
+int shms__freeze(struct shms *h, const struct shms__cls *k);
 /* Store the recomputed fast word (without FROZEN): operations resume. */
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
 /*

@@ -298,8 +298,11 @@ START_TEST(a_freezer_without_a_barrier_waits_for_plain_markers) {
   hang = (typeof(hang)){.step = 1, .h = h, .child = pid};
   signal(SIGALRM, hang_report);
   alarm(SHMS_TEST_TIMEOUT * 2 / 3);
-  get(out[0]); /* the child is inside its operation */
+  get(out[0]); /* the child was inside its operation: a freezer would wait it out (up to 1 s) */
   hang.step = 2;
+  put(in[1]); /* out of the operation, still attached: its marks prove nothing */
+  get(out[0]);
+  hang.step = 3;
   uint64_t cursor = 0;
   struct freezer f = {.h = h};
   pthread_t t;
@@ -311,9 +314,6 @@ START_TEST(a_freezer_without_a_barrier_waits_for_plain_markers) {
   while (shms__test_membarrier_calls() == tried && !shms__load_32(&f.done))
     sched_yield();
   ck_assert_uint_eq(shms__load_32(&f.done), 0);
-  hang.step = 3;
-  put(in[1]); /* out of the operation, still attached: its marks prove nothing */
-  get(out[0]);
   hang.step = 4;
   /* The freezer tries again and again (each time after the child was out), and waits on. */
   uint32_t calls = shms__test_membarrier_calls();

@@ -1,0 +1,245 @@
+/*
+ * A class held still by a process that does not let go: a freezer that is stopped (^Z on a
+ * check, a paused container, a debugger), or an operation mark that never clears (a corrupt
+ * word). Waiters sleep and keep their deadline meanwhile; a freeze gives up after a bounded
+ * wait, says who held it up, and leaves the class as it was: nothing spins, nothing wedges.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/sched.h"
+#include "sched_util.h"
+#include "shm/atomic.h"
+#include "shm/handle.h"
+#include "shm/proc.h"
+
+static void put(int fd) { ck_assert_int_eq(write(fd, "x", 1), 1); }
+static void get(int fd) {
+  char b;
+  ck_assert_int_eq(read(fd, &b, 1), 1);
+}
+
+static uint64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The process entry of pid in h's table. */
+static struct shms__proc *entry_of(shms_t *h, pid_t pid) {
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    struct shms__proc *p = shms__proc_at(h, i);
+    if (shms__load_32(&p->state) == SHMS__PROC_LIVE &&
+        shms__load_32((uint32_t *)&p->pid) == (uint32_t)pid)
+      return p;
+  }
+  ck_abort_msg("no live entry for pid %d", (int)pid);
+  return NULL;
+}
+
+/* A child attached and alive, doing nothing, until killed. */
+static pid_t idle_child(const char *name) {
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *c;
+    if (shms_attach(name, 0, &c) != SHMS_OK || write(p[1], "r", 1) != 1)
+      _exit(1);
+    for (;;)
+      pause();
+  }
+  get(p[0]);
+  close(p[0]);
+  close(p[1]);
+  return pid;
+}
+
+START_TEST(a_corrupt_operation_mark_fails_the_freeze_and_wedges_nothing) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  pid_t pid = idle_child(name);
+  struct shms__proc *p = entry_of(h, pid);
+  shms__store_32(&p->marks[3], 1u << SHMS_CLASS_STANDARD); /* "inside an operation", for good */
+
+  char report[4096], want[64];
+  snprintf(want, sizeof want, "its operation mark marks[3] is %#x", 1u << SHMS_CLASS_STANDARD);
+  uint32_t violations = 0;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_uint_eq(violations, 1);
+  ck_assert_msg(strstr(report, "class standard: not checked: process ") != NULL &&
+                    strstr(report, want) != NULL,
+                "%s", report);
+  /* Left as it was: not frozen, nobody recorded as its freezer. */
+  ck_assert_uint_eq(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN, 0);
+  ck_assert_uint_eq(shms__load_32(&k->ctl->freezer), 0);
+
+  shms_recovery r;
+  ck_assert_shms_err(shms_recover(h, &r), SHMS_EVIOLATION, want);
+  ck_assert_uint_eq(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN, 0);
+
+  /* Everyone else goes on. */
+  shms_request req = sched_req("t", 0);
+  req.deadline_ns = mono_ns() + 5000000000ull;
+  shms_lease l;
+  ck_assert_shms_ok(shms_acquire(h, &req, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+
+  shms__store_32(&p->marks[3], 0);
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  kill(pid, SIGKILL);
+  ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+  sched_close(h, name);
+}
+END_TEST
+
+/* A child that freezes the class, says so, stops itself; continued, lets the class go. */
+static pid_t stopped_freezer(const char *name) {
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *c;
+    if (shms_attach(name, 0, &c) != SHMS_OK)
+      _exit(1);
+    const struct shms__cls *k = &c->cls[SHMS_CLASS_STANDARD];
+    if (shms__freeze(c, k) != SHMS_OK || write(p[1], "f", 1) != 1)
+      _exit(2);
+    raise(SIGSTOP);
+    shms__unfreeze(k, shms__load_64(&k->ctl->fast));
+    _exit(shms_detach(c) == SHMS_OK ? 0 : 3);
+  }
+  get(p[0]);
+  close(p[0]);
+  close(p[1]);
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+  ck_assert(WIFSTOPPED(st));
+  return pid;
+}
+
+/*
+ * A waiter with a deadline of 300 ms that cannot be granted: exits 0 if its acquire ended with
+ * deadline-exceeded. Its CPU time is read by the parent from wait4.
+ */
+static pid_t deadline_waiter(const char *name, int ready_fd, int go_fd) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *c;
+    char b;
+    if (shms_attach(name, 0, &c) != SHMS_OK)
+      _exit(1);
+    if (go_fd >= 0 && (write(ready_fd, "r", 1) != 1 || read(go_fd, &b, 1) != 1))
+      _exit(2);
+    shms_request req = sched_req("waiter", 0);
+    req.deadline_ns = mono_ns() + 300000000ull;
+    shms_lease l;
+    int rc = shms_acquire(c, &req, &l);
+    _exit(rc == SHMS_EDEADLINE ? 0 : 10 + (rc < 0 ? -rc : rc) % 100);
+  }
+  return pid;
+}
+
+/* Reap waiter pid: it ended with deadline-exceeded, having slept rather than spun. */
+static void reap_waiter(pid_t pid, uint64_t started_ns) {
+  int st;
+  struct rusage ru;
+  ck_assert_int_eq(wait4(pid, &st, 0, &ru), pid);
+  uint64_t wall = mono_ns() - started_ns;
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "waiter %d: status %#x", (int)pid, st);
+  uint64_t cpu = ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ull +
+                 ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ull;
+  /* A spinner is on a CPU the whole wait; a sleeper wakes every few milliseconds. */
+  ck_assert_msg(cpu * 4 < wall, "waiter %d used %llu ns of CPU in %llu ns", (int)pid,
+                (unsigned long long)cpu, (unsigned long long)wall);
+}
+
+START_TEST(a_stopped_freezer_costs_waiters_no_cpu_and_deadlines_hold) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 8, NULL);
+  shms_request mine = sched_req("holder", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &mine, &held)); /* nobody else can be granted */
+
+  /* One waiter queued before the freeze, three arriving while the class is held still. */
+  int ready[2], go[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  ck_assert_int_eq(pipe(go), 0);
+  uint64_t t0 = mono_ns();
+  pid_t queued = deadline_waiter(name, -1, -1);
+  while (sched_stats(h).queue_depth == 0)
+    sched_yield(); /* until its request is queued */
+  pid_t freezer = stopped_freezer(name);
+  pid_t late[3];
+  for (int i = 0; i < 3; i++)
+    late[i] = deadline_waiter(name, ready[1], go[0]);
+  for (int i = 0; i < 3; i++)
+    get(ready[0]);
+  uint64_t t1 = mono_ns();
+  for (int i = 0; i < 3; i++)
+    put(go[1]);
+
+  reap_waiter(queued, t0);
+  for (int i = 0; i < 3; i++)
+    reap_waiter(late[i], t1);
+  /* All of them ended while the freezer was still stopped. */
+  int st;
+  ck_assert_int_eq(waitpid(freezer, &st, WNOHANG), 0);
+
+  kill(freezer, SIGCONT);
+  ck_assert_int_eq(waitpid(freezer, &st, 0), freezer);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  ck_assert_shms_ok(shms_release(h, &held));
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r)); /* the queued waiter exited with its request queued */
+  ck_assert_uint_eq(sched_stats(h).queue_depth, 0);
+  char report[4096];
+  uint32_t violations = 0;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  sched_close(h, name);
+}
+END_TEST
+
+START_TEST(a_freeze_behind_a_stopped_freezer_gives_up_and_says_who) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  pid_t freezer = stopped_freezer(name);
+  char report[4096];
+  uint32_t violations = 0;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_uint_eq(violations, 1);
+  char want[128];
+  snprintf(want, sizeof want, "is held still by process %d (entry ", (int)freezer);
+  ck_assert_msg(strstr(report, want) != NULL && strstr(report, "stopped) for over 1 s") != NULL,
+                "%s", report);
+  kill(freezer, SIGCONT);
+  int st;
+  ck_assert_int_eq(waitpid(freezer, &st, 0), freezer);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  sched_close(h, name);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("heldstill");
+  TCase *tc = tcase_create("heldstill");
+  tcase_set_timeout(tc, SHMS_TEST_TIMEOUT);
+  tcase_add_test(tc, a_corrupt_operation_mark_fails_the_freeze_and_wedges_nothing);
+  tcase_add_test(tc, a_stopped_freezer_costs_waiters_no_cpu_and_deadlines_hold);
+  tcase_add_test(tc, a_freeze_behind_a_stopped_freezer_gives_up_and_says_who);
+  suite_add_tcase(s, tc);
+  return harness_run(s);
+}
