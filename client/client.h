@@ -18,10 +18,11 @@ int shms__check_request(struct shms *h, const shms_request *req, unsigned mode, 
  * if not. shms__try_now: the same, its would-block with try_acquire's detail. stamp: whether the
  * lease's start time is read now (a prepared acquire leaves it to shms__stamp_leases, saving the
  * clock: docs/protocol.md, "Lease start times"). A class held still is waited out, until
- * deadline_ns (CLOCK_MONOTONIC, 0: none) at most: SHMS_EDEADLINE then.
+ * until_real (the real clock, 0: no limit) at most: SHMS_ETIMEDOUT then, the detail saying by
+ * whom. shms__try_now waits 20 ms at most, then says would-block.
  */
 int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
-                   shms_lease *lease, uint64_t deadline_ns);
+                   shms_lease *lease, uint64_t until_real);
 int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
                   shms_lease *lease);
 /* try_acquire in a class with tenant-max-active: queue req, look once, withdraw it. */

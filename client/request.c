@@ -440,26 +440,32 @@ static inline __attribute__((always_inline)) int take_now_op(struct shms *h,
  */
 __attribute__((noinline, cold)) static int take_entered(struct shms *h, const struct shms__cls *k,
                                                         const uint64_t *tenant, int stamp,
-                                                        shms_lease *lease, uint64_t deadline_ns) {
-  if (shms__op_enter_until(h, k, shms__deadline_real(deadline_ns)) != SHMS_OK)
-    return shms__held_still(deadline_ns, "nothing was queued");
+                                                        shms_lease *lease, uint64_t until_real) {
+  if (shms__op_enter_until(h, k, until_real) != SHMS_OK)
+    return SHMS_ETIMEDOUT; /* held still until then: the detail says by whom */
   int rc = take_now_op(h, k, tenant, stamp, lease, 0);
   shms__op_leave(h, k);
   return rc;
 }
 
 int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
-                   shms_lease *lease, uint64_t deadline_ns) {
+                   shms_lease *lease, uint64_t until_real) {
   int rc = take_now_op(h, k, tenant, stamp, lease, shms__op_enter_fast(h, k));
   shms__op_leave(h, k);
-  /* Frozen: enter the ordinary way, which waits (until the deadline), and look again (out of
+  /* Frozen: enter the ordinary way, which waits (until until_real), and look again (out of
    * line: the fast path's frame stays small). */
-  return rc == SHMS__LOOK_AGAIN ? take_entered(h, k, tenant, stamp, lease, deadline_ns) : rc;
+  return rc == SHMS__LOOK_AGAIN ? take_entered(h, k, tenant, stamp, lease, until_real) : rc;
 }
+
+/* How long a try waits for a class held still: a recovery's freeze lasts milliseconds; one
+ * that lasts longer (a stopped check) makes the try say would-block, as a busy class does. */
+#define TRY_THAW_NS (20ull * 1000 * 1000)
 
 int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
                   shms_lease *lease) {
-  int rc = shms__take_now(h, k, tenant, stamp, lease, 0);
+  int rc = shms__take_now(h, k, tenant, stamp, lease, shms__real_now_ns() + TRY_THAW_NS);
+  if (rc == SHMS_ETIMEDOUT)
+    return shms__fail(SHMS_EWOULDBLOCK, "%s", shms_last_error_detail());
   return rc == SHMS_EWOULDBLOCK ? shms__fail(rc, "no free cell, or queued work goes first") : rc;
 }
 
@@ -506,8 +512,9 @@ int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
     return rc;
   /* An immediate grant never takes a request slot (a grant of several cells always does). */
   if (k->cfg->tenant_max_active == 0 && req->cells <= 1 &&
-      (rc = shms__take_now(h, k, tenant, 1, lease, req->deadline_ns)) != SHMS_EWOULDBLOCK)
-    return rc;
+      (rc = shms__take_now(h, k, tenant, 1, lease, shms__deadline_real(req->deadline_ns))) !=
+          SHMS_EWOULDBLOCK)
+    return rc == SHMS_ETIMEDOUT ? shms__held_still(req->deadline_ns, "nothing was queued") : rc;
   return shms__acquire_queued(h, req, lease);
 }
 

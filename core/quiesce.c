@@ -245,14 +245,6 @@ int shms__proc_busy(const struct shms__proc *p, int c) {
   return 0;
 }
 
-/*
- * How long a freezer waits for what only another process can end (an operation under way on the
- * class, another freezer's work) before it gives up and says who holds it up: far longer than a
- * live process's step takes, and short enough that a recovery, a check, and the supervisor that
- * runs them go on answering (a signal, their other classes) within about a second.
- */
-#define PATIENCE_NS (1000ull * 1000 * 1000)
-
 /* Whether entry i's process is inside an operation on k, by a live process (or another thread of
  * ours: this thread has none under way on k, a freeze is never called from inside one). */
 static int busy_alive(struct shms *h, const struct shms__cls *k, uint32_t i) {
@@ -314,7 +306,7 @@ static void busy_word(const struct shms__proc *p, int c, char *out, size_t cap) 
   }
 }
 
-/* Give up freezing k: entry i held it up for PATIENCE_NS, inside an operation or (freezer) as
+/* Give up freezing k: entry i held it up for SHMS__PATIENCE_NS, inside an operation or (freezer) as
  * the freezer at work. Fails with why: busy if the process is stopped, else the word. */
 static int held_up(struct shms *h, const struct shms__cls *k, uint32_t i, int freezer) {
   const struct shms__proc *p = shms__proc_at(h, i);
@@ -435,7 +427,7 @@ static void back_off(const struct shms__cls *k, uint32_t previous, int inherited
 
 int shms__freeze(struct shms *h, const struct shms__cls *k) {
   SHMS__ASSERT(cur[k->id].depth == 0); /* never from inside an operation on k */
-  int64_t stuck = settle_first(h, k, shms__real_now_ns() + PATIENCE_NS);
+  int64_t stuck = settle_first(h, k, shms__real_now_ns() + SHMS__PATIENCE_NS);
   if (stuck >= 0)
     return held_up(h, k, (uint32_t)stuck, 0);
   /* Plain marks are read only after a barrier that made them visible. A freezer that cannot
@@ -445,7 +437,7 @@ int shms__freeze(struct shms *h, const struct shms__cls *k) {
   uint32_t previous;
   int inherited;
   for (long pause_ns = 20000;; pause_ns = pause_ns < 5000000 ? pause_ns * 2 : pause_ns) {
-    if (stop(h, k, &previous, &inherited, shms__real_now_ns() + PATIENCE_NS) != 0)
+    if (stop(h, k, &previous, &inherited, shms__real_now_ns() + SHMS__PATIENCE_NS) != 0)
       return held_up(h, k, SHMS__OWNER_INDEX(previous), 1);
     if (barrier_plain(h, k) == 0)
       break;
@@ -456,9 +448,9 @@ int shms__freeze(struct shms *h, const struct shms__cls *k) {
     nanosleep(&(struct timespec){.tv_nsec = pause_ns}, NULL);
   }
   /* Those who entered before FROZEN finish their operation: a step of a few stores, unless
-   * their process was stopped or its word corrupted right then; after PATIENCE_NS the class
+   * their process was stopped or its word corrupted right then; after SHMS__PATIENCE_NS the class
    * goes again, and the caller learns who held it up. */
-  uint64_t until = shms__real_now_ns() + PATIENCE_NS;
+  uint64_t until = shms__real_now_ns() + SHMS__PATIENCE_NS;
   struct shms__backoff b = {0};
   for (int64_t busy; (busy = others_busy(h, k)) >= 0; shms__backoff_pause(&b))
     if (shms__real_now_ns() >= until) {

@@ -7,6 +7,7 @@
  * is what the owner held, not the size of the segment.
  */
 #include <ck_pr.h>
+#include <stdlib.h>
 
 #include "../shm/atomic.h"
 #include "../shm/proc.h"
@@ -88,15 +89,18 @@ static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t o
   }
 }
 
-void shms__recover_owner(struct shms *h, uint32_t owner, int contained) {
+int shms__recover_owner(struct shms *h, uint32_t owner, int contained, uint64_t until_real) {
   /* Its requests from its own record; cells are few (at most 4096 a class): scanned. */
   struct shms__owned l;
-  int listed = shms__owned_take(h, owner, &l);
+  int listed = shms__owned_take(h, owner, &l), done = 1;
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const struct shms__cls *k = &h->cls[c];
     if (k->id < 0)
       continue;
-    shms__op_enter(h, k);
+    if (shms__op_enter_until(h, k, until_real) != SHMS_OK) {
+      done = 0; /* held still: this class is the next recovery's */
+      continue;
+    }
     settle_requests(h, k, owner, listed ? &l : NULL);
     if (k->cfg->mode == SHMS_MODE_WORKER) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */
@@ -108,5 +112,10 @@ void shms__recover_owner(struct shms *h, uint32_t owner, int contained) {
     }
     shms__op_leave(h, k);
   }
+  if (!done) { /* the record stays marked as being changed: the next recovery scans slots */
+    free(l.v);
+    return 0;
+  }
   shms__owned_done(h, owner, &l);
+  return 1;
 }

@@ -12,6 +12,7 @@
 
 #include "../shm/alloc.h"
 #include "../shm/atomic.h"
+#include "../shm/clock.h"
 #include "../shm/proc.h"
 #include "report.h"
 #include "sched.h"
@@ -130,12 +131,12 @@ static int settle_owned(struct shms *h, uint32_t owner, struct shms__report *rep
    * (docs/operations.md, "Containment"). One not proven gone keeps its cells quarantined. */
   int contained = shms__proc_kill_command(h, h->fd, owner) == SHMS_OK;
   shms__report_settles(rep, owner);
-  shms__recover_owner(h, owner, contained);
+  int done = shms__recover_owner(h, owner, contained, shms__real_now_ns() + SHMS__PATIENCE_NS);
   shms__report_settles(NULL, 0);
   for (uint32_t i = 0; i < n; i++)
     tell_held(rep, &held[i], owner, contained);
   free(held);
-  return SHMS_OK;
+  return done ? SHMS_OK : SHMS_EBUSY; /* held still: its entry stays, for the next recovery */
 }
 
 int shms__recover_dead(struct shms *h, uint32_t index, struct shms__report *rep) {

@@ -81,6 +81,14 @@ void shms__op_leave(struct shms *h, const struct shms__cls *k);
  * class is then as it was (a dead freezer's half-done recovery stays frozen).
  */
 int shms__freeze(struct shms *h, const struct shms__cls *k);
+/*
+ * How long a freezer, or a recovery, waits for what only another process can end (an
+ * operation under way on the class, another freezer's work) before it gives up and says who
+ * holds it up: far longer than a live process's step takes, and short enough that a recovery,
+ * a check, and the supervisor that runs them go on answering (a signal, their other classes)
+ * within about a second.
+ */
+#define SHMS__PATIENCE_NS (1000ull * 1000 * 1000)
 /* Store the recomputed fast word (without FROZEN): operations resume. */
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
 /*
@@ -462,9 +470,12 @@ int shms__exhaust_and_check(struct shms *h, const struct shms__cls *k, uint32_t 
  * their cells), leases follow the class's on-holder-death policy. contained:
  * the command the owner recorded is proven gone (shms__proc_kill_command or
  * shms__proc_end_command said so); if not, its leases are quarantined
- * whatever the policy and a job it ran is never run again.
+ * whatever the policy and a job it ran is never run again. A class held still
+ * past until_real (the real clock; 0: no limit) is left as it is: 0 then (the
+ * detail says by whom), and the owner's record of its requests stays marked as
+ * being changed, for the recovery that settles the rest; 1 when all is settled.
  */
-void shms__recover_owner(struct shms *h, uint32_t owner, int contained);
+int shms__recover_owner(struct shms *h, uint32_t owner, int contained, uint64_t until_real);
 /*
  * Return the cells of grants whose waiter died before accepting them (run by
  * polling waiters, so a dead waiter never wedges a class, supervisor or not).

@@ -101,11 +101,14 @@ int shms__segment_attach(const char *name, unsigned flags, shms__finish_fn *fini
 
 /*
  * What a process leaving the segment must settle of its own (the layer above supplies it: the
- * recovery of what owner held, core/recover.c); contained as shms__recover_owner's.
+ * recovery of what owner held, core/recover.c); contained as shms__recover_owner's. 1 when all
+ * is settled; 0 when some was left (a class held still too long): the process then leaves its
+ * entry as a dead process's, for recovery to settle the rest.
  */
-typedef void shms__leave_fn(struct shms *h, uint32_t owner, int contained);
+typedef int shms__leave_fn(struct shms *h, uint32_t owner, int contained);
 /* shms_detach below the scheduler: when h is the process's last handle on its segment file,
- * leave(h, owner, contained) runs, unless NULL, before the process unregisters. Frees h. */
+ * leave(h, owner, contained) runs, unless NULL, before the process unregisters (or, if leave
+ * left some behind, abandons its entry). Frees h. */
 int shms__segment_detach(struct shms *h, shms__leave_fn *leave);
 
 /* The class's descriptor, or NULL (with a detail) if the segment does not configure c. */

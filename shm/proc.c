@@ -199,6 +199,12 @@ void shms__proc_unregister(const struct shms *h, int fd, uint32_t index) {
   lock_byte(fd, lock_offset(h, index), F_UNLCK);
 }
 
+void shms__proc_abandon(const struct shms *h, int fd, uint32_t index) {
+  struct shms__proc *p = shms__proc_at(h, index);
+  lock_byte(fd, owner_offset(SHMS__OWNER(index, shms__load_32(&p->gen))), F_UNLCK);
+  lock_byte(fd, lock_offset(h, index), F_UNLCK);
+}
+
 int shms__proc_reap(const struct shms *h, int fd, uint32_t index) {
   return shms__proc_reap_gen(h, fd, index, shms__load_32(&shms__proc_at(h, index)->gen));
 }

@@ -71,6 +71,9 @@ int shms__owner_entry(const struct shms *h, uint32_t owner, int32_t *pid);
  * meanwhile), mark it FREE, let go. 1 if freed.
  */
 int shms__proc_reap(const struct shms *h, int fd, uint32_t index);
+/* Leave entry index as a dead process's: LIVE, its locks let go. Recovery settles what it
+ * holds, as after a death (a detach that could not settle it all: shm/handle.h). */
+void shms__proc_abandon(const struct shms *h, int fd, uint32_t index);
 /* The same, only while the entry's generation is still gen (the owner recovered is its owner). */
 int shms__proc_reap_gen(const struct shms *h, int fd, uint32_t index, uint32_t gen);
 

@@ -339,9 +339,10 @@ int shms__segment_detach(struct shms *h, shms__leave_fn *leave) {
       /* The process leaves the segment: nothing it held may stay behind, nor any command it
        * recorded as running under what it held (first: the leases go after it). */
       int contained = shms__proc_end_command(h, f->proc_index) == SHMS_OK;
-      if (leave != NULL)
-        leave(h, h->owner, contained);
-      shms__proc_unregister(h, f->fd_rw, f->proc_index);
+      if (leave == NULL || leave(h, h->owner, contained))
+        shms__proc_unregister(h, f->fd_rw, f->proc_index);
+      else
+        shms__proc_abandon(h, f->fd_rw, f->proc_index);
       f->proc_index = UINT32_MAX;
     }
     file_put(f);

@@ -80,7 +80,7 @@ static shms_t *fresh(struct run *r, int kind) {
  * recovery's.
  */
 static void recover_victim(struct run *r, uint32_t owner, const char *what, uint32_t step) {
-  shms__recover_owner(r->h, owner, 1);
+  shms__recover_owner(r->h, owner, 1, 0);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const struct shms__cls *k = &r->h->cls[c];
     for (uint32_t i = 0; k->id >= 0 && i < k->nslots; i++) {

@@ -233,6 +233,56 @@ START_TEST(a_freeze_behind_a_stopped_freezer_gives_up_and_says_who) {
 }
 END_TEST
 
+/* As a user meets it: `run --deadline` ends at its deadline, exit 75, and leaves (its detach
+ * does not wait on the class held still), all while the freezer is stopped. */
+START_TEST(run_keeps_its_deadline_and_leaves_while_a_freezer_is_stopped) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 8, NULL);
+  shms_request mine = sched_req("holder", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &mine, &held));
+  pid_t freezer = stopped_freezer(name);
+  static char out[4096], err[4096];
+  int rc = harness_cli(out, sizeof out, err, sizeof err,
+                       (const char *const[]){"run", name, "--class", "standard", "--tenant", "late",
+                                             "--deadline", "300ms", "--", "true", NULL});
+  ck_assert_msg(rc == 75 && strstr(err, "deadline") != NULL, "exit %d: %s", rc, err);
+  int st;
+  ck_assert_int_eq(waitpid(freezer, &st, WNOHANG), 0); /* still stopped */
+  kill(freezer, SIGCONT);
+  ck_assert_int_eq(waitpid(freezer, &st, 0), freezer);
+  ck_assert_shms_ok(shms_release(h, &held));
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r)); /* what the run left to recovery, if anything */
+  char report[4096];
+  uint32_t violations = 0;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_uint_eq(sched_stats(h).queue_depth, 0);
+  sched_close(h, name);
+}
+END_TEST
+
+/* `check` on a class with a corrupt operation mark: one line naming the word, exit 1. */
+START_TEST(check_names_a_corrupt_operation_mark_and_returns) {
+  const char *name;
+  shms_t *h = sched_open(&name, 1, 4, NULL);
+  pid_t pid = idle_child(name);
+  shms__store_32(&entry_of(h, pid)->ops[SHMS_CLASS_STANDARD], 1);
+  static char out[4096], err[4096];
+  int rc =
+      harness_cli(out, sizeof out, err, sizeof err, (const char *const[]){"check", name, NULL});
+  ck_assert_msg(rc == 1 && strstr(err, "invariant-violated") != NULL, "exit %d: %s", rc, err);
+  char want[96];
+  snprintf(want, sizeof want, "its count of operations under way, ops[%d], is 1",
+           SHMS_CLASS_STANDARD);
+  ck_assert_msg(strstr(out, want) != NULL, "%s", out);
+  kill(pid, SIGKILL);
+  ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("heldstill");
   TCase *tc = tcase_create("heldstill");
@@ -240,6 +290,8 @@ int main(void) {
   tcase_add_test(tc, a_corrupt_operation_mark_fails_the_freeze_and_wedges_nothing);
   tcase_add_test(tc, a_stopped_freezer_costs_waiters_no_cpu_and_deadlines_hold);
   tcase_add_test(tc, a_freeze_behind_a_stopped_freezer_gives_up_and_says_who);
+  tcase_add_test(tc, run_keeps_its_deadline_and_leaves_while_a_freezer_is_stopped);
+  tcase_add_test(tc, check_names_a_corrupt_operation_mark_and_returns);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

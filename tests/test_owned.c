@@ -172,7 +172,7 @@ START_TEST(recovering_a_dead_client_touches_what_it_owned) {
   wait_ready_and_kill(pid, from);
   long before = mapping_rss_kb(h->base);
   ck_assert_int_ge(before, 0);
-  shms__recover_owner(h, owner, 1); /* what the supervisor runs for a dead process */
+  shms__recover_owner(h, owner, 1, 0); /* what the supervisor runs for a dead process */
   long grown = mapping_rss_kb(h->base) - before;
   ck_assert_msg(grown < RSS_BOUND_KB,
                 "recovering a dead client on a %u-slot class mapped %ld kB more (bound %d kB)",
@@ -239,7 +239,7 @@ START_TEST(a_record_torn_by_a_death_is_replaced_by_a_scan) {
   ck_pr_store_32(&shms__proc_at(h, SHMS__OWNER_INDEX(owner))->own_dirty, 1);
   ck_assert_int_eq(shms__owned_take(h, owner, &l), 0);
   shms__owned_done(h, owner, &l);
-  shms__recover_owner(h, owner, 1);
+  shms__recover_owner(h, owner, 1, 0);
   ck_assert_uint_eq(sched_stats(h).queue_depth, 0);
   ck_assert_uint_eq(ck_pr_load_32(&h->cls[SHMS_CLASS_STANDARD].ctl->used), 0);
   ck_assert_shms_ok(shms_release(h, &held));
@@ -271,7 +271,7 @@ START_TEST(a_slot_reaped_and_reused_sends_the_recovery_to_a_scan) {
   struct shms__owned l;
   ck_assert_int_eq(shms__owned_take(h, owner, &l), 0);
   shms__owned_done(h, owner, &l);
-  shms__recover_owner(h, owner, 1);
+  shms__recover_owner(h, owner, 1, 0);
   /* The dead owner's other two are gone; ours still waits. */
   ck_assert_uint_eq(sched_stats(h).queue_depth, 1);
   ck_assert_uint_eq(ck_pr_load_32(&k->ctl->used), 1);
@@ -331,7 +331,7 @@ START_TEST(threads_of_one_process_keep_its_record_whole) {
     ck_assert_uint_eq(SHMS__SLOT_STATE(ck_pr_load_64(&s->word)), SHMS__SLOT_QUEUED);
   }
   shms__owned_done(h, owner, &l);
-  shms__recover_owner(h, owner, 1);
+  shms__recover_owner(h, owner, 1, 0);
   ck_assert_uint_eq(sched_stats(h).queue_depth, 0);
   ck_assert_uint_eq(ck_pr_load_32(&k->ctl->used), 0);
   ck_assert_shms_ok(shms_release(h, &held));
