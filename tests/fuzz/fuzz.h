@@ -58,6 +58,8 @@ uint8_t *fuzz_segment_image(const shms_config *cfg, size_t *size);
  */
 size_t fuzz_own_size(void);
 void fuzz_own_patch(shms_t *h, size_t off, const uint8_t *bytes, size_t len);
+/* The member handle h's own count of operations under way on class c (ops[c] of its entry). */
+uint32_t fuzz_own_ops(shms_t *h, int c);
 
 /*
  * The per-input watchdog: no input may run for longer than FUZZ_INPUT_SECONDS (wall clock).

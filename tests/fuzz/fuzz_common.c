@@ -131,6 +131,8 @@ void fuzz_own_patch(shms_t *h, size_t off, const uint8_t *bytes, size_t len) {
   }
 }
 
+uint32_t fuzz_own_ops(shms_t *h, int c) { return h->proc->ops[c]; }
+
 /* A name no other input, process or run uses. */
 static void unique_name(char *name, const char *kind) {
   static unsigned long counter;

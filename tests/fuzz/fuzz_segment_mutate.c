@@ -33,9 +33,10 @@
  * with shms_acquire and a deadline 20 ms away, in every lease class (as `run
  * --deadline` takes one), instead of shms_try_acquire. A mark or count left
  * set in a live entry says that its process is inside an operation for good:
- * every call must still return, shms_check reporting what it finds (no
- * committed input read "own" at a header when it was introduced, so the
- * older inputs mean what they meant).
+ * every call must still return, and shms_check must report at least one
+ * violation when a configured class's ops[] count is left set. No committed
+ * input read "own" at a patch header when own patches came in: the older
+ * inputs mean what they meant.
  *
  * Every input must end within FUZZ_INPUT_SECONDS (fuzz.h): a call that waits
  * for ever is a broken contract, reported with the step it was in.
@@ -126,8 +127,19 @@ static void as_member(const char *name, const uint8_t *own, size_t own_size) {
   fuzz_watchdog_step("the member's shms_attach");
   if (shms_attach(name, 0, &h) != SHMS_OK)
     return; /* e.g. a process table that looks full: a refusal is fine */
-  if (own != NULL)
+  shms_config cfg;
+  shms_get_config(h, &cfg);
+  /* A count of operations under way left set in a live entry (ours, alive while we are) keeps
+   * any freeze of its class from finishing: check must say so, not pass the class over. Only
+   * the count: this thread marks its operations in a word of marks[], which they may clear, or
+   * counts each in and out again. */
+  int held = -1;
+  if (own != NULL) {
     patch(own, own_size, fuzz_own_size(), put_own, h);
+    for (int c = 0; c < SHMS_CLASS_COUNT && held < 0; c++)
+      if (cfg.classes[c].configured && fuzz_own_ops(h, c) != 0)
+        held = c;
+  }
   static char report[8192];
   uint32_t violations = 0;
   fuzz_watchdog_step("shms_check");
@@ -136,8 +148,10 @@ static void as_member(const char *name, const uint8_t *own, size_t own_size) {
     fuzz_fail("check failed: %s (%s)", shms_err_name(rc), shms_last_error_detail());
   if (strnlen(report, sizeof report) == sizeof report)
     fuzz_fail("check's report is not NUL-terminated");
-  shms_config cfg;
-  shms_get_config(h, &cfg);
+  if (held >= 0 && violations == 0)
+    fuzz_fail("check found nothing, with class %s's count of operations under way in a live "
+              "entry left at %u",
+              shms_class_name((shms_class_t)held), fuzz_own_ops(h, held));
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     shms_tenant_stats t[4];
     uint32_t count = 0;
