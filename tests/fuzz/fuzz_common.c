@@ -95,10 +95,10 @@ void fuzz_watchdog_disarm(void) {
 
 /*
  * The words of a process entry an own patch may land on (fuzz.h), in the entry's order. Not its
- * identity (state, generation, pid, role, start time: patches of the image reach those of other
- * entries), nor line 3: a detach kills the process group its entry records and removes its
- * cgroup, and a fuzzer that learned the target's own group and start time (its comparisons are
- * instrumented) could have it kill processes outside the input.
+ * identity (state, generation, pid, role, start time), which says whose entry it is, nor who it
+ * is and the command it runs (uid to cgroupns_ino): a detach kills the process group its entry
+ * records and removes its cgroup, and a fuzzer that learned the target's own group and start
+ * time (its comparisons are instrumented) could have it kill processes outside the input.
  */
 #define OWN_WORDS(first, last)                                                                     \
   {                                                                                                \
