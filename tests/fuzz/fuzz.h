@@ -49,6 +49,35 @@ int fuzz_segment_observe(const char *name, const uint8_t *live, size_t size);
  */
 uint8_t *fuzz_segment_image(const shms_config *cfg, size_t *size);
 
+/*
+ * The words of a member's own process entry that a patch may change while it is attached: its
+ * operation counts (ops[]), marks_used, own_head and own_dirty, its threads' operation marks
+ * (marks[]) and its fast-path tallies (tally[]), laid end to end as fuzz_own_size() bytes.
+ * fuzz_own_patch writes len bytes at offset off of that run (off + len <= fuzz_own_size())
+ * into the live entry of the member handle h.
+ */
+size_t fuzz_own_size(void);
+void fuzz_own_patch(shms_t *h, size_t off, const uint8_t *bytes, size_t len);
+/* The member handle h's own count of operations under way on class c (ops[c] of its entry). */
+uint32_t fuzz_own_ops(shms_t *h, int c);
+
+/*
+ * The per-input watchdog: no input may run for longer than FUZZ_INPUT_SECONDS (wall clock).
+ * fuzz_watchdog_arm starts the count for an input, fuzz_watchdog_step names what runs now (a
+ * string that lives for ever), fuzz_watchdog_disarm stops it. When the time is up, the input
+ * fails as a broken contract ("input took more than 8 s, in STEP") and aborts, so that it is
+ * kept: the replay run (which has no per-input limit of its own) and libFuzzer alike report it.
+ *
+ * 8 s: below libFuzzer's -timeout of 10 s in scripts/fuzz.sh, so that a wedge is reported as a
+ * broken contract naming its step rather than as a bare timeout, with room above the longest a
+ * healthy input may take: a freeze that a live process's mark keeps waiting gives up after
+ * about a second, and an input may meet a few (one per class checked), on a loaded machine.
+ */
+#define FUZZ_INPUT_SECONDS 8
+void fuzz_watchdog_arm(void);
+void fuzz_watchdog_step(const char *step);
+void fuzz_watchdog_disarm(void);
+
 /* The small configurations whose images seed the segment targets. */
 enum { FUZZ_CONFIGS = 4 };
 void fuzz_config_example(int which, shms_config *cfg);

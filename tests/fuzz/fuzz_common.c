@@ -1,6 +1,7 @@
 /* Shared pieces of the fuzz targets: contract failures, and segments made from bytes (fuzz.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -8,10 +9,12 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/report.h"
 #include "fuzz.h"
+#include "shm/handle.h"
 #include "shm/layout.h"
 
 void fuzz_fail(const char *fmt, ...) {
@@ -33,6 +36,102 @@ void fuzz_check_error_line(const char *what, const char *err, size_t n) {
   if (memchr(err, '\n', len) != NULL)
     fuzz_fail("%s: the error is more than one line: '%s'", what, err);
 }
+
+/* What runs now, for the watchdog's message. */
+static const char *volatile watchdog_step = "";
+static timer_t watchdog;
+static int watchdog_made;
+
+/* Write s to stderr with write(2) alone (a signal handler's). */
+static void say(const char *s) {
+  for (size_t n = strlen(s); n > 0;) {
+    ssize_t w = write(STDERR_FILENO, s, n);
+    if (w <= 0)
+      return;
+    s += w;
+    n -= (size_t)w;
+  }
+}
+
+#define FUZZ_STR_(x) #x
+#define FUZZ_STR(x)  FUZZ_STR_(x)
+
+/* The input ran out of time: the wedged call may hold any lock (stdio's too), so fuzz_fail's
+ * vfprintf is not safe here; the same words through write(2), then abort, which libFuzzer
+ * reports as a crash and keeps the input for. */
+static void watchdog_fired(int sig) {
+  (void)sig;
+  say("fuzz: broken contract: input took more than " FUZZ_STR(FUZZ_INPUT_SECONDS) " s, in ");
+  say(watchdog_step);
+  say("\n");
+  abort();
+}
+
+void fuzz_watchdog_arm(void) {
+  if (!watchdog_made) {
+    /* A timer of its own on a real-time signal: libFuzzer's -timeout uses SIGALRM and
+     * ITIMER_REAL (alarm() would take them over), and the library handles no signal. */
+    struct sigaction sa = {.sa_handler = watchdog_fired};
+    sigemptyset(&sa.sa_mask);
+    struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMIN};
+    if (sigaction(SIGRTMIN, &sa, NULL) != 0 || timer_create(CLOCK_MONOTONIC, &ev, &watchdog) != 0)
+      fuzz_fail("cannot make the input watchdog: %s", strerror(errno));
+    watchdog_made = 1;
+  }
+  watchdog_step = "the start";
+  struct itimerspec it = {.it_value = {.tv_sec = FUZZ_INPUT_SECONDS}};
+  if (timer_settime(watchdog, 0, &it, NULL) != 0)
+    fuzz_fail("cannot arm the input watchdog: %s", strerror(errno));
+}
+
+void fuzz_watchdog_step(const char *step) { watchdog_step = step; }
+
+void fuzz_watchdog_disarm(void) {
+  struct itimerspec it = {{0, 0}, {0, 0}};
+  if (watchdog_made && timer_settime(watchdog, 0, &it, NULL) != 0)
+    fuzz_fail("cannot disarm the input watchdog: %s", strerror(errno));
+  watchdog_step = "";
+}
+
+/*
+ * The words of a process entry an own patch may land on (fuzz.h), in the entry's order. Not its
+ * identity (state, generation, pid, role, start time), which says whose entry it is, nor who it
+ * is and the command it runs (uid to cgroupns_ino): a detach kills the process group its entry
+ * records and removes its cgroup, and a fuzzer that learned the target's own group and start
+ * time (its comparisons are instrumented) could have it kill processes outside the input.
+ */
+#define OWN_WORDS(first, last)                                                                     \
+  {                                                                                                \
+    offsetof(struct shms__proc, first), offsetof(struct shms__proc, last) +                        \
+                                            sizeof(((struct shms__proc *)0)->last) -               \
+                                            offsetof(struct shms__proc, first)                     \
+  }
+static const struct {
+  size_t off, len;
+} own_words[] = {OWN_WORDS(ops, own_dirty), OWN_WORDS(marks, marks), OWN_WORDS(tally, tally)};
+
+size_t fuzz_own_size(void) {
+  size_t n = 0;
+  for (size_t w = 0; w < sizeof own_words / sizeof own_words[0]; w++)
+    n += own_words[w].len;
+  return n;
+}
+
+void fuzz_own_patch(shms_t *h, size_t off, const uint8_t *bytes, size_t len) {
+  if (h->proc == NULL)
+    fuzz_fail("a member handle has no process entry");
+  uint8_t *entry = (uint8_t *)h->proc;
+  for (size_t k = 0; k < len; k++) {
+    size_t at = off + k, w = 0;
+    while (w < sizeof own_words / sizeof own_words[0] && at >= own_words[w].len)
+      at -= own_words[w++].len;
+    if (w == sizeof own_words / sizeof own_words[0])
+      fuzz_fail("an own patch past the entry's words: %zu + %zu", off, len);
+    entry[own_words[w].off + at] = bytes[k];
+  }
+}
+
+uint32_t fuzz_own_ops(shms_t *h, int c) { return h->proc->ops[c]; }
 
 /* A name no other input, process or run uses. */
 static void unique_name(char *name, const char *kind) {

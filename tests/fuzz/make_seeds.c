@@ -1,7 +1,8 @@
 /*
  * Write seed inputs for the segment and configuration fuzz targets into DIR:
  *   make_seeds segment DIR          valid images of the FUZZ_CONFIGS configurations
- *   make_seeds segment_mutate DIR   one unpatched input per configuration, observer and member
+ *   make_seeds segment_mutate DIR   one unpatched input per configuration: observer, member,
+ *                                   and member with an empty "own" section (own patches)
  *   make_seeds config_struct DIR    the configurations as raw shms_config bytes
  * scripts/fuzz.sh adds them to the fuzzing corpus so that it always starts
  * from images of the current layout; a few are committed in corpus/.
@@ -48,6 +49,9 @@ int main(int argc, char **argv) {
       put(dir, name, &pick[0], 1);
       snprintf(name, sizeof name, "member-%d", i);
       put(dir, name, &pick[1], 1);
+      uint8_t own[4] = {(uint8_t)(0x80 | i), 'o', 'w', 'n'};
+      snprintf(name, sizeof name, "own-%d", i);
+      put(dir, name, own, sizeof own);
     } else if (strcmp(kind, "config_struct") == 0) {
       snprintf(name, sizeof name, "valid-%d", i);
       put(dir, name, &cfg, sizeof cfg);
