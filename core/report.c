@@ -147,7 +147,10 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   ev.cell = it.k != NULL && it.cell_ref >= 1 && it.cell_ref <= it.k->ncells
                 ? (int32_t)it.cell_ref - 1
                 : -1;
-  shms__owner_entry(rep->h, it.owner, &ev.pid); /* 0 (memset) once the entry is another's */
+  /* 0 (memset) once the entry is another's. The ring keeps the number as recorded. */
+  struct shms__pidref ref;
+  shms__owner_ref(rep->h, it.owner, &ref);
+  ev.pid = ref.pid;
   ev.reason = it.reason;
   ev.uid = SHMS_UID_NONE;
   if (it.k != NULL) {
@@ -164,6 +167,14 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   note_event(rep->h, &ev);
   if (rep->fn == NULL)
     return;
+  /* The report names it as this process sees it, from what an earlier look found while it
+   * lived (a walk now could not find a dead process of a namespace below ours). */
+  struct shms__pidshown shown;
+  shms__pid_show(&ref, 0, &shown);
+  ev.pid = shown.here;
+  ev.ns_pid = shown.own;
+  ev.pid_foreign = shown.foreign;
+  ev.pidns = shown.ns;
   if (rep->nkept == rep->cap) {
     size_t cap = rep->cap ? 2 * rep->cap : 16;
     shms_event *kept = shms__realloc(rep->kept, cap * sizeof *kept);

@@ -75,6 +75,43 @@ int shms__owner_entry(const struct shms *h, uint32_t owner, int32_t *pid) {
   return 1;
 }
 
+void shms__proc_ref(const struct shms__proc *p, struct shms__pidref *out) {
+  *out = (struct shms__pidref){.pid = (int32_t)shms__load_32((uint32_t *)&p->pid),
+                               .start_time = shms__load_64((uint64_t *)&p->start_time),
+                               .attached_unix_ns = shms__load_64((uint64_t *)&p->attached_unix_ns),
+                               .ns = {shms__load_64((uint64_t *)&p->pidns_ino),
+                                      shms__load_64((uint64_t *)&p->pidns_init_start)}};
+}
+
+int shms__owner_ref(const struct shms *h, uint32_t owner, struct shms__pidref *out) {
+  uint32_t i = SHMS__OWNER_INDEX(owner);
+  *out = (struct shms__pidref){0};
+  if (owner == 0 || i >= h->layout.procs_count)
+    return 0;
+  const struct shms__proc *p = shms__proc_at(h, i);
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
+    return 0;
+  shms__proc_ref(p, out);
+  /* Read again after the fields: an entry claimed meanwhile may have mixed two owners'. */
+  ck_pr_fence_load();
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu)) {
+    *out = (struct shms__pidref){0};
+    return 0;
+  }
+  return 1;
+}
+
+void shms__proc_show(const struct shms__proc *p, shms_process_info *out) {
+  struct shms__pidref ref;
+  struct shms__pidshown shown;
+  shms__proc_ref(p, &ref);
+  shms__pid_show(&ref, 1, &shown);
+  out->pid = shown.here;
+  out->ns_pid = shown.own;
+  out->pid_foreign = shown.foreign;
+  out->pidns = shown.ns;
+}
+
 static uint64_t realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
