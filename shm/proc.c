@@ -112,6 +112,26 @@ void shms__proc_show(const struct shms__proc *p, shms_process_info *out) {
   out->pidns = shown.ns;
 }
 
+void shms__proc_name_pid(const struct shms *h, const struct shms__pidns *me, int32_t pid,
+                         uint32_t pidns, struct shms__pidshown *out) {
+  *out = (struct shms__pidshown){.here = pid, .own = pid, .ns = pidns};
+  if (pid <= 0 || pidns == 0 || (me->init_start != 0 && pidns == (uint32_t)me->ino))
+    return;
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    const struct shms__proc *p = shms__proc_at(h, i);
+    if (shms__load_32((uint32_t *)&p->state) != SHMS__PROC_LIVE ||
+        (int32_t)shms__load_32((uint32_t *)&p->pid) != pid ||
+        (uint32_t)shms__load_64((uint64_t *)&p->pidns_ino) != pidns)
+      continue;
+    struct shms__pidref ref;
+    shms__proc_ref(p, &ref);
+    shms__pid_show(&ref, 1, out);
+    return;
+  }
+  out->here = 0; /* gone, or never named here: its number is its namespace's only */
+  out->foreign = 1;
+}
+
 static uint64_t realtime_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

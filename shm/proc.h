@@ -74,6 +74,14 @@ int shms__owner_ref(const struct shms *h, uint32_t owner, struct shms__pidref *o
 /* Fill out's pid, ns_pid, pid_foreign and pidns from entry p, the pid translated to the caller's
  * pid namespace (shms_processes: an observer's look, which may walk /proc). */
 void shms__proc_show(const struct shms__proc *p, shms_process_info *out);
+/*
+ * A pid the event ring recorded with its namespace's inode (pidns, 0: not recorded), as the
+ * caller (of namespace me) sees it: as it is if of the caller's namespace or not recorded; else
+ * translated through the live process entry that names it (its start time proves it), or, with
+ * none, of another namespace (here 0, foreign 1).
+ */
+void shms__proc_name_pid(const struct shms *h, const struct shms__pidns *me, int32_t pid,
+                         uint32_t pidns, struct shms__pidshown *out);
 
 /*
  * Free entry index if its owner is dead: take its lock (so nobody claims it

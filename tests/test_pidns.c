@@ -586,6 +586,14 @@ START_TEST(the_supervisor_names_a_nested_holder_by_its_pid_here) {
   ck_assert_msg(strstr(line, want) != NULL, "the lease's line names pid %d: %s", (int)ci.pid, line);
   kill(sup.pid, SIGTERM);
   ck_assert_int_eq(cli_reap(&sup, 1, line, sizeof line, NULL, line, sizeof line), 0);
+  /* The ring keeps the number with its namespace: once its process is gone it is named there. */
+  struct cli_proc ev;
+  static char out[16384];
+  char err[512];
+  CLI_SPAWN(&ev, "events", seg_name);
+  ck_assert_int_eq(cli_reap(&ev, 1, out, sizeof out, NULL, err, sizeof err), 0);
+  snprintf(want, sizeof want, "process-died pid=ns:%llu:1", (unsigned long long)ci.pidns);
+  ck_assert_msg(strstr(out, want) != NULL, "events: no '%s' in:\n%s", want, out);
   nested_end(&n);
 }
 END_TEST
