@@ -105,12 +105,8 @@ static int explain_held(struct shms *h, const struct shms__cls *k, const shms_ti
   /* The entry still names the holder only while its generation is the owner id's. */
   struct shms__pidref ref;
   shms__owner_ref(h, held.owner, &ref);
-  struct shms__pidshown shown;
-  shms__pid_show(&ref, 1, &shown);
-  out->holder_pid = shown.here;
-  out->holder_ns_pid = shown.own;
-  out->holder_foreign = shown.foreign;
-  out->holder_pidns = shown.ns;
+  shms__pid_show_into(&ref, 1, &out->holder_pid, &out->holder_ns_pid, &out->holder_foreign,
+                      &out->holder_pidns);
   out->holder_alive = !shms__owner_dead(h, held.owner);
   uint64_t now = shms__coarse_now_ns();
   out->held_ns = now > held.start_ns ? now - held.start_ns : 0;

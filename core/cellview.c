@@ -93,12 +93,7 @@ static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t 
       break; /* it moved while we read: read it again (a bounded number of times) */
   }
   /* Named as the caller sees it, once the row is read (a walk of /proc is no part of it). */
-  struct shms__pidshown shown;
-  shms__pid_show(&ref, 1, &shown);
-  out->pid = shown.here;
-  out->ns_pid = shown.own;
-  out->pid_foreign = shown.foreign;
-  out->pidns = shown.ns;
+  shms__pid_show_into(&ref, 1, &out->pid, &out->ns_pid, &out->pid_foreign, &out->pidns);
   shms__name_clean(out->tenant); /* shared memory: only what a name may hold */
 }
 

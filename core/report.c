@@ -171,12 +171,7 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
     return;
   /* The report names it as this process sees it, from what an earlier look found while it
    * lived (a walk now could not find a dead process of a namespace below ours). */
-  struct shms__pidshown shown;
-  shms__pid_show(&ref, 0, &shown);
-  ev.pid = shown.here;
-  ev.ns_pid = shown.own;
-  ev.pid_foreign = shown.foreign;
-  ev.pidns = shown.ns;
+  shms__pid_show_into(&ref, 0, &ev.pid, &ev.ns_pid, &ev.pid_foreign, &ev.pidns);
   if (rep->nkept == rep->cap) {
     size_t cap = rep->cap ? 2 * rep->cap : 16;
     shms_event *kept = shms__realloc(rep->kept, cap * sizeof *kept);

@@ -117,3 +117,13 @@ void shms__pid_show(const struct shms__pidref *ref, int may_walk, struct shms__p
   out->here = shms__pid_here(ref, may_walk);
   out->foreign = ref->pid > 0 && out->here == 0;
 }
+
+void shms__pid_show_into(const struct shms__pidref *ref, int may_walk, int32_t *pid,
+                         int32_t *ns_pid, uint32_t *foreign, uint64_t *pidns) {
+  struct shms__pidshown shown;
+  shms__pid_show(ref, may_walk, &shown);
+  *pid = shown.here;
+  *ns_pid = shown.own;
+  *foreign = shown.foreign;
+  *pidns = shown.ns;
+}

@@ -42,5 +42,8 @@ struct shms__pidshown {
   uint64_t ns;
 };
 void shms__pid_show(const struct shms__pidref *ref, int may_walk, struct shms__pidshown *out);
+/* The same, into a public struct's four fields (pid, ns_pid, pid_foreign, pidns). */
+void shms__pid_show_into(const struct shms__pidref *ref, int may_walk, int32_t *pid,
+                         int32_t *ns_pid, uint32_t *foreign, uint64_t *pidns);
 
 #endif

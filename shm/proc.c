@@ -64,17 +64,6 @@ int shms__owner_dead(const struct shms *h, uint32_t owner) {
   return shms__owner_alive(h, h->fd, owner, h->self == UINT32_MAX ? 0 : h->owner) == 0;
 }
 
-int shms__owner_entry(const struct shms *h, uint32_t owner, int32_t *pid) {
-  uint32_t i = SHMS__OWNER_INDEX(owner);
-  if (owner == 0 || i >= h->layout.procs_count)
-    return 0;
-  const struct shms__proc *p = shms__proc_at(h, i);
-  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
-    return 0;
-  *pid = (int32_t)shms__load_32((uint32_t *)&p->pid);
-  return 1;
-}
-
 void shms__proc_ref(const struct shms__proc *p, struct shms__pidref *out) {
   *out = (struct shms__pidref){.pid = (int32_t)shms__load_32((uint32_t *)&p->pid),
                                .start_time = shms__load_64((uint64_t *)&p->start_time),
@@ -103,13 +92,8 @@ int shms__owner_ref(const struct shms *h, uint32_t owner, struct shms__pidref *o
 
 void shms__proc_show(const struct shms__proc *p, shms_process_info *out) {
   struct shms__pidref ref;
-  struct shms__pidshown shown;
   shms__proc_ref(p, &ref);
-  shms__pid_show(&ref, 1, &shown);
-  out->pid = shown.here;
-  out->ns_pid = shown.own;
-  out->pid_foreign = shown.foreign;
-  out->pidns = shown.ns;
+  shms__pid_show_into(&ref, 1, &out->pid, &out->ns_pid, &out->pid_foreign, &out->pidns);
 }
 
 void shms__proc_name_pid(const struct shms *h, const struct shms__pidns *me, int32_t pid,
