@@ -159,13 +159,14 @@ int shms_processes(shms_t *h, shms_process_info *out, uint32_t max, uint32_t *co
     if (n < max)
       out[n] = (shms_process_info){
           .index = i,
-          .pid = (int32_t)shms__load_32((uint32_t *)&p->pid),
           .start_time = shms__load_64((uint64_t *)&p->start_time),
           .attached_unix_ns = shms__load_64((uint64_t *)&p->attached_unix_ns),
           .alive = shms__proc_alive(h, h->fd, i, shms__self_index(h)) == 1,
           .uid = shms__load_32((uint32_t *)&p->uid),
           .gid = shms__load_32((uint32_t *)&p->gid),
       };
+    if (n < max)
+      shms__proc_show(p, &out[n]); /* its pid as this process sees it */
     n++;
   }
   *count = n;

@@ -4,6 +4,7 @@
 
 #include "../shm/error.h"
 #include "../shm/events.h"
+#include "../shm/proc.h"
 #include "client.h"
 
 /* A policy event's team: named in the record (a team's weight), or by the number of its record
@@ -23,8 +24,8 @@ static void policy_team(const struct shms *h, shms_event *ev, shms_event_record 
 
 /* A valid record as the caller sees it; its words were checked, but their values are another
  * process's: nothing read here indexes anything. */
-static void convert(const struct shms *h, uint64_t pos, const struct shms__ev_rec *r,
-                    shms_event_record *out) {
+static void convert(const struct shms *h, const struct shms__pidns *me, uint64_t pos,
+                    const struct shms__ev_rec *r, shms_event_record *out) {
   memset(out, 0, sizeof *out);
   out->position = pos;
   out->mono_ns = r->mono_ns;
@@ -39,7 +40,14 @@ static void convert(const struct shms *h, uint64_t pos, const struct shms__ev_re
   ev->reason = (int32_t)(uint32_t)(r->what >> 32);
   uint32_t cell_ref = (uint32_t)r->where; /* cell + 1; past INT32_MAX only in a corrupt record */
   ev->cell = cell_ref == 0 || cell_ref - 1 > (uint32_t)INT32_MAX ? -1 : (int32_t)(cell_ref - 1);
-  ev->pid = (int32_t)(uint32_t)(r->where >> 32);
+  /* Recorded as its own namespace numbers it: named as the reader sees it. */
+  struct shms__pidshown shown;
+  shms__proc_name_pid(h, me, (int32_t)(uint32_t)(r->where >> 32), (uint32_t)(r->slot >> 32),
+                      &shown);
+  ev->pid = shown.here;
+  ev->ns_pid = shown.own;
+  ev->pid_foreign = shown.foreign;
+  ev->pidns = shown.ns;
   uint32_t uid_ref = (uint32_t)r->uid;
   ev->uid = uid_ref == 0 ? SHMS_UID_NONE : uid_ref - 1;
   uint32_t slot_ref = (uint32_t)r->slot;
@@ -79,13 +87,15 @@ int shms_events_read(shms_t *h, uint64_t *cursor, unsigned flags, shms_event_rec
   }
   if (pos > end) /* a cursor from the future (another segment, or made up): start at the end */
     pos = end;
+  struct shms__pidns me;
+  shms__pidns_self(&me);
   while (pos < end && *count < cap) {
     struct shms__ev_rec r;
     enum shms__ev_got got = shms__ev_get(log, pos, &r);
     if (got == SHMS__EV_PENDING && !(flags & SHMS_EVENTS_SKIP_PENDING))
       break;
     if (got == SHMS__EV_VALID)
-      convert(h, pos, &r, &out[(*count)++]);
+      convert(h, &me, pos, &r, &out[(*count)++]);
     else
       missed++;
     pos++;
@@ -119,7 +129,9 @@ int shms_events_find(shms_t *h, const shms_ticket *ticket, shms_event_record *ou
     uint32_t kind = (uint32_t)(r.what & 0xffu);
     if (kind == SHMS_EVENT_LEASE_STARTED || kind == SHMS_EVENT_LEASE_ENDED)
       continue;
-    convert(h, pos, &r, out);
+    struct shms__pidns me;
+    shms__pidns_self(&me);
+    convert(h, &me, pos, &r, out);
     return SHMS_OK;
   }
   return shms__fail(SHMS_ENOTFOUND, "the event ring holds no record of this request (never "

@@ -102,14 +102,11 @@ static int explain_held(struct shms *h, const struct shms__cls *k, const shms_ti
   out->state = SHMS_REQ_HELD;
   out->cell = held.cell;
   out->uid = shms__load_32(&k->cells[held.cell].uid); /* written at the lease's start */
-  uint32_t idx = SHMS__OWNER_INDEX(held.owner);
-  if (idx < h->layout.procs_count) {
-    const struct shms__proc *p = shms__proc_at(h, idx);
-    int32_t pid = (int32_t)shms__load_32((uint32_t *)&p->pid);
-    /* The entry still names the holder only if its generation is the owner id's. */
-    if (SHMS__OWNER(idx, shms__load_32((uint32_t *)&p->gen)) == held.owner)
-      out->holder_pid = pid;
-  }
+  /* The entry still names the holder only while its generation is the owner id's. */
+  struct shms__pidref ref;
+  shms__owner_ref(h, held.owner, &ref);
+  shms__pid_show_into(&ref, 1, &out->holder_pid, &out->holder_ns_pid, &out->holder_foreign,
+                      &out->holder_pidns);
   out->holder_alive = !shms__owner_dead(h, held.owner);
   uint64_t now = shms__coarse_now_ns();
   out->held_ns = now > held.start_ns ? now - held.start_ns : 0;

@@ -12,11 +12,10 @@
 #include "../shm/proc.h"
 #include "sched.h"
 
-/* The pid of owner id owner while its entry is still that owner's, and whether it lives. */
-static int32_t holder(const struct shms *h, uint32_t owner, int *alive) {
-  int32_t pid = 0;
-  *alive = shms__owner_entry(h, owner, &pid) && !shms__owner_dead(h, owner);
-  return pid;
+/* What owner id owner's entry recorded of its process while the entry is still that owner's,
+ * and whether it lives. */
+static void holder(const struct shms *h, uint32_t owner, struct shms__pidref *ref, int *alive) {
+  *alive = shms__owner_ref(h, owner, ref) && !shms__owner_dead(h, owner);
 }
 
 /* The ticket of the lease cell carries at word w, if its acceptor recorded one (core/held.c). */
@@ -53,7 +52,9 @@ static void read_companion(const struct shms__cls *k, const struct shms__cell *c
 
 static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t c,
                       shms_cell_info *out) {
+  struct shms__pidref ref;
   for (int tries = 0;; tries++) {
+    ref = (struct shms__pidref){0};
     const struct shms__cell *cell = &k->cells[c], *rec = cell;
     uint64_t w = shms__load_64((uint64_t *)&cell->word);
     uint32_t st = SHMS__CELL_STATE(w), lead = c;
@@ -87,10 +88,12 @@ static void read_cell(const struct shms *h, const struct shms__cls *k, uint32_t 
     if (st == SHMS__CELL_LEASED && !worker && rec == cell)
       read_ticket(h, k, cell, w, &out->ticket);
     if (st != SHMS__CELL_OFFLINE && (worker || st != SHMS__CELL_AVAILABLE))
-      out->pid = holder(h, owner, &out->alive);
+      holder(h, owner, &ref, &out->alive);
     if (shms__load_64((uint64_t *)&cell->word) == w || tries == 8)
       break; /* it moved while we read: read it again (a bounded number of times) */
   }
+  /* Named as the caller sees it, once the row is read (a walk of /proc is no part of it). */
+  shms__pid_show_into(&ref, 1, &out->pid, &out->ns_pid, &out->pid_foreign, &out->pidns);
   shms__name_clean(out->tenant); /* shared memory: only what a name may hold */
 }
 

@@ -121,6 +121,7 @@ static void note_event(struct shms *h, const shms_event *ev) {
                        .cls = ev->cls,
                        .cell = ev->cell,
                        .pid = ev->pid,
+                       .pidns = (uint32_t)ev->pidns,
                        .reason = ev->reason,
                        .slot_ref = ev->ticket.seq != 0 ? ev->ticket.slot + 1 : 0,
                        .uid_ref = ev->uid + 1, /* SHMS_UID_NONE wraps to 0: none */
@@ -147,7 +148,10 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
   ev.cell = it.k != NULL && it.cell_ref >= 1 && it.cell_ref <= it.k->ncells
                 ? (int32_t)it.cell_ref - 1
                 : -1;
-  shms__owner_entry(rep->h, it.owner, &ev.pid); /* 0 (memset) once the entry is another's */
+  /* 0 (memset) once the entry is another's. The ring keeps the number as recorded. */
+  struct shms__pidref ref;
+  shms__owner_ref(rep->h, it.owner, &ref);
+  ev.pid = ref.pid;
   ev.reason = it.reason;
   ev.uid = SHMS_UID_NONE;
   if (it.k != NULL) {
@@ -161,9 +165,13 @@ void shms__report(struct shms__report *rep, uint32_t kind, struct shms__item it)
                                 .incarnation = rep->h->incarnation};
     }
   }
+  ev.pidns = ref.ns.ino; /* the ring keeps it with the number */
   note_event(rep->h, &ev);
   if (rep->fn == NULL)
     return;
+  /* The report names it as this process sees it, from what an earlier look found while it
+   * lived (a walk now could not find a dead process of a namespace below ours). */
+  shms__pid_show_into(&ref, 0, &ev.pid, &ev.ns_pid, &ev.pid_foreign, &ev.pidns);
   if (rep->nkept == rep->cap) {
     size_t cap = rep->cap ? 2 * rep->cap : 16;
     shms_event *kept = shms__realloc(rep->kept, cap * sizeof *kept);
@@ -206,11 +214,13 @@ void shms__report_settled(const struct shms__cls *k, uint32_t i, uint64_t seq, u
   }
 }
 
-/* The pid an owner id's entry names, 0 once the entry is another's. */
-static int32_t owner_pid(const struct shms *h, uint32_t owner) {
-  int32_t pid = 0;
-  shms__owner_entry(h, owner, &pid);
-  return pid;
+/* Set e's pid and its namespace to what owner id's entry names, 0 once the entry is another's
+ * (the ring keeps a number with the namespace it is of: readers elsewhere translate it). */
+static void owner_pid(const struct shms *h, uint32_t owner, struct shms__ev *e) {
+  struct shms__pidref ref;
+  shms__owner_ref(h, owner, &ref);
+  e->pid = ref.pid;
+  e->pidns = (uint32_t)ref.ns.ino;
 }
 
 void shms__note(struct shms *h, const struct shms__ev *e) {
@@ -227,11 +237,11 @@ void shms__note_job(struct shms *h, const struct shms__cls *k, uint32_t i, uint3
   *out = (struct shms__ev){.kind = again ? SHMS_EVENT_JOB_REQUEUED : SHMS_EVENT_JOB_LOST,
                            .cls = k->id,
                            .cell = (int32_t)c,
-                           .pid = owner_pid(h, shms__load_32((uint32_t *)&k->cells[c].worker)),
                            .reason = again ? 0 : SHMS_EWORKERLOST,
                            .slot_ref = i + 1,
                            .uid_ref = shms__load_32((uint32_t *)&s->uid) + 1,
                            .ticket_seq = shms__load_64((uint64_t *)&s->seq)};
+  owner_pid(h, shms__load_32((uint32_t *)&k->cells[c].worker), out);
   memcpy(out->tenant, s->tenant_name, sizeof out->tenant);
 }
 
@@ -243,12 +253,12 @@ void shms__note_request(struct shms *h, const struct shms__cls *k, uint32_t kind
   struct shms__ev e = {.kind = kind,
                        .cls = k->id,
                        .cell = cell,
-                       .pid = owner_pid(h, shms__load_32((uint32_t *)&s->owner)),
                        .reason = reason,
                        .slot_ref = i + 1,
                        .uid_ref = shms__load_32((uint32_t *)&s->uid) + 1,
                        .ticket_seq = seq,
                        .value = value};
+  owner_pid(h, shms__load_32((uint32_t *)&s->owner), &e);
   /* The enqueuer wrote the name NUL-padded (strncpy) before it published the request. */
   memcpy(e.tenant, s->tenant_name, sizeof e.tenant);
   shms__ev_put(&h->events, &e);
@@ -267,12 +277,12 @@ void shms__note_lease(struct shms *h, const struct shms__cls *k, uint32_t kind, 
   struct shms__ev e = {.kind = kind,
                        .cls = k->id,
                        .cell = (int32_t)c,
-                       .pid = owner_pid(h, holder),
                        .reason = reason,
                        .slot_ref = 0,
                        .value = value,
                        /* written with the lease's start, kept by the quarantine (layout.h) */
                        .uid_ref = shms__load_32((uint32_t *)&k->cells[c].uid) + 1};
+  owner_pid(h, holder, &e);
   char name[SHMS_TENANT_MAX + 1];
   shms__cell_tenant(k, c, name);
   strncpy((char *)e.tenant, name, sizeof e.tenant);
@@ -314,12 +324,11 @@ void shms__note_granted(struct shms *h, const struct shms__cls *k, uint32_t i, u
   struct shms__ev e = {.kind = SHMS_EVENT_GRANTED,
                        .cls = k->id,
                        .cell = (int32_t)c,
-                       .pid =
-                           owner_pid(h, SHMS__CELL_OWNER(shms__load_64((uint64_t *)&cell->word))),
                        .slot_ref = i + 1,
                        .uid_ref = shms__load_32((uint32_t *)&cell->uid) + 1, /* the grant's */
                        .ticket_seq = seq,
                        .value = waited};
+  owner_pid(h, SHMS__CELL_OWNER(shms__load_64((uint64_t *)&cell->word)), &e);
   for (size_t w = 0; w < SHMS__NAME_WORDS; w++) /* the grant's, written by shms__cell_start */
     e.tenant[w] = shms__load_64((uint64_t *)&cell->tenant_name[w]);
   shms__ev_put(&h->events, &e);

@@ -465,7 +465,8 @@ typedef struct {
   uint32_t state;      /* shms_cell_state_t */
   uint32_t generation; /* moves on at every release, quarantine and repair */
   int32_t pid;         /* the holder (granted, leased; quarantined: the last one) or, in a
-                          worker class, the bound worker; 0 if none or its entry was reused */
+                          worker class, the bound worker, by its pid in the caller's pid
+                          namespace; 0 if none, its entry was reused, or pid_foreign */
   int alive;           /* that process still holds its lock */
   char tenant[SHMS_TENANT_MAX + 1]; /* granted, leased (quarantined: the last lease's) tenant */
   uint64_t since_ns; /* granted, leased (quarantined: the last lease's): CLOCK_MONOTONIC time of
@@ -484,6 +485,13 @@ typedef struct {
    * lease's state, holder, tenant and start. */
   uint32_t lead;
   uint32_t lease_cells;
+  /* That process as its own pid namespace numbers it, and that namespace's inode (nsfs); 0 if
+   * none. pid_foreign 1: its namespace's numbers cannot be translated to the caller's (a
+   * namespace above or beside it, or the caller's /proc is not its own namespace's): pid is 0,
+   * and only ns_pid in pidns names it (docs/api.md, "Pids across pid namespaces"). */
+  int32_t ns_pid;
+  uint32_t pid_foreign;
+  uint64_t pidns;
 } shms_cell_info;
 
 /*
@@ -735,7 +743,8 @@ typedef struct {
   uint32_t blocked_by;      /* SHMS_BLOCK_* */
   /* SHMS_REQ_HELD only (its slot was given back at acceptance: tenant and priority are gone): */
   uint32_t cell;         /* the cell its lease holds */
-  int32_t holder_pid;    /* the process holding the lease; 0 if its process entry is gone */
+  int32_t holder_pid;    /* the process holding the lease, by its pid in the caller's pid
+                            namespace; 0 if its process entry is gone, or holder_foreign */
   uint32_t holder_alive; /* that process is alive (its liveness lock is held) */
   uint64_t held_ns;      /* how long ago the lease was granted */
   uint32_t uid;          /* the effective uid of the process that enqueued it */
@@ -743,6 +752,12 @@ typedef struct {
    * (while it gathers them: SHMS_BLOCK_GATHER). */
   uint32_t cells;
   uint32_t gathered;
+  /* SHMS_REQ_HELD: the holder as its own pid namespace numbers it, that namespace's inode, and
+   * whether its number cannot be translated to the caller's namespace (then holder_pid is 0):
+   * as shms_cell_info's ns_pid, pidns and pid_foreign. */
+  int32_t holder_ns_pid;
+  uint32_t holder_foreign;
+  uint64_t holder_pidns;
 } shms_explanation;
 
 /*
@@ -1112,13 +1127,21 @@ typedef struct {
   uint32_t kind; /* shms_event_kind_t */
   int32_t cls;   /* shms_class_t, -1 when none applies */
   int32_t cell;  /* -1 when none applies */
-  int32_t pid;   /* the (dead) process the item belonged to, 0 when unknown */
+  int32_t pid;   /* the (dead) process the item belonged to, by its pid in the reader's pid
+                    namespace; 0 when unknown or pid_foreign */
   int reason;    /* the outcome given (SHMS_EOWNERLOST, SHMS_EWORKERLOST), else 0 */
   /* The effective uid of the request's or lease's owner (its enqueuer's or acquirer's, as its
    * slot or cell recorded it); SHMS_UID_NONE when the event concerns no request or lease. */
   uint32_t uid;
   shms_ticket ticket;               /* the request concerned; seq 0 when none */
   char tenant[SHMS_TENANT_MAX + 1]; /* its tenant, "" when unknown */
+  /* The process as its own pid namespace numbers it and that namespace's inode (0: not
+   * recorded); pid_foreign 1 when that number cannot be translated to the reader's namespace
+   * (pid 0): as shms_cell_info's. A process of a namespace below the reader's is translated
+   * only while it lives (or was seen living by the reading process). */
+  int32_t ns_pid;
+  uint32_t pid_foreign;
+  uint64_t pidns;
 } shms_event;
 
 /* The event kind's name ("lease-quarantined"), or "unknown". */
@@ -1256,11 +1279,16 @@ SHMS_EXTERN int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violat
 /* One registered process, as the process table names it. */
 typedef struct {
   uint32_t index;            /* its entry in the process table */
-  int32_t pid;               /* as the process saw itself */
+  int32_t pid;               /* its pid in the caller's pid namespace; 0 if pid_foreign */
   uint64_t start_time;       /* field 22 of /proc/PID/stat: tells a reused pid apart */
   uint64_t attached_unix_ns; /* CLOCK_REALTIME of its attach */
   uint32_t alive;            /* 1 while it holds its entry's lock */
   uint32_t uid, gid;         /* its effective uid and gid at registration */
+  /* Its pid as its own pid namespace numbers it (as it saw itself), that namespace's inode, and
+   * whether that number cannot be translated to the caller's namespace: as shms_cell_info's. */
+  int32_t ns_pid;
+  uint32_t pid_foreign;
+  uint64_t pidns;
 } shms_process_info;
 
 /* The registered processes (up to max into out, the number into *count, which may exceed max).

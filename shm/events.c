@@ -8,10 +8,14 @@
 
 #include "atomic.h"
 #include "crashpoint.h"
+#include "pidns.h"
 
 void shms__evlog_init(struct shms__evlog *log, char *base, const struct shms__layout *l) {
   log->count = l->events_count;
   log->pid = (int32_t)getpid();
+  struct shms__pidns ns;
+  shms__pidns_self(&ns);
+  log->pidns = (uint32_t)ns.ino;
   log->head = l->events_count ? SHMS__AT(base, l->events_off, struct shms__ev_head) : NULL;
   log->recs = l->events_count ? (struct shms__ev_rec *)(log->head + 1) : NULL;
 }
@@ -90,7 +94,8 @@ void shms__ev_put(const struct shms__evlog *log, const struct shms__ev *e) {
       .what = (uint64_t)(e->kind & 0xffu) | (uint64_t)((uint32_t)(e->cls + 1) & 0xffu) << 8 |
               (uint64_t)(uint32_t)e->reason << 32,
       .where = (uint64_t)(uint32_t)(e->cell + 1) | (uint64_t)(uint32_t)e->pid << 32,
-      .slot = e->slot_ref,
+      .slot = (uint64_t)e->slot_ref |
+              (uint64_t)(e->pidns != 0 || e->pid != log->pid ? e->pidns : log->pidns) << 32,
       .value = e->value,
       .writer = (uint32_t)log->pid,
       .position = p,

@@ -38,7 +38,7 @@ struct shms__ev_rec {
   uint64_t ticket_seq; /* the request's sequence, 0 for none */
   uint64_t what;       /* kind (8) | class + 1 (8) | reserved (16) | reason (32, as int32) */
   uint64_t where;      /* cell + 1 (32) | pid (32) */
-  uint64_t slot;       /* the request's slot index + 1 (32) | reserved (32) */
+  uint64_t slot;       /* the request's slot index + 1 (32) | the pid's namespace (32) */
   uint64_t value;      /* per kind (shms_event_record.value) */
   uint64_t tenant[SHMS__NAME_WORDS];
   uint64_t writer; /* the pid of the process that wrote it (32) | reserved (32) */
@@ -61,6 +61,9 @@ struct shms__ev {
   int32_t cls;   /* -1: none */
   int32_t cell;  /* -1: none */
   int32_t pid;   /* 0: unknown */
+  /* The pid namespace pid is a number of (its nsfs inode, which the kernel keeps below 2^32); 0:
+   * the writer's own when pid is the writer's, else unknown. */
+  uint32_t pidns;
   int32_t reason;
   uint32_t slot_ref; /* slot index + 1, 0: no request */
   uint32_t uid_ref;  /* the request's or lease's owner's effective uid + 1, 0: none */
@@ -74,7 +77,8 @@ struct shms__evlog {
   struct shms__ev_head *head;
   struct shms__ev_rec *recs;
   uint32_t count;
-  int32_t pid; /* this process's, recorded as each record's writer */
+  int32_t pid;    /* this process's, recorded as each record's writer */
+  uint32_t pidns; /* its pid namespace (struct shms__ev.pidns) */
 };
 
 /* Fill log from the validated layout of the segment at base (no ring: count 0). */

@@ -17,8 +17,6 @@
 
 /* The initial pid namespace's inode, fixed by the kernel (include/linux/proc_ns.h). */
 #define INIT_PIDNS_INO 0xEFFFFFFCull
-/* Pid namespaces nest at most 32 deep: a process has at most 33 numbers. */
-#define MAX_LEVELS 33
 
 int shms__procfs_ours(void) {
   char buf[32];
@@ -50,19 +48,13 @@ void shms__pidns_self(struct shms__pidns *out) {
     out->init_start = shms__proc_start_time(1);
 }
 
-/* A process's numbers in each pid namespace from /proc's (ours) down to its own. */
-struct nsids {
-  int n, ng;
-  long pid[MAX_LEVELS], pgid[MAX_LEVELS];
-};
-
 static int parse_levels(const char *buf, const char *key, long *out) {
   const char *p = strstr(buf, key);
   if (p == NULL)
     return 0;
   p += strlen(key);
   int n = 0;
-  while (n < MAX_LEVELS && *p != '\n' && *p != '\0') {
+  while (n < SHMS__PIDNS_LEVELS && *p != '\n' && *p != '\0') {
     char *end;
     long v = strtol(p, &end, 10);
     if (end == p)
@@ -73,13 +65,44 @@ static int parse_levels(const char *buf, const char *key, long *out) {
   return n;
 }
 
-static int read_nsids(const char *proc_name, struct nsids *ids) {
+static int read_nsids(const char *proc_name, struct shms__pidns_proc *ids) {
   char buf[8192];
+  ids->n = 0;
   if (shms__procfs_read(proc_name, "status", buf, sizeof buf) != 0)
     return -1;
   ids->n = parse_levels(buf, "\nNSpid:", ids->pid);
-  ids->ng = parse_levels(buf, "\nNSpgid:", ids->pgid);
-  return ids->n > 0 && ids->ng == ids->n ? 0 : -1;
+  int ng = parse_levels(buf, "\nNSpgid:", ids->pgid);
+  return ids->n > 0 && ng == ids->n ? 0 : -1;
+}
+
+int shms__pidns_scan(int (*fn)(const struct shms__pidns_proc *p, void *ctx), void *ctx) {
+  DIR *d = opendir("/proc");
+  if (d == NULL)
+    return -1;
+  int unreadable = 0;
+  struct dirent *e;
+  struct shms__pidns_proc p;
+  while ((e = readdir(d)) != NULL) {
+    if (!isdigit((unsigned char)e->d_name[0]))
+      continue;
+    /* A process with one number is of our own namespace: the callers look below it only,
+     * and its namespace's inode is not even read. */
+    if (read_nsids(e->d_name, &p) != 0 || p.n == 1) {
+      if (p.n != 1 && ns_ino(e->d_name, &p.ino) != 0 && errno != ENOENT && errno != ESRCH)
+        unreadable++; /* status unreadable and the namespace too: not merely gone */
+      continue;
+    }
+    if (ns_ino(e->d_name, &p.ino) != 0) {
+      if (errno != ENOENT && errno != ESRCH)
+        unreadable++; /* gone meanwhile is not a process; anything else hides one */
+      continue;
+    }
+    p.name = e->d_name;
+    if (fn(&p, ctx))
+      break;
+  }
+  closedir(d);
+  return unreadable;
 }
 
 /* Whether the pid namespace `up` levels above proc_name's own is the one of inode ino: 1 yes, 0
@@ -116,49 +139,47 @@ struct found {
   int undecided; /* a process of a deeper namespace whose ancestry could not be read */
 };
 
+/* What walk looks for, and what it found. */
+struct walking {
+  const struct shms__pidns *ns;
+  pid_t pgid;
+  int deeper;
+  struct found *f;
+};
+
+static int walk_one(const struct shms__pidns_proc *p, void *ctx) {
+  const struct walking *w = ctx;
+  struct found *f = w->f;
+  if (!w->deeper && p->ino == w->ns->ino) {
+    f->seen++;
+    f->depth = p->n - 1;
+    uint64_t start = shms__proc_start_time((pid_t)p->pid[0]);
+    if (p->pid[p->n - 1] == 1) {
+      f->init_found = 1;
+      f->init_start = start;
+    }
+    if (p->pid[p->n - 1] == w->pgid) {
+      f->leader = p->pid[0];
+      f->leader_start = start;
+    }
+    if (p->pgid[p->n - 1] == w->pgid && p->pgid[0] > 0)
+      f->group = p->pgid[0];
+  } else if (w->deeper && p->ino != w->ns->ino && p->n > f->depth + 1 &&
+             p->pgid[f->depth] == w->pgid && p->pgid[0] > 0) {
+    /* Its number at the namespace's level is the group's, if that level is the namespace. */
+    int is = ancestor_is(p->name, p->n - 1 - f->depth, w->ns->ino);
+    if (is < 0)
+      f->undecided++;
+    else if (is)
+      f->group = p->pgid[0];
+  }
+  return 0;
+}
+
 static void walk(const struct shms__pidns *ns, pid_t pgid, int deeper, struct found *f) {
-  DIR *d = opendir("/proc");
-  if (d == NULL) {
-    f->unreadable++;
-    return;
-  }
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (!isdigit((unsigned char)e->d_name[0]))
-      continue;
-    uint64_t ino;
-    struct nsids ids;
-    if (ns_ino(e->d_name, &ino) != 0) {
-      /* Gone meanwhile: not a process. One with a single number is of our own namespace. */
-      if (errno != ENOENT && errno != ESRCH && (read_nsids(e->d_name, &ids) != 0 || ids.n > 1))
-        f->unreadable++;
-      continue;
-    }
-    if (!deeper && ino == ns->ino && read_nsids(e->d_name, &ids) == 0) {
-      f->seen++;
-      f->depth = ids.n - 1;
-      uint64_t start = shms__proc_start_time((pid_t)ids.pid[0]);
-      if (ids.pid[ids.n - 1] == 1) {
-        f->init_found = 1;
-        f->init_start = start;
-      }
-      if (ids.pid[ids.n - 1] == pgid) {
-        f->leader = ids.pid[0];
-        f->leader_start = start;
-      }
-      if (ids.pgid[ids.n - 1] == pgid && ids.pgid[0] > 0)
-        f->group = ids.pgid[0];
-    } else if (deeper && ino != ns->ino && read_nsids(e->d_name, &ids) == 0 &&
-               ids.n > f->depth + 1 && ids.pgid[f->depth] == pgid && ids.pgid[0] > 0) {
-      /* Its number at the namespace's level is the group's, if that level is the namespace. */
-      int is = ancestor_is(e->d_name, ids.n - 1 - f->depth, ns->ino);
-      if (is < 0)
-        f->undecided++;
-      else if (is)
-        f->group = ids.pgid[0];
-    }
-  }
-  closedir(d);
+  struct walking w = {ns, pgid, deeper, f};
+  int unreadable = shms__pidns_scan(walk_one, &w);
+  f->unreadable += unreadable < 0 ? 1 : unreadable;
 }
 
 static int unproven(const char **why, const char *text) {

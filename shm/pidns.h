@@ -29,6 +29,26 @@ void shms__pidns_self(struct shms__pidns *out);
 /* Whether /proc here shows the caller's own pid namespace (its numbers are the caller's). */
 int shms__procfs_ours(void);
 
+/* Pid namespaces nest at most 32 deep: a process has at most 33 numbers. */
+#define SHMS__PIDNS_LEVELS 33
+
+/* A process of a namespace below the caller's, as a walk over /proc finds it. */
+struct shms__pidns_proc {
+  const char *name; /* its /proc directory */
+  uint64_t ino;     /* its pid namespace's inode */
+  int n;            /* its numbers, NSpid and NSpgid: [0] the caller's, [n - 1] its own */
+  long pid[SHMS__PIDNS_LEVELS], pgid[SHMS__PIDNS_LEVELS];
+};
+
+/*
+ * Call fn for every process now in /proc with more than one number (of a namespace below the
+ * caller's, when /proc is the caller's own: shms__procfs_ours); fn returning nonzero stops the
+ * walk. Returns how many processes could not be read (another user's, without ptrace rights),
+ * where that could hide one of them; -1 if /proc cannot be read at all. The one walk behind
+ * shms__pidns_group and the translation of recorded pids (shm/pidview.h).
+ */
+int shms__pidns_scan(int (*fn)(const struct shms__pidns_proc *p, void *ctx), void *ctx);
+
 /* What a recorded process group is here (shms__pidns_group). */
 enum {
   SHMS__GROUP_UNPROVEN = -1, /* it cannot be told: leave it alone */

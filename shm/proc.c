@@ -64,15 +64,56 @@ int shms__owner_dead(const struct shms *h, uint32_t owner) {
   return shms__owner_alive(h, h->fd, owner, h->self == UINT32_MAX ? 0 : h->owner) == 0;
 }
 
-int shms__owner_entry(const struct shms *h, uint32_t owner, int32_t *pid) {
+void shms__proc_ref(const struct shms__proc *p, struct shms__pidref *out) {
+  *out = (struct shms__pidref){.pid = (int32_t)shms__load_32((uint32_t *)&p->pid),
+                               .start_time = shms__load_64((uint64_t *)&p->start_time),
+                               .attached_unix_ns = shms__load_64((uint64_t *)&p->attached_unix_ns),
+                               .ns = {shms__load_64((uint64_t *)&p->pidns_ino),
+                                      shms__load_64((uint64_t *)&p->pidns_init_start)}};
+}
+
+int shms__owner_ref(const struct shms *h, uint32_t owner, struct shms__pidref *out) {
   uint32_t i = SHMS__OWNER_INDEX(owner);
+  *out = (struct shms__pidref){0};
   if (owner == 0 || i >= h->layout.procs_count)
     return 0;
   const struct shms__proc *p = shms__proc_at(h, i);
   if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu))
     return 0;
-  *pid = (int32_t)shms__load_32((uint32_t *)&p->pid);
+  shms__proc_ref(p, out);
+  /* Read again after the fields: an entry claimed meanwhile may have mixed two owners'. */
+  ck_pr_fence_load();
+  if ((shms__load_32((uint32_t *)&p->gen) & 0xfffu) != (owner & 0xfffu)) {
+    *out = (struct shms__pidref){0};
+    return 0;
+  }
   return 1;
+}
+
+void shms__proc_show(const struct shms__proc *p, shms_process_info *out) {
+  struct shms__pidref ref;
+  shms__proc_ref(p, &ref);
+  shms__pid_show_into(&ref, 1, &out->pid, &out->ns_pid, &out->pid_foreign, &out->pidns);
+}
+
+void shms__proc_name_pid(const struct shms *h, const struct shms__pidns *me, int32_t pid,
+                         uint32_t pidns, struct shms__pidshown *out) {
+  *out = (struct shms__pidshown){.here = pid, .own = pid, .ns = pidns};
+  if (pid <= 0 || pidns == 0 || (me->init_start != 0 && pidns == (uint32_t)me->ino))
+    return;
+  for (uint32_t i = 0; i < h->layout.procs_count; i++) {
+    const struct shms__proc *p = shms__proc_at(h, i);
+    if (shms__load_32((uint32_t *)&p->state) != SHMS__PROC_LIVE ||
+        (int32_t)shms__load_32((uint32_t *)&p->pid) != pid ||
+        (uint32_t)shms__load_64((uint64_t *)&p->pidns_ino) != pidns)
+      continue;
+    struct shms__pidref ref;
+    shms__proc_ref(p, &ref);
+    shms__pid_show(&ref, 1, out);
+    return;
+  }
+  out->here = 0; /* gone, or never named here: its number is its namespace's only */
+  out->foreign = 1;
 }
 
 static uint64_t realtime_ns(void) {

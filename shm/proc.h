@@ -24,6 +24,7 @@
 
 #include "handle.h"
 #include "layout.h"
+#include "pidview.h"
 
 /*
  * The table's geometry is h->layout's, computed from the validated
@@ -62,9 +63,23 @@ int shms__owner_alive(const struct shms *h, int fd, uint32_t owner, uint32_t sel
 /* Whether owner id names a process that is gone (its lock is free or its entry reused), asked
  * through h (our own owner id counts as alive). */
 int shms__owner_dead(const struct shms *h, uint32_t owner);
-/* Whether owner's entry is still owner's (its generation has not moved on since), and then the
- * pid it names in *pid: what observers show of a holder. */
-int shms__owner_entry(const struct shms *h, uint32_t owner, int32_t *pid);
+/* What entry p's process recorded of itself: its pid, start and attach times, and its pid
+ * namespace (for shms__pid_show: observers translate the pid at display time). */
+void shms__proc_ref(const struct shms__proc *p, struct shms__pidref *out);
+/* The same for owner id owner while its entry is still that owner's (its generation has not
+ * moved on since): 1, else 0 (*out zeroed). What observers show of a holder. */
+int shms__owner_ref(const struct shms *h, uint32_t owner, struct shms__pidref *out);
+/* Fill out's pid, ns_pid, pid_foreign and pidns from entry p, the pid translated to the caller's
+ * pid namespace (shms_processes: an observer's look, which may walk /proc). */
+void shms__proc_show(const struct shms__proc *p, shms_process_info *out);
+/*
+ * A pid the event ring recorded with its namespace's inode (pidns, 0: not recorded), as the
+ * caller (of namespace me) sees it: as it is if of the caller's namespace or not recorded; else
+ * translated through the live process entry that names it (its start time proves it), or, with
+ * none, of another namespace (here 0, foreign 1).
+ */
+void shms__proc_name_pid(const struct shms *h, const struct shms__pidns *me, int32_t pid,
+                         uint32_t pidns, struct shms__pidshown *out);
 
 /*
  * Free entry index if its owner is dead: take its lock (so nobody claims it

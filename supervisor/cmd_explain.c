@@ -14,6 +14,7 @@
 #include "cli_sched.h"
 #include "event_fmt.h"
 #include "json_out.h"
+#include "pid_name.h"
 
 static const char help[] =
     "Usage: shmsched explain NAME TICKET [--json]\n"
@@ -161,10 +162,17 @@ static void emit_held(const shms_explanation *x, const struct sink *s) {
   s->u64(s->ctx, "cell", x->cell);
   s->u64(s->ctx, "uid", x->uid);
   s->str(s->ctx, "user", cli_user_name(x->uid, buf, sizeof buf));
-  if (x->holder_pid > 0)
+  char pid[PID_NAME_MAX];
+  if (x->holder_pid > 0) {
     s->i64(s->ctx, "holder_pid", x->holder_pid);
-  else
+  } else if (x->holder_foreign) {
+    /* Of a pid namespace whose numbers are not ours: its own number there, never ours. */
+    s->none(s->ctx, "holder_pid", "(of another pid namespace)");
+    s->str(s->ctx, "holder_ns_pid",
+           pid_name(pid, sizeof pid, 0, x->holder_ns_pid, 1, x->holder_pidns));
+  } else {
     s->none(s->ctx, "holder_pid", "(unknown: its process entry was reused)");
+  }
   s->flag(s->ctx, "holder_alive", x->holder_alive != 0);
   s->u64(s->ctx, "held_ns", x->held_ns);
   human_ns(buf, sizeof buf, x->held_ns);
@@ -232,8 +240,11 @@ static void emit_recorded(const char *ticket, const shms_ticket *t, const shms_e
   s->str(s->ctx, "event_time", event_time(buf, sizeof buf, r->wall_ns));
   if (r->event.cell >= 0)
     s->u64(s->ctx, "cell", (uint64_t)r->event.cell);
+  char pid[PID_NAME_MAX];
   if (r->event.pid != 0)
     s->i64(s->ctx, "pid", r->event.pid);
+  else if (r->event.pid_foreign)
+    s->str(s->ctx, "pid", pid_name(pid, sizeof pid, 0, r->event.ns_pid, 1, r->event.pidns));
   if (r->event.kind == SHMS_EVENT_GRANTED) {
     s->u64(s->ctx, "waited_ns", r->value);
     human_ns(buf, sizeof buf, r->value);

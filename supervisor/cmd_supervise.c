@@ -211,6 +211,8 @@ static int scan(struct supervisor *v) {
       dead = 1;
       continue;
     }
+    if (procs[i].pid <= 0)
+      continue; /* of a pid namespace not seen from here: its lock alone tells its death */
     int known = procs[i].pid == v->self;
     for (uint32_t j = 0; j < v->n && !known; j++)
       known = v->w[j].pid == procs[i].pid && v->w[j].start_time == procs[i].start_time;

@@ -3,6 +3,7 @@
 
 #include "cli.h"
 #include "cli_sched.h"
+#include "pid_name.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -31,7 +32,7 @@ static void duration(char *buf, size_t n, uint64_t ns) {
 }
 
 char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value, const char *team) {
-  char ticket[SHMS_TICKET_STRLEN], d[32], user[64];
+  char ticket[SHMS_TICKET_STRLEN], d[32], user[64], pid[PID_NAME_MAX];
   size_t k = (size_t)snprintf(buf, n, "%s", shms_event_name(ev->kind));
 #define ADD(...)                                                                                   \
   do {                                                                                             \
@@ -48,8 +49,8 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value, cons
     shms_ticket_format(&ev->ticket, ticket);
     ADD(" ticket=%s", ticket);
   }
-  if (ev->pid != 0)
-    ADD(" pid=%d", ev->pid);
+  if (pid_name(pid, sizeof pid, ev->pid, ev->ns_pid, ev->pid_foreign, ev->pidns)[0] != '\0')
+    ADD(" pid=%s", pid);
   if (ev->uid != SHMS_UID_NONE)
     ADD(" uid=%u user=%s", ev->uid, cli_user_name(ev->uid, user, sizeof user));
   if (ev->reason < 0)
@@ -113,6 +114,8 @@ void event_json(FILE *f, const shms_event_record *r) {
   } else
     fputs(",\"ticket\":null", f);
   fprintf(f, ",\"pid\":%d", ev->pid);
+  if (ev->pid_foreign) /* of a pid namespace whose numbers are not ours (pid 0) */
+    fprintf(f, ",\"ns_pid\":%d,\"pidns\":%" PRIu64, ev->ns_pid, ev->pidns);
   /* cli_user_name gives graphic ASCII without '"' or '\': no escaping needed */
   if (ev->uid != SHMS_UID_NONE)
     fprintf(f, ",\"uid\":%u,\"user\":\"%s\"", ev->uid, cli_user_name(ev->uid, user, sizeof user));

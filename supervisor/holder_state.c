@@ -31,6 +31,14 @@ const char *holder_state(pid_t pid, int alive, char *code) {
   return st == 'T' || st == 't' ? "stopped" : "running";
 }
 
+const char *holder_state_ns(pid_t pid, uint32_t foreign, int alive, char *code) {
+  if (foreign && pid <= 0) {
+    *code = '-';
+    return alive ? "unknown" : "dead"; /* its lock says that much, in any namespace */
+  }
+  return holder_state(pid, alive, code);
+}
+
 const char *supervisor_state(pid_t pid) {
   char code;
   return pid > 0 ? holder_state(pid, 1, &code) : "none";

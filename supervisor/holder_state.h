@@ -5,6 +5,7 @@
 #ifndef SHMS_SUPERVISOR_HOLDER_STATE_H
 #define SHMS_SUPERVISOR_HOLDER_STATE_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -14,6 +15,11 @@
  * /proc's state letter, or '-' when there is none.
  */
 const char *holder_state(pid_t pid, int alive, char *code);
+
+/* The same for a holder that may be of another pid namespace: "unknown" (code '-') when its
+ * number cannot be translated to ours (foreign: shms_cell_info.pid_foreign) and it lives, whose
+ * state /proc here cannot tell; "dead" if its lock is free. pid is its number here. */
+const char *holder_state_ns(pid_t pid, uint32_t foreign, int alive, char *code);
 
 /* The supervisor's state (shms_segment_info.supervisor_pid holds its lock, so it is alive):
  * "running", "stopped" (it recovers nothing until it runs again), "dead", or "none" for pid 0. */

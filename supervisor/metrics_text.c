@@ -17,8 +17,9 @@
 #include "metrics.h"
 #include "shmsched.h"
 
-enum { HOLDER_RUNNING, HOLDER_STOPPED, HOLDER_DEAD, HOLDER_STATES };
-static const char *const holder_names[HOLDER_STATES] = {"running", "stopped", "dead"};
+enum { HOLDER_RUNNING, HOLDER_STOPPED, HOLDER_DEAD, HOLDER_UNKNOWN, HOLDER_STATES };
+/* unknown: a live holder of a pid namespace whose processes /proc here does not show */
+static const char *const holder_names[HOLDER_STATES] = {"running", "stopped", "dead", "unknown"};
 
 struct seg {
   const char *name;
@@ -81,9 +82,10 @@ static int gather_holders(shms_t *h, int c, struct seg *s) {
     if (cells[i].state != SHMS_CELL_GRANTED && cells[i].state != SHMS_CELL_LEASED)
       continue;
     char code;
-    const char *st = holder_state(cells[i].pid, cells[i].alive, &code);
+    const char *st = holder_state_ns(cells[i].pid, cells[i].pid_foreign, cells[i].alive, &code);
     int k = strcmp(st, "stopped") == 0   ? HOLDER_STOPPED
             : strcmp(st, "running") == 0 ? HOLDER_RUNNING
+            : strcmp(st, "unknown") == 0 ? HOLDER_UNKNOWN
                                          : HOLDER_DEAD;
     s->holders[c][k]++;
     cells[s->nheld[c]++] = cells[i]; /* kept in place: the rows before i are read already */

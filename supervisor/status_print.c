@@ -15,14 +15,16 @@
 #include "event_fmt.h"
 #include "holder_state.h"
 #include "json_out.h"
+#include "pid_name.h"
 #include "status.h"
 
 /* One cell as --leases shows it: its shms_cell_info with the names and ages worked out. */
 struct lease_row {
   const shms_cell_info *c;
-  const char *state;               /* "available", "granted", "leased", "quarantined", "offline" */
-  const char *holder_state;        /* holder_state(): "running", "stopped", "dead", "" (none) */
-  char holder_code;                /* /proc's letter, '-' for none */
+  const char *state;        /* "available", "granted", "leased", "quarantined", "offline" */
+  const char *holder_state; /* holder_state_ns(): "running", "stopped", "dead", "unknown", "" */
+  char holder_code;         /* /proc's letter, '-' for none */
+  char pid[PID_NAME_MAX];   /* the holder as we see it (pid_name), "" for none */
   char ticket[SHMS_TICKET_STRLEN]; /* "" for none */
   char user[64];   /* granted, leased, quarantined: the lease's uid's login name, else "" */
   uint64_t age_ns; /* granted, leased: since the grant; else 0 */
@@ -165,7 +167,8 @@ static void emit_cells(const struct status_view *v, int c, const struct sink *s)
   for (uint32_t i = 0; i < v->cells_count[c]; i++) {
     const shms_cell_info *ci = &v->cells[c][i];
     struct lease_row r = {.c = ci, .state = cell_state_name(ci->state), .reason = ""};
-    r.holder_state = holder_state(ci->pid, ci->alive, &r.holder_code);
+    r.holder_state = holder_state_ns(ci->pid, ci->pid_foreign, ci->alive, &r.holder_code);
+    pid_name(r.pid, sizeof r.pid, ci->pid, ci->ns_pid, ci->pid_foreign, ci->pidns);
     if (ci->ticket.seq != 0)
       shms_ticket_format(&ci->ticket, r.ticket);
     /* Granted, leased, or quarantined (the last lease's, which the cell keeps). */
@@ -266,8 +269,8 @@ static void text_cell(void *f, const struct lease_row *r) {
   const shms_cell_info *c = r->c;
   fprintf(f, "cell.%u: state=%s generation=%u leases=%" PRIu64, c->cell, r->state, c->generation,
           c->leases);
-  if (c->pid != 0)
-    fprintf(f, " pid=%d holder=%s proc_state=%c", (int)c->pid, r->holder_state, r->holder_code);
+  if (r->pid[0] != '\0')
+    fprintf(f, " pid=%s holder=%s proc_state=%c", r->pid, r->holder_state, r->holder_code);
   if (c->tenant[0] != '\0')
     fprintf(f, " tenant=%s", cli_quote(q, sizeof q, c->tenant));
   if (r->user[0] != '\0')
@@ -390,12 +393,19 @@ static void json_cell(void *ctx, const struct lease_row *r) {
   json_str(j, "state", r->state);
   json_u64(j, "generation", c->generation);
   json_u64(j, "leases", c->leases);
-  if (c->pid != 0) {
-    json_i64(j, "pid", c->pid);
+  if (r->pid[0] != '\0') {
+    if (c->pid != 0)
+      json_i64(j, "pid", c->pid);
+    else
+      json_null(j, "pid"); /* of a pid namespace whose numbers are not ours: ns_pid, pidns */
+    json_i64(j, "ns_pid", c->ns_pid);
+    json_u64(j, "pidns", c->pidns);
     json_str(j, "holder_state", r->holder_state);
     json_str(j, "proc_state", code);
   } else {
     json_null(j, "pid");
+    json_null(j, "ns_pid");
+    json_null(j, "pidns");
     json_null(j, "holder_state");
     json_null(j, "proc_state");
   }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pid_name.h"
 #include "shmsched.h"
 
 #define TOP_NONE UINT64_MAX /* a wait figure with nothing to say (no grant in the interval) */
@@ -31,11 +32,14 @@ struct top_sample {
 /* A cell that carries a lease (granted, leased) or a quarantined one's last lease: whose. */
 struct top_lease {
   uint32_t cell;
-  const char *state;        /* "granted", "leased", "quarantined" */
-  int32_t pid;              /* the holder, 0 if unknown */
-  const char *holder_state; /* holder_state(): "running", "stopped", "dead", "" (no holder) */
-  uint32_t uid;             /* the lease's: its acquirer's or enqueuer's effective uid */
-  char user[64];            /* uid's login name, or its number */
+  const char *state; /* "granted", "leased", "quarantined" */
+  int32_t pid;       /* the holder by its pid here, 0 if unknown or of another namespace */
+  int32_t ns_pid;    /* its pid in its own pid namespace, 0 if unknown */
+  uint64_t pidns;    /* that namespace's inode */
+  char pid_name[PID_NAME_MAX]; /* pid_name(): "1234", "ns:INODE:PID" (pid_foreign), "" */
+  const char *holder_state;    /* holder_state_ns(): "running", "stopped", "dead", "unknown", "" */
+  uint32_t uid;                /* the lease's: its acquirer's or enqueuer's effective uid */
+  char user[64];               /* uid's login name, or its number */
   char tenant[SHMS_TENANT_MAX + 1];
   uint64_t age_ns; /* since the grant; TOP_NONE when unknown */
 };

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "holder_state.h"
+#include "pid_name.h"
 #include "top.h"
 
 static uint64_t clock_ns(clockid_t id) {
@@ -166,7 +167,10 @@ static int make_leases(const struct top_sample *now, int c, struct top_class *r)
                : ci->state == SHMS_CELL_RESERVED ? "reserved"
                                                  : "quarantined";
     o->pid = ci->pid;
-    o->holder_state = holder_state(ci->pid, ci->alive, &code);
+    o->ns_pid = ci->ns_pid;
+    o->pidns = ci->pidns;
+    pid_name(o->pid_name, sizeof o->pid_name, ci->pid, ci->ns_pid, ci->pid_foreign, ci->pidns);
+    o->holder_state = holder_state_ns(ci->pid, ci->pid_foreign, ci->alive, &code);
     o->uid = ci->uid;
     cli_user_name(ci->uid, o->user, sizeof o->user);
     memcpy(o->tenant, ci->tenant, sizeof o->tenant);

@@ -285,12 +285,10 @@ static void leases(struct lines *l, const struct top_class *r, const struct top_
       "TENANT");
   for (uint32_t i = 0; i < r->nleases; i++) {
     const struct top_lease *s = &r->leases[i];
-    char age[16], pid[16] = "-";
-    if (s->pid != 0)
-      snprintf(pid, sizeof pid, "%d", (int)s->pid);
+    char age[16];
     put(l, 0, "%5u %-11s %8s %7s %-7s %-12.12s %s", s->cell, s->state,
-        dur(age, sizeof age, s->age_ns), pid, s->holder_state[0] != '\0' ? s->holder_state : "-",
-        s->user, s->tenant);
+        dur(age, sizeof age, s->age_ns), s->pid_name[0] != '\0' ? s->pid_name : "-",
+        s->holder_state[0] != '\0' ? s->holder_state : "-", s->user, s->tenant);
   }
 }
 
@@ -405,11 +403,18 @@ static void json_class(struct json_out *j, const struct top_class *r) {
     json_begin_object(j, NULL);
     json_u64(j, "cell", s->cell);
     json_str(j, "state", s->state);
-    if (s->pid != 0) {
-      json_i64(j, "pid", s->pid);
+    if (s->pid_name[0] != '\0') {
+      if (s->pid != 0)
+        json_i64(j, "pid", s->pid);
+      else
+        json_null(j, "pid"); /* of a pid namespace whose numbers are not ours: ns_pid, pidns */
+      json_i64(j, "ns_pid", s->ns_pid);
+      json_u64(j, "pidns", s->pidns);
       json_str(j, "holder_state", s->holder_state);
     } else {
       json_null(j, "pid");
+      json_null(j, "ns_pid");
+      json_null(j, "pidns");
       json_null(j, "holder_state");
     }
     json_u64(j, "uid", s->uid);

@@ -8,8 +8,11 @@
  * recovery of the dead, taking over its process entry, destroying the segment. From the outer
  * namespace the inner one is visible: the command is found and killed there, and its cell goes
  * on. From the inner namespace the outer one is not: the command is left alone and its cell
- * quarantined. No decoy is ever signalled. Needs root (unshare of pid and mount namespaces):
- * skips (77) without it.
+ * quarantined. No decoy is ever signalled. Then how holders are named across namespaces: a
+ * holder that is a nested namespace's init (pid 1 there) is shown from outside by its pid
+ * outside, with its own state, and the supervisor's log names it so when it dies; a holder
+ * outside is shown from inside as of another namespace, state unknown. Needs root (unshare of
+ * pid and mount namespaces): skips (77) without it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,9 +23,11 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_proc.h"
 #include "harness.h"
 #include "sched_util.h"
 
@@ -379,6 +384,220 @@ END_TEST
 START_TEST(outer_holder_inner_recoverer) { across(0, (enum path)_i); }
 END_TEST
 
+/* ---- Holders named as the viewer sees them ---- */
+
+/* A nested namespace's init (pid 1 there, as a container's) that takes the one cell, says 'r',
+ * and holds it until its pipe ends or it is killed. */
+static void init_holder(int in, int out) {
+  shms_t *h;
+  shms_request r = sched_req("boxed", 0);
+  shms_lease l;
+  if (shms_attach(seg_name, 0, &h) != SHMS_OK || shms_acquire(h, &r, &l) != SHMS_OK)
+    _exit(1);
+  say(out, 'r');
+  hear(in);
+  _exit(0);
+}
+
+struct nested {
+  pid_t proxy;
+  int to, from; /* our ends of its pipes */
+};
+
+static void one_cell_segment(void) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  seg_name = harness_name("pidview");
+  harness_create(seg_name, &cfg);
+}
+
+/* A nested namespace whose init runs body with a pipe each way. */
+static void nested_start(struct nested *n, void (*body)(int, int)) {
+  int a[2], b[2];
+  ck_assert_int_eq(pipe(a), 0);
+  ck_assert_int_eq(pipe(b), 0);
+  side_fds[0] = a[1]; /* ours: the namespace's processes close them (forget_side) */
+  side_fds[1] = b[0];
+  n->proxy = spawn_ns(body, a[0], b[1]);
+  ck_assert_int_gt(n->proxy, 0);
+  close(a[0]);
+  close(b[1]);
+  n->to = a[1];
+  n->from = b[0];
+  side_fds[0] = side_fds[1] = -1;
+}
+
+/* Let the namespace end (its init hears the end of its pipe), and the segment go. */
+static void nested_end(struct nested *n) {
+  close(n->to);
+  close(n->from);
+  waitpid(n->proxy, NULL, 0);
+  harness_remove(seg_name);
+}
+
+static uint64_t pidns_of(const char *proc) {
+  char path[64];
+  struct stat st;
+  snprintf(path, sizeof path, "/proc/%s/ns/pid", proc);
+  return stat(path, &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
+/* The one cell as this process sees it. */
+static shms_cell_info the_cell(void) {
+  shms_t *h;
+  shms_cell_info ci;
+  uint32_t count;
+  memset(&ci, 0, sizeof ci);
+  if (shms_attach(seg_name, SHMS_ATTACH_OBSERVER, &h) == SHMS_OK) {
+    shms_cells(h, SHMS_CLASS_STANDARD, &ci, 1, &count);
+    shms_detach(h);
+  }
+  return ci;
+}
+
+/* `shmsched status NAME --leases`' output into buf. */
+static void status_leases(char *buf, size_t n) {
+  struct cli_proc p;
+  char err[512];
+  CLI_SPAWN(&p, "status", seg_name, "--leases");
+  ck_assert_int_eq(cli_reap(&p, 1, buf, n, NULL, err, sizeof err), 0);
+}
+
+/* Wait until pid shows state letter c in /proc (a stop takes effect once the process runs). */
+static void await_state(pid_t pid, char c) {
+  char path[64], buf[512];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  for (;;) {
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = '\0';
+    const char *end = strrchr(buf, ')');
+    if (end != NULL && end[1] == ' ' && end[2] == c)
+      return;
+    sched_yield();
+  }
+}
+
+START_TEST(a_nested_holder_is_shown_by_its_pid_here) {
+  struct nested n;
+  one_cell_segment();
+  nested_start(&n, init_holder);
+  ck_assert_int_eq(hear(n.from), 'r');
+  shms_cell_info ci = the_cell();
+  ck_assert_uint_eq(ci.state, SHMS_CELL_LEASED);
+  ck_assert_int_eq(ci.ns_pid, 1); /* its namespace's init */
+  ck_assert_uint_eq(ci.pid_foreign, 0);
+  ck_assert_int_gt(ci.pid, 1);
+  /* The number is the holder's here: of its namespace, not ours. */
+  char proc[16];
+  snprintf(proc, sizeof proc, "%d", (int)ci.pid);
+  ck_assert_uint_eq(pidns_of(proc), ci.pidns);
+  ck_assert_uint_ne(pidns_of("self"), ci.pidns);
+  char want[128], out[8192];
+  snprintf(want, sizeof want, " pid=%d holder=running ", (int)ci.pid);
+  status_leases(out, sizeof out);
+  ck_assert_msg(strstr(out, want) != NULL, "status --leases: no '%s' in:\n%s", want, out);
+  /* Its state, not that of whatever has the number 1 here. */
+  ck_assert_int_eq(kill(ci.pid, SIGSTOP), 0);
+  await_state(ci.pid, 'T');
+  snprintf(want, sizeof want, " pid=%d holder=stopped proc_state=T", (int)ci.pid);
+  status_leases(out, sizeof out);
+  ck_assert_msg(strstr(out, want) != NULL, "status --leases: no '%s' in:\n%s", want, out);
+  ck_assert_int_eq(kill(ci.pid, SIGCONT), 0);
+  nested_end(&n);
+}
+END_TEST
+
+/* What the inner viewer found of the outer holder: the cell, and status --leases' output. */
+struct inner_view {
+  shms_cell_info ci;
+  char out[4096];
+};
+
+static void inner_viewer(int in, int out) {
+  (void)in;
+  static struct inner_view v;
+  v.ci = the_cell();
+  status_leases(v.out, sizeof v.out);
+  if (write(out, &v, sizeof v) != (ssize_t)sizeof v)
+    _exit(2);
+}
+
+START_TEST(an_outer_holder_is_shown_from_inside_as_foreign) {
+  one_cell_segment();
+  shms_t *h;
+  shms_request r = sched_req("outside", 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_attach(seg_name, 0, &h));
+  ck_assert_shms_ok(shms_acquire(h, &r, &l));
+  struct nested n;
+  nested_start(&n, inner_viewer);
+  static struct inner_view v;
+  size_t got = 0;
+  for (ssize_t k; got < sizeof v && (k = read(n.from, (char *)&v + got, sizeof v - got)) > 0;)
+    got += (size_t)k;
+  ck_assert_uint_eq(got, sizeof v);
+  ck_assert_uint_eq(v.ci.state, SHMS_CELL_LEASED);
+  ck_assert_int_eq(v.ci.pid, 0); /* never a number of the inner namespace */
+  ck_assert_uint_eq(v.ci.pid_foreign, 1);
+  ck_assert_int_eq(v.ci.ns_pid, getpid());
+  ck_assert_uint_eq(v.ci.pidns, pidns_of("self"));
+  char want[128];
+  snprintf(want, sizeof want, " pid=ns:%llu:%d holder=unknown proc_state=- ",
+           (unsigned long long)pidns_of("self"), (int)getpid());
+  ck_assert_msg(strstr(v.out, want) != NULL, "inner status --leases: no '%s' in:\n%s", want, v.out);
+  ck_assert_shms_ok(shms_release(h, &l));
+  shms_detach(h);
+  nested_end(&n);
+}
+END_TEST
+
+/* Read the supervisor's log until a line holding what; that line into line. */
+static void log_until(const struct cli_proc *sup, const char *what, char *line, size_t n) {
+  do
+    cli_read_line(sup->err, line, n);
+  while (strstr(line, what) == NULL);
+}
+
+START_TEST(the_supervisor_names_a_nested_holder_by_its_pid_here) {
+  one_cell_segment();
+  struct cli_proc sup;
+  char line[1024], want[128];
+  CLI_SPAWN(&sup, "supervise", seg_name, "--verbose", "--interval", "20ms");
+  log_until(&sup, " ready", line, sizeof line);
+  struct nested n;
+  nested_start(&n, init_holder);
+  ck_assert_int_eq(hear(n.from), 'r');
+  shms_cell_info ci = the_cell();
+  ck_assert_int_gt(ci.pid, 1);
+  ck_assert_uint_eq(ci.pid_foreign, 0);
+  /* Watched by its number here (a pidfd on pid 1 here would be another process's). */
+  snprintf(want, sizeof want, "watching process %d ", (int)ci.pid);
+  log_until(&sup, want, line, sizeof line);
+  ck_assert_int_eq(kill(ci.pid, SIGKILL), 0);
+  log_until(&sup, "process-died", line, sizeof line);
+  snprintf(want, sizeof want, " pid=%d", (int)ci.pid);
+  char *at = strstr(line, want);
+  ck_assert_msg(at != NULL && (at[strlen(want)] == ' ' || at[strlen(want)] == '\0'),
+                "process-died names pid %d: %s", (int)ci.pid, line);
+  log_until(&sup, "lease-", line, sizeof line);
+  ck_assert_msg(strstr(line, want) != NULL, "the lease's line names pid %d: %s", (int)ci.pid, line);
+  kill(sup.pid, SIGTERM);
+  ck_assert_int_eq(cli_reap(&sup, 1, line, sizeof line, NULL, line, sizeof line), 0);
+  /* The ring keeps the number with its namespace: once its process is gone it is named there. */
+  struct cli_proc ev;
+  static char out[16384];
+  char err[512];
+  CLI_SPAWN(&ev, "events", seg_name);
+  ck_assert_int_eq(cli_reap(&ev, 1, out, sizeof out, NULL, err, sizeof err), 0);
+  snprintf(want, sizeof want, "process-died pid=ns:%llu:1", (unsigned long long)ci.pidns);
+  ck_assert_msg(strstr(out, want) != NULL, "events: no '%s' in:\n%s", want, out);
+  nested_end(&n);
+}
+END_TEST
+
 /* Whether this process may make pid and mount namespaces. */
 static int can_unshare(void) {
   pid_t p = fork();
@@ -399,5 +618,11 @@ int main(void) {
   tcase_add_loop_test(tc, outer_holder_inner_recoverer, 0, PATHS);
   tcase_add_loop_test(tc, an_ended_namespace, 0, 2);
   suite_add_tcase(s, tc);
+  TCase *view = harness_tcase("view");
+  tcase_add_unchecked_fixture(view, cli_left_setup, cli_left_teardown);
+  tcase_add_test(view, a_nested_holder_is_shown_by_its_pid_here);
+  tcase_add_test(view, an_outer_holder_is_shown_from_inside_as_foreign);
+  tcase_add_test(view, the_supervisor_names_a_nested_holder_by_its_pid_here);
+  suite_add_tcase(s, view);
   return harness_run(s);
 }
