@@ -25,7 +25,7 @@
 #include "../shm/error.h"
 #include "../shm/events.h"
 #include "../shm/membarrier.h"
-#include "../shm/pidns.h"
+#include "../shm/pidview.h"
 #include "../shm/proc.h"
 #include "../shm/procfs.h"
 #include "sched.h"
@@ -37,8 +37,12 @@
  * in the entry's shared per-class counters, with locked instructions.
  * Brackets nest on one thread: only the outermost one marks.
  */
+/* A thread's mark belongs to one registration of its process: an entry's address alone may name
+ * the next registration too (a detach, and an attach mapped at the same address), whose marks
+ * are claimed afresh, so the owner id is kept beside it. */
 struct thread_op {
   uint32_t depth;
+  uint32_t owner;          /* the registration: h->owner */
   struct shms__proc *proc; /* the entry word belongs to */
   uint32_t *word;          /* our mark, or NULL: we count in ops[] instead */
 };
@@ -51,10 +55,11 @@ static SHMS__TLS uint32_t frozen_by_me;
 static uint32_t *thread_mark(struct shms *h) {
   static SHMS__TLS struct {
     struct shms__proc *proc;
+    uint32_t owner;
     uint32_t *word;
   } cache[4];
   for (int i = 0; i < 4; i++)
-    if (cache[i].proc == h->proc)
+    if (cache[i].proc == h->proc && cache[i].owner == h->owner)
       return cache[i].word;
   uint32_t used = shms__load_32(&h->proc->marks_used), bit;
   do {
@@ -63,8 +68,9 @@ static uint32_t *thread_mark(struct shms *h) {
     bit = (uint32_t)__builtin_ctz(~used);
   } while (!ck_pr_cas_32_value(&h->proc->marks_used, used, used | (1u << bit), &used));
   for (int i = 0; i < 4; i++)
-    if (cache[i].proc == NULL) {
+    if (cache[i].proc == NULL || cache[i].proc == h->proc) { /* free, or a past registration's */
       cache[i].proc = h->proc;
+      cache[i].owner = h->owner;
       cache[i].word = &h->proc->marks[bit];
       return cache[i].word;
     }
@@ -138,8 +144,9 @@ static void unmark(struct shms *h, const struct shms__cls *k, struct thread_op *
  * until_real if not 0). 0 once marked; -1, unmarked, if the class stayed frozen until then. */
 __attribute__((noinline, cold)) static int enter_slow(struct shms *h, const struct shms__cls *k,
                                                       struct thread_op *t, uint64_t until_real) {
-  if (t->proc != h->proc) {
+  if (t->proc != h->proc || t->owner != h->owner) {
     t->proc = h->proc;
+    t->owner = h->owner;
     t->word = thread_mark(h);
   }
   for (;;) {
@@ -161,7 +168,7 @@ void shms__op_enter(struct shms *h, const struct shms__cls *k) {
     t->depth++;
     return;
   }
-  if (__builtin_expect(t->proc == h->proc, 1)) {
+  if (__builtin_expect(t->proc == h->proc && t->owner == h->owner, 1)) {
     mark(h, k, t, 1);
     if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN)) {
       t->depth = 1;
@@ -173,11 +180,12 @@ void shms__op_enter(struct shms *h, const struct shms__cls *k) {
   t->depth = 1;
 }
 
-/* The pid of k's freezer now, as it saw itself (0 if none). */
+/* The pid of k's freezer now, as the caller's pid namespace numbers it (0 if none, or if it
+ * cannot be told from here). */
 static int freezer_pid(const struct shms *h, const struct shms__cls *k) {
-  int32_t pid = 0;
+  struct shms__pidref ref;
   uint32_t f = shms__load_32(&k->ctl->freezer);
-  return f != 0 && shms__owner_entry(h, f, &pid) ? pid : 0;
+  return f != 0 && shms__owner_ref(h, f, &ref) ? shms__pid_here(&ref, 1) : 0;
 }
 
 int shms__op_enter_until(struct shms *h, const struct shms__cls *k, uint64_t until_real) {
@@ -197,8 +205,9 @@ int shms__op_enter_fast(struct shms *h, const struct shms__cls *k) {
   struct thread_op *t = &cur[k->id];
   if (t->depth++ > 0)
     return 0;
-  if (t->proc != h->proc) {
+  if (t->proc != h->proc || t->owner != h->owner) {
     t->proc = h->proc;
+    t->owner = h->owner;
     t->word = thread_mark(h);
   }
   mark(h, k, t, 0); /* the caller's first step is a locked CAS that checks FROZEN */
@@ -279,18 +288,17 @@ static int64_t settle_first(struct shms *h, const struct shms__cls *k, uint64_t 
   return -1;
 }
 
-/* The state letter of entry p's process (/proc/PID/stat), '?' when it cannot be told from here:
- * a number of another pid namespace, or a pid that names another process now. */
-static char state_here(const struct shms__proc *p) {
-  struct shms__pidns ns;
-  shms__pidns_self(&ns);
+/* Entry p's process: its pid as the caller's pid namespace numbers it (0: it cannot be told
+ * from here), and in *state its state letter (/proc/PID/stat), '?' when unknown. */
+static int32_t pid_here(const struct shms__proc *p, char *state) {
+  struct shms__pidref ref;
+  shms__proc_ref(p, &ref);
+  int32_t pid = shms__pid_here(&ref, 1);
   struct shms__proc_stat st;
-  if (ns.ino != shms__load_64((uint64_t *)&p->pidns_ino) ||
-      ns.init_start != shms__load_64((uint64_t *)&p->pidns_init_start) || !shms__procfs_ours() ||
-      shms__proc_stat_read(shms__load_32((uint32_t *)&p->pid), &st) != 0 ||
-      st.start_time != shms__load_64((uint64_t *)&p->start_time))
-    return '?';
-  return st.state;
+  *state = pid != 0 && shms__proc_stat_read(pid, &st) == 0 && st.start_time == ref.start_time
+               ? st.state
+               : '?';
+  return pid;
 }
 
 /* The word of entry p that says it is inside an operation on class c, in words. */
@@ -310,8 +318,8 @@ static void busy_word(const struct shms__proc *p, int c, char *out, size_t cap) 
  * the freezer at work. Fails with why: busy if the process is stopped, else the word. */
 static int held_up(struct shms *h, const struct shms__cls *k, uint32_t i, int freezer) {
   const struct shms__proc *p = shms__proc_at(h, i);
-  int pid = (int)shms__load_32((uint32_t *)&p->pid);
-  char st = state_here(p);
+  char st;
+  int pid = (int)pid_here(p, &st);
   const char *name = shms_class_name(k->id);
   const char *state = st == 'T' || st == 't' ? "stopped"
                       : st == '?'            ? "state unknown here"

@@ -62,6 +62,27 @@ static void get(int fd) {
   ck_assert_int_eq(read(fd, &b, 1), 1);
 }
 
+/* A thread's mark is claimed by each registration of its process: after a detach, an attach
+ * (mapped where the last one was, as it usually is) claims it again before marking with it. */
+START_TEST(a_thread_claims_its_mark_again_after_a_reattach) {
+  const char *name;
+  shms_t *h = sched_open(&name, 2, 4, NULL);
+  ck_assert_shms_ok(shms_detach(h)); /* each attach below is the process's only registration */
+  shms_t *a = NULL;
+  for (int round = 0; round < 3; round++) {
+    ck_assert_shms_ok(shms_attach(name, 0, &a));
+    shms_request r = sched_req("t", 0);
+    shms_lease l;
+    ck_assert_shms_ok(shms_acquire(a, &r, &l)); /* an operation: marks with this thread's mark */
+    ck_assert_shms_ok(shms_release(a, &l));
+    ck_assert_uint_ne(shms__load_32(&a->proc->marks_used) & SHMS__MARKS_CLAIMED, 0);
+    ck_assert_shms_ok(shms_detach(a));
+  }
+  ck_assert_shms_ok(shms_attach(name, 0, &h));
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(each_entry_says_how_its_process_marks) {
   const char *name;
   shms_t *h = sched_open(&name, 2, 4, NULL);
@@ -432,6 +453,7 @@ int main(void) {
   Suite *s = suite_create("membarrier");
   TCase *tc = harness_tcase("marks");
   tcase_add_test(tc, each_entry_says_how_its_process_marks);
+  tcase_add_test(tc, a_thread_claims_its_mark_again_after_a_reattach);
   tcase_add_test(tc, a_process_that_cannot_register_keeps_the_locked_mark);
   tcase_add_test(tc, a_bad_setting_is_refused);
   tcase_add_test(tc, plain_and_locked_marks_interleave_with_freezes);
