@@ -28,6 +28,8 @@ enum {
  * (newlines in the message become spaces) and return CLI_EXIT_FAIL.
  */
 int cli_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* CLOCK_MONOTONIC in nanoseconds, never 0. */
+uint64_t cli_mono_ns(void);
 
 /* The same with reason invalid-argument, returning CLI_EXIT_USAGE. */
 int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

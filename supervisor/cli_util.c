@@ -118,7 +118,7 @@ static struct {
 static unsigned names_next;
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t mono_ns(void) {
+uint64_t cli_mono_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + 1; /* never 0 */
@@ -133,7 +133,7 @@ static int printable(const char *s) {
 }
 
 const char *cli_user_name(uint32_t uid, char *buf, size_t n) {
-  uint64_t now = mono_ns();
+  uint64_t now = cli_mono_ns();
   char name[sizeof names[0].name] = "";
   int hit = 0;
   pthread_mutex_lock(&names_lock);

@@ -55,12 +55,6 @@ struct events_args {
   int nkinds; /* 0: every kind */
 };
 
-static uint64_t mono_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* --kind a,b,c: each a known kind name, at most KINDS_MAX. Returns 0 or CLI_EXIT_USAGE. */
 static int parse_kinds(const char *list, struct events_args *a) {
   char buf[512];
@@ -185,7 +179,7 @@ static int follow(shms_t *h, const struct events_args *a, uint64_t *cursor) {
   uint64_t pause_ms = 10, stalled_since = 0, lost = 0;
   for (;;) {
     int stalled;
-    int skip = stalled_since != 0 && mono_now() - stalled_since >= PENDING_NS;
+    int skip = stalled_since != 0 && cli_mono_ns() - stalled_since >= PENDING_NS;
     size_t n = drain_ring(h, a, cursor, 0, skip, &stalled, &lost);
     if (lost != 0) {
       fprintf(stderr,
@@ -194,7 +188,7 @@ static int follow(shms_t *h, const struct events_args *a, uint64_t *cursor) {
               lost);
       lost = 0;
     }
-    stalled_since = !stalled ? 0 : stalled_since ? stalled_since : mono_now();
+    stalled_since = !stalled ? 0 : stalled_since ? stalled_since : cli_mono_ns();
     if (shms_segment_removed(h) == 1)
       return CLI_EXIT_OK;
     /* Poll: an observer maps the segment read-only and cannot ask writers to wake it, and
@@ -227,7 +221,7 @@ int cmd_events(int argc, char **argv) {
     return cli_usage("events: --class: segment '%s' has no class %s", name,
                      shms_class_name((shms_class_t)a.cls));
   }
-  uint64_t cursor = 0, lost = 0, now = mono_now();
+  uint64_t cursor = 0, lost = 0, now = cli_mono_ns();
   uint64_t after = a.since_ns != 0 && a.since_ns < now ? now - a.since_ns : 0;
   int stalled;
   /* What the ring holds now; a record still being written is skipped, not waited for. */

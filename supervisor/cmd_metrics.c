@@ -57,12 +57,6 @@ static const char help[] =
     "      --interval 15s\n"
     "  shmsched metrics jobs --listen 127.0.0.1:9464\n";
 
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Write buf to path through path.tmp.PID and a rename. Returns an exit code. */
 static int write_textfile(const char *path, const char *buf, size_t len) {
   char tmp[4096], q[96];
@@ -122,8 +116,8 @@ static int every(const struct metrics_opts *o, const char *textfile, uint64_t in
   sigprocmask(SIG_BLOCK, &stop, NULL);
   for (;;) {
     once(o, textfile); /* a failure is reported; the next round may succeed */
-    uint64_t due = now_ns() + interval_ns, now;
-    while ((now = now_ns()) < due) {
+    uint64_t due = cli_mono_ns() + interval_ns, now;
+    while ((now = cli_mono_ns()) < due) {
       struct timespec ts = {(time_t)((due - now) / 1000000000u), (long)((due - now) % 1000000000u)};
       if (sigtimedwait(&stop, NULL, &ts) >= 0)
         return CLI_EXIT_OK;

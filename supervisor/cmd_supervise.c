@@ -197,7 +197,15 @@ struct supervisor {
   uint32_t ndied;
   struct sup_cells cells; /* the last look at the cells, for what changed outside recoveries */
   uint64_t told_size;     /* the file size last reported as not the layout's, 0 none */
+  /* A recovery a live process held up (a class held still: docs/protocol.md, "Held still"):
+   * what it said, told once, and when the dead it left are looked at again (0: at once). */
+  char held_up[256];
+  uint64_t retry_ns;
 };
+
+/* How long the dead a held-up recovery left wait for the next try, unless a death comes first:
+ * each try may wait a second on the class that held it up. */
+#define HELD_UP_RETRY_NS (10ull * 1000 * 1000 * 1000)
 
 /* Look over the process table: watch new live processes; 1 if some entry is dead. */
 static int scan(struct supervisor *v) {
@@ -249,8 +257,16 @@ static void recover(struct supervisor *v, int full) {
       (v->a->auto_repair ? SHMS_RECOVER_REPAIR_LOST_WORKERS : 0) | (full ? SHMS_RECOVER_FULL : 0);
   v->ndied = 0;
   sup_cells_tell(v->h, &v->cells, say_line); /* what others changed before this recovery */
-  if (shms_recover_dead(v->h, flags, log_event, v, NULL) != SHMS_OK)
-    say("recovery failed: %s", shms_last_error_detail());
+  if (shms_recover_dead(v->h, flags, log_event, v, NULL) == SHMS_OK) {
+    v->held_up[0] = '\0';
+    v->retry_ns = 0;
+  } else {
+    const char *why = shms_last_error_detail();
+    if (strcmp(why, v->held_up) != 0)
+      say("recovery failed: %s", why);
+    snprintf(v->held_up, sizeof v->held_up, "%s", why);
+    v->retry_ns = cli_mono_ns() + HELD_UP_RETRY_NS;
+  }
   sup_cells_look(v->h, &v->cells); /* what the recovery changed, it told itself */
 }
 
@@ -348,7 +364,7 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
     sup_cells_tell(h, &v.cells, say_line);
     check_size(&v);
     shms_upkeep(h); /* cannot fail on our member handle; a lease's start is all it writes */
-    if (scan(&v))
+    if (scan(&v) && cli_mono_ns() >= v.retry_ns)
       recover(&v, 0);
     if (wait_event(&v, sigfd))
       break;

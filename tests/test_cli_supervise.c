@@ -17,6 +17,7 @@
 #include "core/sched.h"
 #include "harness.h"
 #include "shm/handle.h"
+#include "shm/proc.h"
 
 struct sup {
   pid_t pid;
@@ -480,6 +481,52 @@ START_TEST(a_stopped_supervisor_is_visible_and_replaced) {
 }
 END_TEST
 
+/* A live process whose entry says, for good, that it is inside an operation (a corrupt word):
+ * the supervisor's recovery gives up on that class after about a second, says why once, and the
+ * supervisor still answers SIGTERM. */
+START_TEST(a_recovery_held_up_by_a_corrupt_mark_is_told_and_sigterm_still_answered) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 4);
+  const char *name = harness_name("heldup");
+  harness_create(name, &cfg);
+  int ready[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  pid_t idle = fork();
+  ck_assert_int_ge(idle, 0);
+  if (idle == 0) {
+    shms_t *c;
+    if (shms_attach(name, 0, &c) != SHMS_OK || write(ready[1], "r", 1) != 1)
+      _exit(1);
+    for (;;)
+      pause();
+  }
+  char b;
+  ck_assert_int_eq(read(ready[0], &b, 1), 1);
+  shms_t *h;
+  ck_assert_shms_ok(shms_attach(name, 0, &h));
+  struct shms__proc *p = NULL;
+  for (uint32_t i = 0; i < h->layout.procs_count && p == NULL; i++)
+    if (ck_pr_load_32((uint32_t *)&shms__proc_at(h, i)->pid) == (uint32_t)idle)
+      p = shms__proc_at(h, i);
+  ck_assert_ptr_nonnull(p);
+  ck_pr_store_32(&p->ops[SHMS_CLASS_STANDARD], 1);
+  shms_detach(h);
+  struct sup s = start_supervisor(name);
+  char want[96];
+  snprintf(want, sizeof want, "its count of operations under way, ops[%d], is 1",
+           SHMS_CLASS_STANDARD);
+  const char *line = await_line(&s, "recovery failed: class standard: process ");
+  ck_assert_msg(strstr(line, want) != NULL, "%s", line);
+  await_line(&s, "ready:");
+  int st = stop(&s, SIGTERM);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  fclose(s.log);
+  kill(idle, SIGKILL);
+  ck_assert_int_eq(waitpid(idle, NULL, 0), idle);
+  harness_remove(name);
+}
+END_TEST
+
 START_TEST(check_reports_violations_and_repair_fixes_them) {
   shms_config cfg;
   harness_config(&cfg, 2, 4);
@@ -661,6 +708,7 @@ int main(void) {
   tcase_add_test(tc, the_log_tells_quarantines_and_repairs_made_by_others);
   tcase_add_test(tc, the_log_tells_a_segment_file_grown_under_it);
   tcase_add_test(tc, a_stopped_supervisor_is_visible_and_replaced);
+  tcase_add_test(tc, a_recovery_held_up_by_a_corrupt_mark_is_told_and_sigterm_still_answered);
   tcase_add_test(tc, check_reports_violations_and_repair_fixes_them);
   tcase_add_test(tc, check_names_what_repair_cannot_fix);
   tcase_add_test(tc, check_repair_tells_ordinary_deaths_as_what_happened);
