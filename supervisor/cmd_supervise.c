@@ -359,7 +359,9 @@ static int supervise(shms_t *h, const char *name, const struct sup_args *a) {
   sup_cells_look(h, &v.cells);
   recover(&v, 1); /* whatever died before we started */
   notify_ready();
-  say("ready: whatever died before this start is recovered");
+  say(v.held_up[0] == '\0' ? "ready: whatever died before this start is recovered"
+                           : "ready: the recovery of what died before this start was held up "
+                             "(above): tried again within 10 s");
   while (!removed(&v)) {
     sup_cells_tell(h, &v.cells, say_line);
     check_size(&v);
