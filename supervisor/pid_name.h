@@ -17,4 +17,10 @@
  * process). buf has n bytes; returns buf. */
 char *pid_name(char *buf, size_t n, int32_t here, int32_t ns_pid, uint32_t foreign, uint64_t pidns);
 
+struct json_out;
+/* A holder in JSON: "pid" (null when its number here cannot be told), "ns_pid", "pidns" and
+ * "holder_state"; all null when there is none (held 0). */
+void pid_json(struct json_out *j, int held, int32_t here, int32_t ns_pid, uint64_t pidns,
+              const char *holder_state);
+
 #endif

@@ -393,22 +393,11 @@ static void json_cell(void *ctx, const struct lease_row *r) {
   json_str(j, "state", r->state);
   json_u64(j, "generation", c->generation);
   json_u64(j, "leases", c->leases);
-  if (r->pid[0] != '\0') {
-    if (c->pid != 0)
-      json_i64(j, "pid", c->pid);
-    else
-      json_null(j, "pid"); /* of a pid namespace whose numbers are not ours: ns_pid, pidns */
-    json_i64(j, "ns_pid", c->ns_pid);
-    json_u64(j, "pidns", c->pidns);
-    json_str(j, "holder_state", r->holder_state);
+  pid_json(j, r->pid[0] != '\0', c->pid, c->ns_pid, c->pidns, r->holder_state);
+  if (r->pid[0] != '\0')
     json_str(j, "proc_state", code);
-  } else {
-    json_null(j, "pid");
-    json_null(j, "ns_pid");
-    json_null(j, "pidns");
-    json_null(j, "holder_state");
+  else
     json_null(j, "proc_state");
-  }
   if (c->tenant[0] != '\0')
     json_str(j, "tenant", c->tenant);
   else

@@ -7,6 +7,7 @@
 
 #include "holder_state.h"
 #include "json_out.h"
+#include "pid_name.h"
 #include "top.h"
 
 #define BAR 12
@@ -403,20 +404,7 @@ static void json_class(struct json_out *j, const struct top_class *r) {
     json_begin_object(j, NULL);
     json_u64(j, "cell", s->cell);
     json_str(j, "state", s->state);
-    if (s->pid_name[0] != '\0') {
-      if (s->pid != 0)
-        json_i64(j, "pid", s->pid);
-      else
-        json_null(j, "pid"); /* of a pid namespace whose numbers are not ours: ns_pid, pidns */
-      json_i64(j, "ns_pid", s->ns_pid);
-      json_u64(j, "pidns", s->pidns);
-      json_str(j, "holder_state", s->holder_state);
-    } else {
-      json_null(j, "pid");
-      json_null(j, "ns_pid");
-      json_null(j, "pidns");
-      json_null(j, "holder_state");
-    }
+    pid_json(j, s->pid_name[0] != '\0', s->pid, s->ns_pid, s->pidns, s->holder_state);
     json_u64(j, "uid", s->uid);
     json_str(j, "user", s->user);
     json_str(j, "tenant", s->tenant);
