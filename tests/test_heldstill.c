@@ -35,6 +35,22 @@ static uint64_t mono_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Every invariant of h's segment holds. */
+static void assert_clean(shms_t *h) {
+  char report[4096];
+  uint32_t violations = 0;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+}
+
+/* Continue a stopped freezer: it lets the class go, detaches and exits 0. */
+static void continue_freezer(pid_t freezer) {
+  int st;
+  kill(freezer, SIGCONT);
+  ck_assert_int_eq(waitpid(freezer, &st, 0), freezer);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* The process entry of pid in h's table. */
 static struct shms__proc *entry_of(shms_t *h, pid_t pid) {
   for (uint32_t i = 0; i < h->layout.procs_count; i++) {
@@ -98,8 +114,7 @@ START_TEST(a_corrupt_operation_mark_fails_the_freeze_and_wedges_nothing) {
   ck_assert_shms_ok(shms_release(h, &l));
 
   shms__store_32(&p->marks[3], 0);
-  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
-  ck_assert_msg(violations == 0, "%s", report);
+  assert_clean(h);
   kill(pid, SIGKILL);
   ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
   sched_close(h, name);
@@ -197,17 +212,12 @@ START_TEST(a_stopped_freezer_costs_waiters_no_cpu_and_deadlines_hold) {
   int st;
   ck_assert_int_eq(waitpid(freezer, &st, WNOHANG), 0);
 
-  kill(freezer, SIGCONT);
-  ck_assert_int_eq(waitpid(freezer, &st, 0), freezer);
-  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  continue_freezer(freezer);
   ck_assert_shms_ok(shms_release(h, &held));
   shms_recovery r;
   ck_assert_shms_ok(shms_recover(h, &r)); /* the queued waiter exited with its request queued */
   ck_assert_uint_eq(sched_stats(h).queue_depth, 0);
-  char report[4096];
-  uint32_t violations = 0;
-  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
-  ck_assert_msg(violations == 0, "%s", report);
+  assert_clean(h);
   sched_close(h, name);
 }
 END_TEST
@@ -224,12 +234,8 @@ START_TEST(a_freeze_behind_a_stopped_freezer_gives_up_and_says_who) {
   snprintf(want, sizeof want, "is held still by process %d (entry ", (int)freezer);
   ck_assert_msg(strstr(report, want) != NULL && strstr(report, "stopped) for over 1 s") != NULL,
                 "%s", report);
-  kill(freezer, SIGCONT);
-  int st;
-  ck_assert_int_eq(waitpid(freezer, &st, 0), freezer);
-  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
-  ck_assert_msg(violations == 0, "%s", report);
+  continue_freezer(freezer);
+  assert_clean(h);
   sched_close(h, name);
 }
 END_TEST
@@ -250,15 +256,11 @@ START_TEST(run_keeps_its_deadline_and_leaves_while_a_freezer_is_stopped) {
   ck_assert_msg(rc == 75 && strstr(err, "deadline") != NULL, "exit %d: %s", rc, err);
   int st;
   ck_assert_int_eq(waitpid(freezer, &st, WNOHANG), 0); /* still stopped */
-  kill(freezer, SIGCONT);
-  ck_assert_int_eq(waitpid(freezer, &st, 0), freezer);
+  continue_freezer(freezer);
   ck_assert_shms_ok(shms_release(h, &held));
   shms_recovery r;
   ck_assert_shms_ok(shms_recover(h, &r)); /* what the run left to recovery, if anything */
-  char report[4096];
-  uint32_t violations = 0;
-  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
-  ck_assert_msg(violations == 0, "%s", report);
+  assert_clean(h);
   ck_assert_uint_eq(sched_stats(h).queue_depth, 0);
   sched_close(h, name);
 }
