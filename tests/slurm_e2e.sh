@@ -238,5 +238,9 @@ grep -q "shmsched: .*plugstack.conf: cells: '0': must be at least 1" "$dir/badco
   fail "the job was not told: $(cat "$dir/badconf.err")"
 grep -q "shmsched: plugstack.conf: cells: '0': must be at least 1" "$dir/log/slurmd.log" ||
   fail "slurmd's log does not say it"
+# The failed job's node passes through "completing"; what matters is where it settles:
+# idle, not drained or down by the plugin's refusal.
+node_settled() { case "$(sinfo -h -n "$node" -o %T 2>/dev/null)" in allocated* | completing* | mixed*) return 1 ;; esac; }
+wait_for "the node to settle after the failed job" node_settled
 node_idle || fail "the node is not idle after a bad plugstack.conf: $(sinfo -h -o %T)"
 echo "slurm_e2e: passed"
