@@ -125,6 +125,15 @@ enum { SHMS__LOOK_AGAIN = 1 };
  * Evaluate expr as one operation on class k (core/quiesce.c): counted as under
  * way, and started only while the class is not frozen. expr must not sleep.
  */
+/*
+ * How long a release or a detach waits for a class held still (a recovery or check, slow or
+ * stopped) before it records the release for whoever lets the class go (core/pending.c), or
+ * leaves what it holds to recovery, as a process that died would: a recovery's freeze lasts
+ * milliseconds, and a process on its way out (a `run` past its deadline) must not wait on one
+ * that is stopped.
+ */
+#define SHMS__HELD_PATIENCE_NS (250ull * 1000 * 1000)
+
 #define SHMS__OP(h, k, expr)                                                                       \
   ({                                                                                               \
     shms__op_enter((h), (k));                                                                      \

@@ -3,16 +3,10 @@
 #include "../shm/error.h"
 #include "client.h"
 
-/*
- * How long a detach waits for a class held still (a recovery or check, slow or stopped) before
- * it leaves what it holds there to recovery, as a process that died would: a recovery's freeze
- * lasts milliseconds, and a process on its way out (a `run` past its deadline) must not wait on
- * one that is stopped.
- */
-#define DETACH_PATIENCE_NS (250ull * 1000 * 1000)
-
+/* A class held still past SHMS__HELD_PATIENCE_NS: what we hold there is left to recovery, as
+ * a process that died would leave it. */
 static int leave(struct shms *h, uint32_t owner, int contained) {
-  return shms__recover_owner(h, owner, contained, shms__real_now_ns() + DETACH_PATIENCE_NS);
+  return shms__recover_owner(h, owner, contained, shms__real_now_ns() + SHMS__HELD_PATIENCE_NS);
 }
 
 int shms_detach(shms_t *h) {

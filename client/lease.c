@@ -3,6 +3,7 @@
 
 #include "../core/report.h"
 #include "../shm/atomic.h"
+#include "../shm/clock.h"
 #include "../shm/error.h"
 #include "../shm/identity.h"
 #include "client.h"
@@ -44,20 +45,46 @@ static int release_op(struct shms *h, const struct shms__cls *k, const shms_leas
   int rc = check_lease(&k, lease, &w);
   if (rc != SHMS_OK)
     return rc;
-  enum shms__release r = shms__cell_release(k, lease->cell, w);
-  if (r == SHMS__RELEASE_RACED)
+  if (!shms__release_lease(h, k, lease->cell, w))
     return shms__fail(SHMS_ELEASE, "class %s cell %u: the lease was returned concurrently",
                       shms_class_name(k->id), lease->cell);
-  /* A nudge that finds nobody asleep falls back to a kick: the queue's pass grants the cell. */
-  if (r == SHMS__RELEASE_KICK || (r == SHMS__RELEASE_NUDGE && !shms__overtake_nudge(k)))
-    shms__kick(h, k);
+  return SHMS_OK;
+}
+
+/*
+ * The class is held still (a check or recovery, slow or stopped): the release is recorded for
+ * whoever lets the class go next, and the holder goes on (docs/protocol.md, "Held still"). The
+ * class cannot change while held still, so the lease is checked now, exactly.
+ */
+static int release_later(struct shms *h, const struct shms__cls *k, const shms_lease *lease) {
+  uint64_t w = 0;
+  int rc = check_lease(&k, lease, &w);
+  if (rc != SHMS_OK)
+    return rc;
+  if (!shms__pending_record(h, k, lease->cell, lease->generation, lease->token))
+    return SHMS__OP(h, k, release_op(h, k, lease)); /* one record a process: this one waits */
+  shms__clear_detail();                             /* done, as far as the holder is concerned */
+  if (shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN)
+    return SHMS_OK; /* its freezer completes it as it lets the class go */
+  /* Let go meanwhile, perhaps before its freezer could see the record: completed here, unless
+   * the class is held still again (then by that freezer). */
+  if (shms__op_enter_until(h, k, shms__real_now_ns() + SHMS__HELD_PATIENCE_NS) == SHMS_OK) {
+    shms__pending_complete(h, k, shms__self_index(h));
+    shms__op_leave(h, k);
+  }
   return SHMS_OK;
 }
 
 int shms_release(shms_t *h, const shms_lease *lease) {
   struct shms__cls *k = NULL;
   int rc = lease_class(h, lease, &k);
-  return rc != SHMS_OK ? rc : SHMS__OP(h, k, release_op(h, k, lease));
+  if (rc != SHMS_OK)
+    return rc;
+  if (shms__op_enter_until(h, k, shms__real_now_ns() + SHMS__HELD_PATIENCE_NS) != SHMS_OK)
+    return release_later(h, k, lease);
+  rc = release_op(h, k, lease);
+  shms__op_leave(h, k);
+  return rc;
 }
 
 static int quarantine_op(struct shms *h, const struct shms__cls *k, const shms_lease *lease,

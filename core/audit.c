@@ -336,7 +336,7 @@ int shms_check(shms_t *h, char *report, size_t cap, uint32_t *violations) {
       continue;
     }
     audit_class(&a);
-    shms__unfreeze(a.k, shms__load_64(&a.k->ctl->fast)); /* exactly as it was */
+    shms__thaw(a.h, a.k, shms__load_64(&a.k->ctl->fast)); /* exactly as it was */
   }
   *violations = a.violations;
   return SHMS_OK;

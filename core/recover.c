@@ -70,6 +70,9 @@ static void settle_requests(struct shms *h, const struct shms__cls *k, uint32_t 
 
 static void dispose_leases(struct shms *h, const struct shms__cls *k, uint32_t owner,
                            int contained) {
+  /* A release it asked for while the class was held still is done first, as it asked: its
+   * command is over, whatever the policy says of a holder that leaves holding its lease. */
+  shms__pending_complete(h, k, SHMS__OWNER_INDEX(owner));
   for (uint32_t c = 0; c < k->ncells; c++) {
     struct shms__cell *cell = &k->cells[c];
     uint64_t w = shms__load_64(&cell->word);

@@ -91,8 +91,8 @@ static int note_held(struct shms *h, uint32_t owner, struct held **out, uint32_t
  * generation with it) if a transition took it; what it became is read from the policy and the
  * state it left, not from its state now: the cell may already serve someone else.
  */
-static void tell_held(struct shms__report *rep, const struct held *e, uint32_t owner,
-                      int contained) {
+static void tell_held(struct shms__report *rep, const struct held *e, uint32_t owner, int contained,
+                      uint64_t asked) {
   const struct shms__cls *k = e->k;
   uint64_t now = shms__load_64(&k->cells[e->cell].word);
   if (now == e->word)
@@ -101,7 +101,12 @@ static void tell_held(struct shms__report *rep, const struct held *e, uint32_t o
   if (k->cfg->mode == SHMS_MODE_LEASE) {
     it.tenant = e->tenant;
     it.uid_ref = e->uid_ref;
-    int quarantined = !contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE;
+    /* A release its holder asked for while the class was held still is done as asked. */
+    int released = asked != 0 && SHMS__PENDING_CLASS(asked) == k->id &&
+                   SHMS__PENDING_CELL(asked) == e->cell &&
+                   SHMS__PENDING_GEN(asked) == SHMS__CELL_GEN(e->word);
+    int quarantined =
+        !released && (!contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE);
     it.reason = quarantined ? SHMS_EOWNERLOST : 0;
     shms__report(rep, quarantined ? SHMS_EVENT_LEASE_QUARANTINED : SHMS_EVENT_LEASE_RELEASED, it);
     return;
@@ -130,11 +135,12 @@ static int settle_owned(struct shms *h, uint32_t owner, struct shms__report *rep
   /* First its command's tree: no cell it held goes to someone else while that runs
    * (docs/operations.md, "Containment"). One not proven gone keeps its cells quarantined. */
   int contained = shms__proc_kill_command(h, h->fd, owner) == SHMS_OK;
+  uint64_t asked = shms__pending_of(h, SHMS__OWNER_INDEX(owner));
   shms__report_settles(rep, owner);
   int done = shms__recover_owner(h, owner, contained, shms__real_now_ns() + SHMS__PATIENCE_NS);
   shms__report_settles(NULL, 0);
   for (uint32_t i = 0; i < n; i++)
-    tell_held(rep, &held[i], owner, contained);
+    tell_held(rep, &held[i], owner, contained, asked);
   free(held);
   return done ? SHMS_OK : SHMS_EBUSY; /* held still: its entry stays, for the next recovery */
 }

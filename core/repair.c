@@ -124,11 +124,12 @@ static void lose_job(const struct shms__cls *k, uint32_t i, int contained, struc
 }
 
 /* A lease whose holder is gone: released or quarantined by the class's policy; quarantined
- * whatever it says unless the holder's command is proven gone (contained). */
-static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, int contained,
+ * whatever it says unless the holder's command is proven gone (contained). Released whatever
+ * the policy if its holder asked for that while the class was held still (core/pending.c). */
+static void dispose(const struct shms__cls *k, uint32_t c, uint64_t w, int contained, int asked,
                     struct shms__report *r) {
   struct shms__item lease = {.k = k, .cell_ref = c + 1, .owner = SHMS__CELL_OWNER(w)};
-  if (contained && k->cfg->on_holder_death == SHMS_ON_DEATH_RELEASE) {
+  if (asked || (contained && k->cfg->on_holder_death == SHMS_ON_DEATH_RELEASE)) {
     set_cell(k, c, SHMS__CELL_GEN(w) + 1, 0, SHMS__CELL_AVAILABLE);
     shms__report(r, SHMS_EVENT_LEASE_RELEASED, lease);
   } else {
@@ -154,7 +155,7 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
   }
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(sw) == SHMS_OK) {
     /* Accepted, then its acceptor died before taking the cell: the lease was exposed. */
-    dispose(k, c, SHMS__CELL_WORD(SHMS__CELL_GEN(w), s->owner, SHMS__CELL_LEASED), 1, r);
+    dispose(k, c, SHMS__CELL_WORD(SHMS__CELL_GEN(w), s->owner, SHMS__CELL_LEASED), 1, 0, r);
     return;
   }
   if (bound && SHMS__SLOT_STATE(sw) == SHMS__SLOT_GRANTED) {
@@ -197,7 +198,7 @@ static void repair_cell(const struct shms__cls *k, uint32_t c, struct alive_cach
     /* First its command: a cell is never handed on while its holder's command runs. */
     int contained = command_gone(a, holder);
     if (!worker) {
-      dispose(k, c, w, contained, r);
+      dispose(k, c, w, contained, shms__pending_asks(a->h, k, c, w), r);
       return;
     }
     uint32_t ref = shms__load_32(&cell->slot);
@@ -419,7 +420,7 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
     shms__report(r, SHMS_EVENT_COUNT_FIXED, (struct shms__item){.k = k});
   shms__store_32(&k->ctl->used, used);
   shms__store_32(&k->ctl->quarantined, quarantined);
-  shms__unfreeze(k, ((uint64_t)queued << 32) | field);
+  shms__thaw(a->h, k, ((uint64_t)queued << 32) | field);
 }
 
 int shms__recover_class_into(struct shms *h, const struct shms__cls *k, struct shms__report *r) {

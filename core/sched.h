@@ -91,6 +91,27 @@ int shms__freeze(struct shms *h, const struct shms__cls *k);
 #define SHMS__PATIENCE_NS (1000ull * 1000 * 1000)
 /* Store the recomputed fast word (without FROZEN): operations resume. */
 void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
+/* shms__unfreeze, then complete the releases recorded while k was held still (core/pending.c):
+ * what a freezer that changed nothing, or recomputed the class, calls to let it go. */
+void shms__thaw(struct shms *h, const struct shms__cls *k, uint64_t fast);
+
+/*
+ * Releases asked for while their class was held still (core/pending.c). Inside an operation on
+ * k: release the lease at cell c whose word is w, as its holder would (kicking or nudging who
+ * waits); 0 if it was returned concurrently.
+ */
+int shms__release_lease(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t w);
+/* Record, in this process's entry, the release of the lease (k, cell, gen, token): 0 if the entry
+ * holds a record already (the caller waits and releases itself). */
+int shms__pending_record(struct shms *h, const struct shms__cls *k, uint32_t cell, uint32_t gen,
+                         uint64_t token);
+/* Inside an operation on k (or holding it frozen): complete entry index's record if it is k's,
+ * and clear it. 1 if a lease was released. */
+int shms__pending_complete(struct shms *h, const struct shms__cls *k, uint32_t index);
+/* Entry index's record (SHMS__PENDING_WORD), 0 if none. */
+uint64_t shms__pending_of(const struct shms *h, uint32_t index);
+/* Whether the holder of the lease at cell c (word w) recorded its release. */
+int shms__pending_asks(const struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t w);
 /*
  * Preconditions (SHMS__ASSERT, shm/debug.h): whether this thread is inside an operation on k or
  * holds k frozen (its steps are then a recovery's); whether k's index may be read and changed

@@ -664,8 +664,12 @@ SHMS_EXTERN int shms_cancel(shms_t *h, const shms_ticket *ticket);
 
 /*
  * Return the lease's cell to service. SHMS_ELEASE if the lease is not exactly
- * current (nothing changed). Never blocks; any thread, and any process that
- * presents the lease exactly (its token is the right to it).
+ * current (nothing changed). Any thread, and any process that presents the
+ * lease exactly (its token is the right to it). Waits only while the class is
+ * held still (a check or recovery at work): after 250 ms the release is
+ * recorded, returns SHMS_OK, and is done for the caller as soon as the class
+ * goes again (docs/protocol.md, "Held still"); a process has one such record,
+ * and a second release meanwhile waits for the class.
  */
 SHMS_EXTERN int shms_release(shms_t *h, const shms_lease *lease);
 /*

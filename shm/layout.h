@@ -347,7 +347,13 @@ struct shms__proc {
    * recorder's view: another cgroup namespace (a container's) may not see it at all, and a path
    * missing there proves nothing (shm/cgroup.h). */
   uint64_t cgroupns_ino;
-  uint8_t reserved2[16];
+  /* A release the process asked for while the lease's class was held still (a check or a
+   * recovery, slow or stopped), so that it need not wait to go on or exit: the lease as
+   * SHMS__PENDING_WORD and its token (token stored first). Completed, exactly once, by whoever
+   * next can: the freezer as it lets the class go, the process's detach, the recovery of its
+   * death (core/pending.c). 0: none. */
+  uint64_t pending_release;
+  uint64_t pending_token;
   /* Lines 4..7: how many leases the process took on the fast path, per class and tenant
    * (core/tally.c). Kept after the process detaches or dies, until the entry's next owner
    * folds them into the tenant table: observers add them up from every entry. */
@@ -355,6 +361,13 @@ struct shms__proc {
 } SHMS__ALIGNED;
 
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
+/* shms__proc.pending_release: which lease, by class, lead cell and generation. */
+#define SHMS__PENDING_WORD(cls, cell, gen)                                                         \
+  ((1ull << 63) | ((uint64_t)(cls)&0xffu) << 48 | ((uint64_t)(cell)&0xffffu) << 32 |               \
+   (uint32_t)(gen))
+#define SHMS__PENDING_CLASS(w) ((int)(((w) >> 48) & 0xffu))
+#define SHMS__PENDING_CELL(w)  ((uint32_t)((w) >> 32) & 0xffffu)
+#define SHMS__PENDING_GEN(w)   ((uint32_t)(w))
 /* shms__proc.cmd_flags. */
 enum { SHMS__CMD_SET = 1u, SHMS__CMD_CGROUP = 2u };
 

@@ -154,6 +154,10 @@ static int claim(const struct shms *h, int fd, uint32_t index, uint32_t role) {
                       index, strerror(e));
   }
   shms__store_32(&p->cmd_flags, 0); /* the dead predecessor's command is dead (register) */
+  /* A predecessor's recorded release stays for whoever completes it (core/pending.c), unless it
+   * died writing it: such a record names no class, and only keeps this entry from recording. */
+  if (SHMS__PENDING_CLASS(shms__load_64(&p->pending_release)) == 0xff)
+    shms__store_64(&p->pending_release, 0);
   shms__store_64(&p->cgroupns_ino, 0);
   shms__store_32(&p->uid, (uint32_t)geteuid());
   shms__store_32(&p->gid, (uint32_t)getegid());

@@ -135,7 +135,7 @@ static pid_t stopped_freezer(const char *name) {
     if (shms__freeze(c, k) != SHMS_OK || write(p[1], "f", 1) != 1)
       _exit(2);
     raise(SIGSTOP);
-    shms__unfreeze(k, shms__load_64(&k->ctl->fast));
+    shms__thaw(c, k, shms__load_64(&k->ctl->fast));
     _exit(shms_detach(c) == SHMS_OK ? 0 : 3);
   }
   get(p[0]);
@@ -266,6 +266,118 @@ START_TEST(run_keeps_its_deadline_and_leaves_while_a_freezer_is_stopped) {
 }
 END_TEST
 
+/*
+ * A holder (on a class that quarantines a departed holder's lease) that takes the one cell, says
+ * so, and on the word from go_fd releases it; exits 0 if the release succeeded (then detaches,
+ * exit 0, unless stay: then it waits to be killed).
+ */
+static pid_t releasing_holder(const char *name, int ready_fd, int go_fd, int stay) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *c;
+    shms_lease l;
+    shms_request req = sched_req("holder", 0);
+    char b;
+    if (shms_attach(name, 0, &c) != SHMS_OK || shms_acquire(c, &req, &l) != SHMS_OK ||
+        write(ready_fd, "h", 1) != 1 || read(go_fd, &b, 1) != 1)
+      _exit(1);
+    if (shms_release(c, &l) != SHMS_OK)
+      _exit(2);
+    if (stay) {
+      if (write(ready_fd, "r", 1) != 1)
+        _exit(3);
+      for (;;)
+        pause();
+    }
+    _exit(shms_detach(c) == SHMS_OK ? 0 : 4);
+  }
+  return pid;
+}
+
+static shms_t *quarantining_class(const char **name) {
+  shms_config cfg;
+  harness_config(&cfg, 1, 8);
+  cfg.classes[SHMS_CLASS_STANDARD].on_holder_death = SHMS_ON_DEATH_QUARANTINE;
+  return sched_open(name, 1, 8, &cfg);
+}
+
+/* The class's one cell is leased, still, and by its holder: nothing moved while held still. */
+static void assert_leased(shms_t *h) {
+  shms_class_stats st = sched_stats(h);
+  ck_assert_uint_eq(st.leased, 1);
+  ck_assert_uint_eq(st.available + st.quarantined, 0);
+}
+
+/* The cell came back, released: free to take, nothing quarantined. */
+static void assert_released(shms_t *h) {
+  shms_class_stats st = sched_stats(h);
+  ck_assert_uint_eq(st.quarantined, 0);
+  ck_assert_uint_eq(st.available, 1);
+  shms_request req = sched_req("next", 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_try_acquire(h, &req, &l));
+  ck_assert_shms_ok(shms_release(h, &l));
+}
+
+/* A holder whose command ended releases and exits while the class is held still: its release is
+ * recorded and completed by the freezer as it lets go, not quarantined with its departure. */
+START_TEST(a_holder_releases_and_exits_while_a_freezer_is_stopped) {
+  const char *name;
+  shms_t *h = quarantining_class(&name);
+  int ready[2], go[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  ck_assert_int_eq(pipe(go), 0);
+  pid_t holder = releasing_holder(name, ready[1], go[0], 0);
+  get(ready[0]);
+  pid_t freezer = stopped_freezer(name);
+  put(go[1]);
+  int st;
+  ck_assert_int_eq(waitpid(holder, &st, 0), holder);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "holder: status %#x", st);
+  ck_assert_int_eq(waitpid(freezer, &st, WNOHANG), 0); /* all while it is stopped */
+  assert_leased(h);
+
+  continue_freezer(freezer);
+  assert_released(h);
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r)); /* the holder's entry, left to recovery */
+  ck_assert_uint_eq(r.leases_quarantined, 0);
+  assert_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+/* The same holder killed after its release returned, and the freezer killed too: the recovery
+ * that finishes the dead freezer's freeze releases the lease as its holder asked. */
+START_TEST(a_release_recorded_before_death_is_done_by_recovery) {
+  const char *name;
+  shms_t *h = quarantining_class(&name);
+  int ready[2], go[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  ck_assert_int_eq(pipe(go), 0);
+  pid_t holder = releasing_holder(name, ready[1], go[0], 1);
+  get(ready[0]);
+  pid_t freezer = stopped_freezer(name);
+  put(go[1]);
+  get(ready[0]); /* its release returned */
+  assert_leased(h);
+  kill(holder, SIGKILL);
+  kill(freezer, SIGKILL);
+  ck_assert_int_eq(waitpid(holder, NULL, 0), holder);
+  ck_assert_int_eq(waitpid(freezer, NULL, 0), freezer);
+
+  shms_recovery r;
+  ck_assert_shms_ok(shms_recover(h, &r));
+  ck_assert_uint_eq(r.dead_processes, 2);
+  ck_assert_uint_eq(r.leases_released, 1);
+  ck_assert_uint_eq(r.leases_quarantined, 0);
+  assert_released(h);
+  assert_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
 /* `check` on a class with a corrupt operation mark: one line naming the word, exit 1. */
 START_TEST(check_names_a_corrupt_operation_mark_and_returns) {
   const char *name;
@@ -295,6 +407,8 @@ int main(void) {
   tcase_add_test(tc, a_freeze_behind_a_stopped_freezer_gives_up_and_says_who);
   tcase_add_test(tc, run_keeps_its_deadline_and_leaves_while_a_freezer_is_stopped);
   tcase_add_test(tc, check_names_a_corrupt_operation_mark_and_returns);
+  tcase_add_test(tc, a_holder_releases_and_exits_while_a_freezer_is_stopped);
+  tcase_add_test(tc, a_release_recorded_before_death_is_done_by_recovery);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
