@@ -153,7 +153,7 @@ enum { SHMS__LOOK_AGAIN = 1 };
  * grants to dead waiters and on its own request: the one wake-up an idle waiter has. Only a
  * dead process's leftovers wait for it (docs/protocol.md, "Waiting and waking"), and with a
  * supervisor running not even those. Once a second costs 100 idle waiters about 0.2% of a
- * CPU (docs/performance.md, "Idle waiters").
+ * CPU (design/waking.md, "Idle waiters and the safety poll").
  */
 #define SHMS__POLL_NS (1000ull * 1000 * 1000)
 

@@ -45,7 +45,7 @@ _Static_assert(P_WORDS == sizeof(shms_prepared) / sizeof(uint64_t), "shms_prepar
  * key and a rotation are bijections, and so is adding the rest) and the finish is a bijection,
  * so it is always seen; changes to several cancel out by chance alone (two words swapped land
  * under different rotations). Rotations and adds, one multiply: a few cycles on every prepared
- * acquire (six multiplies cost 0.3-0.5 ns more, docs/performance.md). The incarnation and the
+ * acquire (six multiplies cost 0.3-0.5 ns more, design/fast-path.md). The incarnation and the
  * handle's number are compared whole instead.
  */
 static inline uint64_t rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }

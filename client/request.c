@@ -62,9 +62,9 @@ int shms__spin_then_sleep(struct shms *h, const struct shms__cls *k, uint32_t i,
   /* Only before announcing: a waiter that already said it sleeps (woken by its poll) sleeps.
    * A lease class's queued requests are its waiters, each of whom may spin, and each holder but
    * the one whose release we wait for needs a CPU too: a holder descheduled by a spinner on its
-   * CPU gives nothing back until the spinner sleeps (docs/performance.md, "Contended
-   * throughput"). A worker class's are jobs, whose clients wait however many each has in
-   * flight. */
+   * CPU gives nothing back until the spinner sleeps (design/overtaking.md, "A spinning waiter
+   * must not keep the holder off its CPU"). A worker class's are jobs, whose clients wait
+   * however many each has in flight. */
   uint32_t waiters = 1;
   if (k->cfg->mode == SHMS_MODE_LEASE) {
     uint64_t f = shms__load_64(&k->ctl->fast);

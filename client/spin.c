@@ -1,7 +1,7 @@
 /*
  * Spinning before sleeping: a waiter watches its word for a short window before it announces
- * that it sleeps (docs/protocol.md, "Waiting and waking"; docs/performance.md, "Waking:
- * spinning before sleeping"). A hand-off that lands inside the window costs the waiter no wake-up
+ * that it sleeps (docs/protocol.md, "Waiting and waking"; design/waking.md, "Spinning
+ * before sleeping"). A hand-off that lands inside the window costs the waiter no wake-up
  * (tens of microseconds on a virtual machine whose idle vCPU halts) and the waker no FUTEX_WAKE.
  *
  * The spin only reads: it changes nothing shared, so the sleep/wake handshake and every crash

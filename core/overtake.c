@@ -27,7 +27,7 @@ void shms__overtake_arrived(const struct shms__cls *k, uint64_t enqueue_ns) {
    * Uncounted, an arrival that left the end alone was invisible to that pass, which could then
    * replace the end of an older request it granted by a later one, or none, while ours was still
    * waiting for its attention bit to be taken: acquires overtook it past its bound until the
-   * next pass (a time slice when the baton holder was descheduled: docs/performance.md). The
+   * next pass (a time slice when the baton holder was descheduled: design/overtaking.md). The
    * pass that indexes the request publishes the same end or, once it is granted, a later one. */
   uint64_t mine = enqueue_ns + k->overtake_ns, *pair = end_pair(k);
   uint64_t cur[2] = {shms__load_64(&pair[0]), shms__load_64(&pair[1])}, set[2];

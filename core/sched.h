@@ -586,7 +586,7 @@ int shms__index_reinsert(const struct shms__cls *k, uint32_t i);
  * Warm the cache for unlinking indexed request i, before the baton is ours (a cancel): a cold
  * cancel's misses are dependent (the slot names its tenant record and neighbours, the record
  * names its treap's root), and a prefetch issued as soon as an address is known lets them
- * overlap with each other and with the cancel's own work (docs/performance.md, "The cold
+ * overlap with each other and with the cancel's own work (design/scaling.md, "The cold
  * cancel"). Hints only, never a change: every link is read racily (the baton's holder may be
  * changing it), range-checked, and used for nothing but a prefetch, which cannot fault; the
  * unlink reads them again under the baton. In three steps, each once the last one's lines can

@@ -1,8 +1,8 @@
 #!/bin/bash
 # What each instruction class of the uncontended acquire+release costs: bench_acquire built from
 # the committed tree as is ("asis") and with one class taken out at a time, run in interleaved
-# rounds on one pinned CPU; medians and ranges per variant (docs/performance.md, "Where the fast
-# path's time goes"). The variants are measurements only: each breaks what the class is there
+# rounds on one pinned CPU; medians and ranges per variant (design/fast-path.md, "Where the
+# time goes"). The variants are measurements only: each breaks what the class is there
 # for (crash safety, a second process, observers), which one process alone in a segment never
 # exercises. They are made in copies under a temporary directory; the tree is not touched.
 #

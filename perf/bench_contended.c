@@ -11,8 +11,8 @@
  * 0 for strict hand-off: what perf/summarize.awk judges the longest wait against). With
  * --latency 1 every acquire is timed too (two clock reads per operation, so the throughput is
  * not comparable) and `max_acquire_us_pP` is the longest any process saw: the caller's view,
- * its own preemption inside the call included (docs/performance.md, "The wait counts from
- * publication"); perf/run.sh does not run it.
+ * its own preemption inside the call included (design/overtaking.md, "The longest wait
+ * against the bound"); perf/run.sh does not run it.
  * Usage: bench_contended --system NAME [--procs P] [--cells C] [--ms MS] [--latency 1]
  */
 #include <stdio.h>

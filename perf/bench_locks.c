@@ -36,7 +36,7 @@ struct bl_shared {
 /* ---- shmsched ----------------------------------------------------------- */
 
 /* The class's overtake bound: BENCH_OVERTAKE_US (microseconds, 0 for strict hand-off) if set,
- * for the trade-off table of docs/performance.md; else the default. */
+ * for the sweep of design/overtaking.md ("Choosing the bound"); else the default. */
 static uint64_t bench_overtake(void) {
   const char *v = getenv("BENCH_OVERTAKE_US");
   if (v == NULL || *v == '\0')

@@ -29,7 +29,7 @@
  * (cancelwarmslot_ns); and its tenant record (cancelwarmtenant_ns); and the neighbours it
  * unlinks from (cancelwarmlinks_ns); and its tenant's treap root (cancelwarmroot_ns, all of
  * them: about cancelhot_ns). Each step down is what those lines cost the cancel
- * (docs/performance.md, "The cold cancel"). This reads the segment's internals (shm/handle.h),
+ * (design/scaling.md, "The cold cancel"). This reads the segment's internals (shm/handle.h),
  * as bench_events does; nothing else here does.
  * The class is fair by time (the default; --grants: fair by grants, rows `shmsched-grants`). Its
  * clock is one the benchmark advances itself by 1 us before each release: every lease then holds

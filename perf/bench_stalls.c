@@ -4,8 +4,8 @@
  * gaps between two reads: every gap is time the CPU ran something else (a kernel thread, the
  * platform's agent, an interrupt, the hypervisor). A queued request waits at least as long as a
  * holder its grant waits for is kept off its CPU, whatever the queueing rule, so perf/run.sh
- * prints this beside the contended longest waits (docs/performance.md, "Why absolute figures
- * move").
+ * prints this beside the contended longest waits (design/benchmarking.md, "Why absolute
+ * figures move").
  *
  * Output: `stalls,machine,gaps_over_2ms_per_s,V,1/s` (over all CPUs), `gaps_over_500us_per_s`
  * and `longest_gap_us` (the longest on any CPU).

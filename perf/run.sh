@@ -2,7 +2,7 @@
 # Build the benchmarks in Release mode (build-perf/) and run every benchmark with its
 # baselines in one run, several repeats each, interleaved (repeat 1 of everything, then
 # repeat 2, ...) so that a burst of noise hits every system alike. Prints one table of
-# medians and of shmsched's ratio to each baseline, then the issue's targets (for
+# medians and of shmsched's ratio to each baseline, then the project's targets (for
 # information: nothing here fails on a figure).
 #
 # Writes perf/results/ (git-ignored):
@@ -129,7 +129,7 @@ for ((rep = 1; rep <= repeats; rep++)); do
   # hypervisor): the floor under every longest wait below.
   run "$rep" bench_stalls --ms "$stall_ms"
   # Strict hand-off (overtake=0) beside the default bound: bounded overtaking's before/after;
-  # and the prepared acquire, the path issue 15's throughput targets are judged on.
+  # and the prepared acquire, the path the contended throughput targets are judged on.
   for p in 4 8; do
     run "$rep" bench_contended --system shmsched-strict --procs "$p" --cells 2 --ms "$cont_ms"
   done
@@ -141,7 +141,7 @@ for ((rep = 1; rep <= repeats; rep++)); do
       --samples "$out/samples/worker-roundtrip-$s.txt"
   done
   run "$rep" bench_scaling --ops "$scaling_ops"
-  # What each of a cold cancel's lines costs it, at the size of issue 15's cold-cancel target.
+  # What each of a cold cancel's lines costs it, at the size of the cold-cancel target.
   run "$rep" bench_scaling --ops "$scaling_ops" --lines 100000:10000
   # The event recorder's cost on a grant and a cancel (each records one event), side by side.
   run "$rep" bench_scaling --ops "$scaling_ops" --events 0 10:1 1000:100

@@ -175,7 +175,7 @@ END {
 
   print ""
   print "Targets: client cost and idle waiters (for information):"
-  # Issue 12: a client costs the same on a class of 64 slots and of 1,048,576.
+  # Target: a client costs the same on a class of 64 slots and of 1,048,576.
   n = split("api_us api_rss_kb cli_ms cli_rss_kb", cm, " ")
   for (i = 1; i <= n; i++) {
     small = fig("client-cost", "q64", cm[i])

@@ -6,7 +6,7 @@
  * which run only in the main thread and only when it returns to the interpreter, would
  * never get to run during a wait with no time limit. Waiting in short slices would, at the
  * cost of waking every idle waiter several times a second; the project keeps an idle waiter
- * to one wake-up a second (docs/performance.md, "idle").
+ * to one wake-up a second (design/waking.md, "Idle waiters and the safety poll").
  *
  * So in the main thread the call runs in a helper thread that blocks every signal, and the
  * main thread sleeps in poll() on an eventfd the helper writes when the call returns, with
