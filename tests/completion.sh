@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# bash completion (completion/shmsched) driven in a real bash as bash-completion drives it
+# (COMP_WORDS, COMP_CWORD, then the function; COMPREPLY checked): the commands and each
+# command's long options are exactly those of `shmsched --help` and `shmsched CMD --help`;
+# segment names are the shmsched segments of $SHMSCHED_DIR, or /dev/shm, and nothing else
+# there; class names are the segment's own (lease classes for run, worker classes for
+# submit); a few options' values; a command after run's "--".
+# Usage: tests/completion.sh SOURCE_DIR SHMSCHED. Exits 77 (skipped) without bash-completion.
+set -euo pipefail
+src=$1 bin=$2
+bc=/usr/share/bash-completion/bash_completion
+if [ ! -r "$bc" ]; then
+  echo "completion: bash-completion is not installed (scripts/setup.sh installs it): skipped" >&2
+  exit 77
+fi
+work=$(mktemp -d)
+shmseg=shmst-comp-$$
+trap 'SHMSCHED_DIR= "$bin" destroy "$shmseg" --force >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+fail() {
+  echo "completion: $*" >&2
+  exit 1
+}
+
+# shellcheck disable=SC1090
+source "$bc"
+# shellcheck disable=SC1091
+source "$src/completion/shmsched"
+# compopt works only while bash itself runs a completion; here its options would change nothing.
+compopt() { :; }
+
+# complete WORD... : complete the last word of `shmsched WORD...` (an empty last word completes
+# from nothing), or with AT=N set the Nth word, the cursor at its end; prints COMPREPLY, sorted,
+# one per line.
+complete_line() {
+  COMP_WORDS=("$bin" "$@")
+  COMP_CWORD=${AT:-$((${#COMP_WORDS[@]} - 1))}
+  COMP_LINE="${COMP_WORDS[*]}"
+  local before=("${COMP_WORDS[@]:0:COMP_CWORD+1}")
+  COMP_POINT=${#before[*]}
+  before="${before[*]}"
+  COMP_POINT=${#before}
+  COMPREPLY=()
+  set +e # as in an interactive shell
+  _shmsched
+  set -e
+  ((${#COMPREPLY[@]} == 0)) || printf '%s\n' "${COMPREPLY[@]}" | sort
+}
+# expect "WANT" WORD... : the completions, space-separated and sorted, are exactly WANT.
+expect() {
+  local want=$1 got
+  shift
+  got=$(complete_line "$@" | tr '\n' ' ' | sed 's/ $//')
+  [ "$got" = "$want" ] || fail "shmsched $* <TAB>: got '$got', want '$want'"
+}
+# The long options of a --help's Options block, sorted, space-separated.
+help_options() {
+  "$bin" "$@" --help | awk '/^Options:$/ {on = 1; next} on && /^$/ {exit} on' |
+    grep -oE '^ +(-[A-Za-z0-9], +)?--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z0-9-]+' | sort -u |
+    tr '\n' ' ' | sed 's/ $//'
+}
+
+# Commands, and each command's options, both ways.
+commands=$("$bin" --help | awk '/^Commands:$/ {on = 1; next} on && /^$/ {exit} on' |
+  awk '/^  [a-z]/ {print $1}' | sort | tr '\n' ' ' | sed 's/ $//')
+[ -n "$commands" ] || fail "no commands in shmsched --help"
+expect "$commands" ''
+expect "--help --version" -
+for c in $commands; do
+  [ "$c" = help ] && continue
+  expect "$(help_options "$c")" "$c" --
+done
+expect "cancel check create" c
+
+# Segment names: the shmsched segments of $SHMSCHED_DIR, not its other files.
+export SHMSCHED_DIR=$work/segs
+mkdir "$SHMSCHED_DIR"
+"$bin" create farm --class standard:cells=2,queue=8 \
+  --class small:cells=1,queue=4,mode=worker >/dev/null
+"$bin" create fleet --class large:cells=1,queue=2 >/dev/null
+printf 'SHMSCHEDnot-really' >"$SHMSCHED_DIR/fake-short" && truncate -s 4 "$SHMSCHED_DIR/fake-short"
+echo 'not a segment' >"$SHMSCHED_DIR/notes"
+ln -s farm "$SHMSCHED_DIR/link"
+mkdir "$SHMSCHED_DIR/dir"
+expect "farm fleet" status ''
+expect "farm fleet" top f
+expect "farm" destroy fa
+expect "farm fleet" metrics farm ''      # metrics takes several segments
+expect "" status farm ''                 # one segment is enough
+expect "farm fleet" top -d 0.5 f          # an option's value is no operand
+expect "farm" run --class=standard fa    # nor is one joined to its option
+# A path: files, as any path completes.
+expect "$SHMSCHED_DIR/dir" status "$SHMSCHED_DIR/di"
+
+# Class names: the segment's own, as status lists them; run takes lease classes, submit and
+# worker worker classes, top any.
+expect "small standard" top farm -c ''
+expect "small standard" top farm --class ''
+expect "standard" run farm --class ''
+expect "standard" jobserver farm -c s
+expect "small" submit farm -c ''
+AT=3 expect "small" worker --class s farm # the segment may come after the cursor
+expect "" worker -c ''           # no segment yet: nothing to read
+expect "large" repair fleet --class ''
+expect "large" events fleet -c l
+
+# Values, and what follows an option that takes one.
+expect "grants name queued wait" top farm --sort ''
+expect "auto fifo pipe" jobserver farm --style ''
+expect "standard:" create x --class stan
+expect "--delay" top farm --del
+expect "" top farm --delay ''
+# supervise --create: create's options follow.
+expect "--config" supervise farm --create --class standard:cells=1,queue=1 --conf
+# After run's "--": a command.
+[[ " $(complete_line run farm -c standard -t ci -- mkdi | tr '\n' ' ') " == *" mkdir "* ]] ||
+  fail "run farm ... -- mkdi <TAB>: mkdir is not offered"
+expect "" run farm -c standard -t ci -- mkdir --cla # its options are not run's
+expect "top" help to
+
+# /dev/shm when SHMSCHED_DIR is unset: a segment there is offered.
+unset SHMSCHED_DIR
+"$bin" create "$shmseg" --class tiny:cells=1,queue=1 >/dev/null
+expect "$shmseg" status "$shmseg"
+expect "tiny" top "$shmseg" -c ''
+echo "completion: commands, options, segments, classes and values complete as they should"
