@@ -10,8 +10,8 @@ Usage: tests/man_check.py SOURCE_DIR SHMSCHED_BINARY
   code of supervisor/cli.h is under EXIT STATUS.
 - shmsched.conf(5): every section and key of docs/config.md's tables is an .It line, and every
   key there is in docs/config.md.
-- shmsched(3): every function include/shmsched.h declares is documented (.Fn or .Fo), and every
-  shms_ function the page names is declared.
+- shmsched(3): every function include/shmsched.h declares is in the SYNOPSIS (.Fo) and described
+  (an .It Fn line), and every shms_ name and SHMS_ constant the page names is in the header.
 Exits 1 and lists each difference.
 """
 import glob
@@ -158,7 +158,10 @@ page3 = read("man/shmsched.3")
 declared = set(re.findall(r"^SHMS_EXTERN\b[^;]*?\b(shms_\w+)\(", read("include/shmsched.h"),
                           re.M | re.S))
 documented = set(re.findall(r"^\.F[no] (shms_\w+)", page3, re.M))
+described = set(re.findall(r"^\.It Fn (shms_\w+)$", page3, re.M))
 named = set(re.findall(r"\b(shms_[a-z0-9_]+)\b", page3))
+for f in sorted(declared - described):
+    errors.append(f"shmsched.3: {f} (include/shmsched.h) has no .It Fn entry in DESCRIPTION")
 for f in sorted(declared - documented):
     errors.append(f"shmsched.3: {f} (include/shmsched.h) is not documented (.Fn or .Fo)")
 in_header = set(re.findall(r"\b(shms_[a-z0-9_]+)\b", read("include/shmsched.h")))
