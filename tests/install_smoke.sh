@@ -25,6 +25,13 @@ for f in share/man/man1/shmsched.1 share/man/man5/shmsched.conf.5 share/man/man3
 done
 [ "$(readlink "$prefix/share/man/man3/shms_attach.3")" = shmsched.3 ] ||
   fail "share/man/man3/shms_attach.3 is not a link to shmsched.3"
+# bash-completion finds the completion where it was installed, by the command's name.
+bc=/usr/share/bash-completion/bash_completion
+if [ -r "$bc" ]; then
+  XDG_DATA_DIRS=$prefix/share bash -c 'source "$1" && __load_completion shmsched && complete -p shmsched' \
+    _ "$bc" | grep -q -- '-F _shmsched shmsched$' ||
+    fail "bash-completion does not load share/bash-completion/completions/shmsched"
+fi
 export PKG_CONFIG_PATH
 PKG_CONFIG_PATH=$(dirname "$pc")
 got=$(pkg-config --variable=prefix shmsched)
