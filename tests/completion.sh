@@ -4,7 +4,8 @@
 # command's long options are exactly those of `shmsched --help` and `shmsched CMD --help`;
 # segment names are the shmsched segments of $SHMSCHED_DIR, or /dev/shm, and nothing else
 # there; class names are the segment's own (lease classes for run, worker classes for
-# submit); a few options' values; a command after run's "--".
+# submit); tenants and teams its tenant table's; a few options' values; a command after run's
+# "--".
 # Usage: tests/completion.sh SOURCE_DIR SHMSCHED. Exits 77 (skipped) without bash-completion.
 set -euo pipefail
 src=$1 bin=$2
@@ -106,6 +107,16 @@ AT=3 expect "small" worker --class s farm # the segment may come after the curso
 expect "" worker -c ''           # no segment yet: nothing to read
 expect "large" repair fleet --class ''
 expect "large" events fleet -c l
+
+# Tenants and teams: the segment's tenant table, as policy lists it.
+"$bin" run farm -c standard -t alice -- true
+"$bin" policy farm --tenant bob --weight 2 >/dev/null
+"$bin" policy farm --tenant carol --team research >/dev/null
+expect "alice bob carol" run farm --tenant ''
+expect "bob" submit farm -c small -t b
+expect "research" policy farm --team ''
+expect "" status farm -t ''      # status -t is --tenants: no value
+expect "farm fleet" metrics -t f # nor is metrics -t
 
 # Values, and what follows an option that takes one.
 expect "grants name queued wait" top farm --sort ''
