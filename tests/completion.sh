@@ -108,6 +108,16 @@ expect "" worker -c ''           # no segment yet: nothing to read
 expect "large" repair fleet --class ''
 expect "large" events fleet -c l
 
+# Event kinds: exactly the library's (core/report.c), each one events --kind takes.
+want=$(grep -oE '^ +\[SHMS_EVENT_[A-Z_]+\] = "[a-z-]+"' "$src/core/report.c" | grep -oE '"[a-z-]+"' |
+  tr -d '"' | sort | tr '\n' ' ' | sed 's/ $//')
+[ -n "$want" ] || fail "no event kinds found in core/report.c"
+expect "$want" events farm --kind ''
+for k in $want; do
+  "$bin" events farm --kind "$k" >/dev/null || fail "events --kind $k: refused"
+done
+expect "granted,rejected granted,request-owner-lost granted,resumed granted,revoked" events farm -k granted,re
+
 # Tenants and teams: the segment's tenant table, as policy lists it.
 "$bin" run farm -c standard -t alice -- true
 "$bin" policy farm --tenant bob --weight 2 >/dev/null
