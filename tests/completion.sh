@@ -89,6 +89,7 @@ mkdir "$SHMSCHED_DIR/dir"
 expect "farm fleet" status ''
 expect "farm fleet" top f
 expect "farm" destroy fa
+expect "" create fa                      # create names a new segment
 expect "farm fleet" metrics farm ''      # metrics takes several segments
 expect "" status farm ''                 # one segment is enough
 expect "farm fleet" top -d 0.5 f          # an option's value is no operand
