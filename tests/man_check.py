@@ -112,8 +112,10 @@ for c in sorted(commands & set(subs) - {"help"}):  # help --help is the list of 
 
 # docs/cli.md: each `## shmsched X` section's option table.
 cli = read("docs/cli.md")
+documented_commands = set()
 for m in re.finditer(r"^## `shmsched ([a-z]+)`\n(.*?)(?=^## |\Z)", cli, re.M | re.S):
     c, body = m.group(1), m.group(2)
+    documented_commands.add(c)
     if c not in subs:
         errors.append(f"shmsched.1: docs/cli.md's command '{c}' has no subsection")
         continue
@@ -123,6 +125,10 @@ for m in re.finditer(r"^## `shmsched ([a-z]+)`\n(.*?)(?=^## |\Z)", cli, re.M | r
             if not re.search(r"Fl -" + re.escape(lg) + r"\b", text):
                 errors.append(f"shmsched.1: {c}: docs/cli.md's option --{lg} is not in "
                               "its subsection")
+
+# resume is told in drain's section (as its --help is drain's).
+for c in sorted(commands - documented_commands - {"resume"}):
+    errors.append(f"docs/cli.md: command '{c}' has no '## `shmsched {c}`' section to check against")
 
 env = "\n".join(sh1.get("ENVIRONMENT", []))
 for d in ("shm", "client", "supervisor", "worker", "core"):
