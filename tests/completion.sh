@@ -101,6 +101,8 @@ expect "$SHMSCHED_DIR/dir" status "$SHMSCHED_DIR/di"
 # worker worker classes, top any.
 expect "small standard" top farm -c ''
 expect "small standard" top farm --class ''
+expect "small standard" top farm --class=   # --opt=value
+expect "standard" run farm --class=st
 expect "standard" run farm --class ''
 expect "standard" jobserver farm -c s
 expect "small" submit farm -c ''
