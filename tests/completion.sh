@@ -5,10 +5,10 @@
 # segment names are the shmsched segments of $SHMSCHED_DIR, or /dev/shm, and nothing else
 # there; class names are the segment's own (lease classes for run, worker classes for
 # submit); tenants and teams its tenant table's; a few options' values; a command after run's
-# "--".
+# "--"; and bash itself completing command lines typed on a terminal (tmux).
 # Usage: tests/completion.sh SOURCE_DIR SHMSCHED. Exits 77 (skipped) without bash-completion.
 set -euo pipefail
-src=$1 bin=$2
+src=$(realpath "$1") bin=$(realpath "$2")
 bc=/usr/share/bash-completion/bash_completion
 if [ ! -r "$bc" ]; then
   echo "completion: bash-completion is not installed (scripts/setup.sh installs it): skipped" >&2
@@ -150,4 +150,37 @@ unset SHMSCHED_DIR
 "$bin" create "$shmseg" --class tiny:cells=1,queue=1 >/dev/null
 expect "$shmseg" status "$shmseg"
 expect "tiny" top "$shmseg" -c ''
+# And bash itself, on a terminal (tmux): Tab after a prefix completes the command line.
+if command -v tmux >/dev/null 2>&1; then
+  sock=shmst-comp-$$
+  trap 'tmux -L "$sock" kill-server 2>/dev/null || true
+        rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$sock"
+        SHMSCHED_DIR= "$bin" destroy "$shmseg" --force >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
+  mkdir "$work/bin"
+  ln -s "$bin" "$work/bin/shmsched"
+  cat >"$work/rc" <<RC
+source $bc
+source $src/completion/shmsched
+PATH=$work/bin:\$PATH
+export SHMSCHED_DIR=$work/segs
+PS1='$ '
+RC
+  SHMSCHED_DIR=$work/segs "$bin" create jobs9 --class standard:cells=1,queue=1 >/dev/null
+  tmux -L "$sock" new-session -d -s comp -x 150 -y 20 "bash --noprofile --rcfile '$work/rc' -i"
+  # The screen, once it shows pattern $1 (a look every 50 ms; what ends the wait is the screen).
+  wait_screen() {
+    local deadline=$((SECONDS + 30)) screen
+    while ((SECONDS < deadline)); do
+      screen=$(tmux -L "$sock" capture-pane -p -t comp 2>/dev/null) || screen=
+      grep -Eq -- "$1" <<<"$screen" && return 0
+      sleep 0.05
+    done
+    fail "the terminal never showed '$1': $screen"
+  }
+  wait_screen '^\$$' # (trailing blanks are not captured)
+  tmux -L "$sock" send-keys -t comp 'shmsched to' Tab 'jobs' Tab '--cla' Tab 'st' Tab
+  wait_screen '^\$ shmsched top jobs9 --class standard$'
+  tmux -L "$sock" send-keys -t comp C-u 'shmsched top jobs9 -d 0.5 --sor' Tab 'q' Tab
+  wait_screen '^\$ shmsched top jobs9 -d 0.5 --sort queued$'
+fi
 echo "completion: commands, options, segments, classes and values complete as they should"
