@@ -20,6 +20,7 @@ packages=(
   prometheus python3-prometheus-client curl  # `metrics`: promtool check, the client's parser, scrapes
   prometheus-node-exporter        # `metrics --textfile` read by its textfile collector in a test
   libncurses-dev tmux             # `top`: its terminal view, and the terminal its test drives
+  mandoc bash-completion          # the man pages' lint (mandoc -Tlint); the completion's test
   libslurm-dev                    # the Slurm plugin (slurm/): Slurm's spank.h
   slurmd slurmctld slurm-client munge  # its end-to-end test: a one-node cluster of its own
 )

@@ -26,6 +26,12 @@ int cli_parse_u32(const char *s, uint32_t *out, char *err, size_t n);
 /* A positive duration with a unit: "250ms", "5s", "2m", "1h". */
 int cli_parse_duration(const char *s, uint64_t *ns, char *err, size_t n);
 
+/* top's -d, in top(1)'s form as well: seconds with an optional fraction ("0.5", "2", ".25") or a
+ * duration with a unit ("500ms", "2s"); at least CLI_DELAY_MIN_NS. No other option takes a bare
+ * number as a duration. */
+#define CLI_DELAY_MIN_NS (1000ull * 1000)
+int cli_parse_delay(const char *s, uint64_t *ns, char *err, size_t n);
+
 /* Permission bits in octal: "0660" or "660". */
 int cli_parse_mode(const char *s, uint32_t *mode, char *err, size_t n);
 

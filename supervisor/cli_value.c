@@ -1,5 +1,5 @@
 /*
- * Scalar values of the CLI and the INI file: numbers, durations, modes, groups.
+ * Scalar values of the CLI and the INI file: numbers, durations (and top's delay), modes, groups.
  * Strict by design: a typo must fail loudly rather than turn into a default.
  */
 #include <grp.h>
@@ -112,6 +112,55 @@ int cli_parse_duration(const char *s, uint64_t *ns, char *err, size_t n) {
     return 0;
   }
   return fail(err, n, "unknown unit in '%s' (use ms, s, m or h)", q);
+}
+
+/* top(1)'s seconds with an optional fraction ("0.5", "2", ".25") into ns; -1 if s is not one.
+ * Digits past the ninth of the fraction are below a nanosecond and dropped. */
+static int parse_seconds(const char *s, uint64_t *ns) {
+  size_t whole = strspn(s, "0123456789"), frac = 0;
+  if (s[whole] == '.')
+    frac = strspn(s + whole + 1, "0123456789");
+  size_t end = whole + (s[whole] == '.' ? 1 + frac : 0);
+  if (whole + frac == 0 || s[end] != '\0')
+    return -1;
+  uint64_t sec = 0, sub = 0;
+  if (whole > 0 && parse_digits(s, whole, &sec) != 0)
+    return -2;
+  for (size_t i = 0; i < 9; i++)
+    sub = sub * 10 + (i < frac ? (uint64_t)(s[whole + 1 + i] - '0') : 0);
+  if (sec > (UINT64_MAX - sub) / 1000000000ull)
+    return -2;
+  *ns = sec * 1000000000ull + sub;
+  return 0;
+}
+
+int cli_parse_delay(const char *s, uint64_t *ns, char *err, size_t n) {
+  char q[96];
+  if (s == NULL || s[0] == '\0')
+    return fail(err, n, "empty value, expected seconds such as 0.5 or a duration such as 500ms");
+  cli_quote(q, sizeof q, s);
+  if (s[0] == '-')
+    return fail(err, n, "must be positive: '%s'", q);
+  uint64_t v = 0;
+  int rc = parse_seconds(s, &v);
+  if (rc == -2)
+    return fail(err, n, "out of range: '%s'", q);
+  if (rc == -1) {
+    size_t num = strspn(s, "0123456789.");
+    int dot = num > 0 && memchr(s, '.', num) != NULL;
+    if (dot && s[num] != '\0')
+      return fail(err, n, "'%s': seconds with a fraction take no unit (e.g. 0.5 or 500ms)", q);
+    if (num == 0 || dot)
+      return fail(err, n, "not a delay: '%s' (expected seconds such as 0.5 or 2, or 500ms, 2s)", q);
+    if (cli_parse_duration(s, &v, err, n) != 0)
+      return SHMS_EINVAL;
+  }
+  if (v == 0)
+    return fail(err, n, "must be positive: '%s'", q);
+  if (v < CLI_DELAY_MIN_NS)
+    return fail(err, n, "'%s' is below the shortest delay, 1ms", q);
+  *ns = v;
+  return 0;
 }
 
 int cli_parse_mode(const char *s, uint32_t *mode, char *err, size_t n) {

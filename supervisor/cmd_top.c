@@ -41,7 +41,8 @@ static const char help[] =
     "A destroyed segment shows as gone; one created again under NAME is followed.\n"
     "\n"
     "Options:\n"
-    "  -d, --delay DUR   time between frames (default: 1s)\n"
+    "  -d, --delay DUR   time between frames: seconds, as top(1) takes them (0.5, 2),\n"
+    "                    or with a unit (500ms, 2s, 1m); at least 1ms (default: 1s)\n"
     "  -n, --frames N    stop after N frames (default: until q, or a signal)\n"
     "  -b, --batch       plain frames, no terminal control (default when stdout is\n"
     "                    not a terminal or TERM is dumb); a frame ends with a blank line\n"
@@ -64,6 +65,7 @@ static const char help[] =
     "Examples:\n"
     "  shmsched top jobs\n"
     "  shmsched top jobs -b -n 3 -d 2s\n"
+    "  shmsched top jobs -d 0.5\n"
     "  shmsched top jobs --json -n 10 | jq .classes.standard.grants_per_s\n";
 
 struct top_args {
@@ -309,7 +311,7 @@ static int parse(int argc, char **argv, struct top_args *a) {
   while ((c = getopt_long(argc, argv, ":d:n:bjc:s:rlh", opts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(help), -1;
-    if (c == 'd' && cli_parse_duration(optarg, &a->delay_ns, why, sizeof why) != 0)
+    if (c == 'd' && cli_parse_delay(optarg, &a->delay_ns, why, sizeof why) != 0)
       return cli_usage("top: --delay: %s", why);
     if (c == 'n') {
       if (cli_parse_u32(optarg, &frames, why, sizeof why) != 0 || frames == 0)

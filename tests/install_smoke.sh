@@ -18,6 +18,20 @@ pc=$(find "$prefix" -name shmsched.pc)
 [ -n "$pc" ] || fail "shmsched.pc was not installed"
 [ -x "$prefix/bin/shmsched" ] || fail "the CLI was not installed"
 libdir=$(dirname "$(dirname "$pc")")
+# The man pages (a link per C call to shmsched(3)) and bash completion.
+for f in share/man/man1/shmsched.1 share/man/man5/shmsched.conf.5 share/man/man3/shmsched.3 \
+  share/man/man3/shms_acquire.3 share/bash-completion/completions/shmsched; do
+  [ -s "$prefix/$f" ] || fail "$f was not installed"
+done
+[ "$(readlink "$prefix/share/man/man3/shms_attach.3")" = shmsched.3 ] ||
+  fail "share/man/man3/shms_attach.3 is not a link to shmsched.3"
+# bash-completion finds the completion where it was installed, by the command's name.
+bc=/usr/share/bash-completion/bash_completion
+if [ -r "$bc" ]; then
+  XDG_DATA_DIRS=$prefix/share bash -c 'source "$1" && __load_completion shmsched && complete -p shmsched' \
+    _ "$bc" | grep -q -- '-F _shmsched shmsched$' ||
+    fail "bash-completion does not load share/bash-completion/completions/shmsched"
+fi
 export PKG_CONFIG_PATH
 PKG_CONFIG_PATH=$(dirname "$pc")
 got=$(pkg-config --variable=prefix shmsched)
@@ -55,4 +69,6 @@ staged=$(find "$work/stage" -name shmsched.pc)
 [ -n "$staged" ] || fail "shmsched.pc was not installed under DESTDIR"
 got=$(PKG_CONFIG_PATH=$(dirname "$staged") pkg-config --variable=prefix shmsched)
 [ "$got" = /opt/shmsched ] || fail "shmsched.pc under DESTDIR: prefix=$got, want /opt/shmsched"
+[ -L "$work/stage/opt/shmsched/share/man/man3/shms_release.3" ] ||
+  fail "the man page links were not installed under DESTDIR"
 echo "install_smoke: installed, pkg-config names the prefix, compiled a program and the api.md example, and ran them"

@@ -78,6 +78,53 @@ START_TEST(durations_bad) {
 }
 END_TEST
 
+/* top's -d: top(1)'s seconds with a fraction beside the unit forms; nothing else changes. */
+START_TEST(delays_good) {
+  static const struct {
+    const char *s;
+    uint64_t ns;
+  } cases[] = {
+      {"0.5", 500000000ull},   {"2", 2000000000ull},  {".25", 250000000ull},
+      {"1.", 1000000000ull},   {"0.001", 1000000ull}, {"1.0000000019", 1000000001ull},
+      {"500ms", 500000000ull}, {"2s", 2000000000ull}, {"1m", 60000000000ull},
+      {"1ms", 1000000ull},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint64_t ns = 0;
+    ck_assert_parses(cli_parse_delay(cases[i].s, &ns, err, sizeof err));
+    ck_assert_msg(ns == cases[i].ns, "%s: %llu ns", cases[i].s, (unsigned long long)ns);
+  }
+}
+END_TEST
+
+START_TEST(delays_bad) {
+  static const struct {
+    const char *s, *needle;
+  } cases[] = {
+      {"", "empty"},
+      {"0", "must be positive: '0'"},
+      {"0.0", "must be positive"},
+      {"0s", "must be positive"},
+      {"-1", "must be positive: '-1'"},
+      {"-0.5", "must be positive"},
+      {"abc", "not a delay: 'abc'"},
+      {".", "not a delay: '.'"},
+      {"0.0001", "below the shortest delay, 1ms"},
+      {"1.5s", "take no unit"},
+      {"1.2.3", "not a delay"},
+      {"1.2.3s", "take no unit"},
+      {"5x", "unknown unit"},
+      {" 1", "not a delay"},
+      {"99999999999999999999", "out of range"},
+      {"18446744073709551615.5", "out of range"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint64_t ns = 0;
+    ck_assert_fails(cli_parse_delay(cases[i].s, &ns, err, sizeof err), cases[i].needle);
+  }
+}
+END_TEST
+
 START_TEST(numbers) {
   uint32_t v = 0;
   ck_assert_parses(cli_parse_u32("4294967295", &v, err, sizeof err));
@@ -658,6 +705,8 @@ static Suite *config_suite(void) {
   TCase *tc = harness_tcase("values");
   tcase_add_test(tc, durations_good);
   tcase_add_test(tc, durations_bad);
+  tcase_add_test(tc, delays_good);
+  tcase_add_test(tc, delays_bad);
   tcase_add_test(tc, numbers);
   tcase_add_test(tc, modes_and_groups);
   suite_add_tcase(s, tc);

@@ -138,10 +138,18 @@ wait_screen '^LEASES of standard: 2 ' '^ CELL STATE +AGE +PID HOLDER +USER +TENA
 keys l
 wait_screen '^TENANTS of standard: 4 ' '^carol +2 '
 
+# -d: seconds as top(1) takes them, or a duration with a unit; a bad one is a usage error.
+for bad in 0 -1 abc 0.0001 1.5s; do
+  rc=0
+  "$B" top "$name" -b -n 1 -d "$bad" >/dev/null 2>"$dir/bad.err" || rc=$?
+  [ "$rc" = 2 ] && grep -q "^shmsched: invalid-argument: top: --delay: .*'$bad'" "$dir/bad.err" ||
+    fail "top -d $bad: exit $rc, $(cat "$dir/bad.err")"
+done
+
 # Batch: plain frames, no escape byte, no keys; automatic on a pipe, and with TERM=dumb on a
 # terminal.
 "$B" top "$name" -b -n 2 -d 50ms | cat >"$dir/batch"
-"$B" top "$name" -n 2 -d 50ms >"$dir/pipe"
+"$B" top "$name" -n 2 -d 0.05 >"$dir/pipe" # top(1)'s seconds
 TERM=dumb script -qec "'$B' top '$name' -n 2 -d 50ms" /dev/null >"$dir/dumb" </dev/null
 "$B" top "$name" -b -n 1 -d 50ms -c standard --leases >"$dir/leases"
 [ "$(grep -cE "^ +[01] leased .* running $me +(alice|bob)\$" "$dir/leases")" = 2 ] ||

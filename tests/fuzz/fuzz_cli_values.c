@@ -4,6 +4,7 @@
  * Input: lines; the first byte of each picks the parser, the rest is its text.
  *   c  cli_parse_class_spec       "standard:cells=2,queue=8,..."
  *   d  cli_parse_duration         "250ms"
+ *   D  cli_parse_delay            "0.5" (top -d)
  *   u  cli_parse_u32              "4096"
  *   m  cli_parse_mode             "0660"
  *   s  cli_set_segment_option     "max-tenants=4" (split at the first '=')
@@ -14,7 +15,8 @@
  * Contracts checked besides memory safety: a failure writes one non-empty
  * line, NUL-terminated within the size given and nothing beyond it; a parsed
  * u32 or mode is exactly its (decimal or octal) digits, whatever its range,
- * which validation checks; a duration is positive; a quoted string is
+ * which validation checks; a duration is positive; a delay is at least
+ * CLI_DELAY_MIN_NS, and a duration that long is the same delay; a quoted string is
  * printable and fits; cli_config_check agrees with shms_config_validate; a
  * valid configuration has a size within SHMS_SEGMENT_MAX.
  */
@@ -61,6 +63,19 @@ static void parse_duration(const char *s) {
   err_after("cli_parse_duration", rc);
   if (rc == 0 && ns == 0)
     fuzz_fail("cli_parse_duration accepted '%s' as zero", s);
+}
+
+static void parse_delay(const char *s) {
+  uint64_t ns = 0, as_duration = 0;
+  err_reset();
+  int rc = cli_parse_delay(s, &ns, err, ERR_N);
+  err_after("cli_parse_delay", rc);
+  if (rc == 0 && ns < CLI_DELAY_MIN_NS)
+    fuzz_fail("cli_parse_delay accepted '%s' as %llu ns", s, (unsigned long long)ns);
+  char derr[ERR_N];
+  if (cli_parse_duration(s, &as_duration, derr, sizeof derr) == 0 &&
+      as_duration >= CLI_DELAY_MIN_NS && (rc != 0 || ns != as_duration))
+    fuzz_fail("cli_parse_delay read the duration '%s' otherwise", s);
 }
 
 static void parse_mode(const char *s) {
@@ -152,6 +167,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       break;
     case 'd':
       parse_duration(line + 1);
+      break;
+    case 'D':
+      parse_delay(line + 1);
       break;
     case 'u':
       parse_u32(line + 1);
