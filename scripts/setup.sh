@@ -23,6 +23,7 @@ packages=(
   mandoc bash-completion          # the man pages' lint (mandoc -Tlint); the completion's test
   libslurm-dev                    # the Slurm plugin (slurm/): Slurm's spank.h
   slurmd slurmctld slurm-client munge  # its end-to-end test: a one-node cluster of its own
+  systemd                         # systemd-analyze: the units_verify test
 )
 
 # cargo: the jobserver bridge's cargo test (tests/test_cli_jobserver.c), unless a cargo is there

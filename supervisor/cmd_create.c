@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_cfgdiff.h"
 #include "cli_config.h"
 #include "shmsched.h"
 
@@ -17,7 +18,8 @@ static const char help[] =
     "\n"
     "Lay out a new segment NAME: /dev/shm/NAME, or $SHMSCHED_DIR/NAME when set; a\n"
     "NAME with a '/' is the path of the segment file. If NAME exists it fails\n"
-    "(already-exists) and leaves the existing segment untouched.\n"
+    "(already-exists) and leaves the existing segment untouched; with --if-missing\n"
+    "it compares the segment's configuration with the one given instead.\n"
     "\n"
     "Options:\n"
     "  --class SPEC            one class, CLASS:cells=N,queue=N[,KEY=VALUE]...; repeat once\n"
@@ -40,6 +42,10 @@ static const char help[] =
     "  --config FILE           read the segment and its classes from an INI file\n"
     "                          (docs/config.md); cannot be combined with --class; the\n"
     "                          options below override the file's [segment] settings\n"
+    "  --if-missing            if NAME exists, succeed when its configuration is the one\n"
+    "                          given (the file's [tenant] and [team] weights aside) and\n"
+    "                          fail (already-exists) naming the first difference when\n"
+    "                          not; the segment is left as it is either way\n"
     "  --starvation-after DUR  aging threshold, 1ms..24h, unit ms, s, m or h (default 5s)\n"
     "  --max-tenants N         tenants with live requests per class, 1..65536 (default 1024)\n"
     "  --max-processes N       attached-process table size, 1..65536 (default 1024)\n"
@@ -55,8 +61,9 @@ static const char help[] =
     "                          16..65536 (default 4096)\n"
     "  -h, --help              show this help\n"
     "\n"
-    "Exit status: 0 created, 1 the creation failed (already-exists, permission-denied,\n"
-    "no-space, ...), 2 usage or configuration error (nothing is created).\n"
+    "Exit status: 0 created (with --if-missing: or found with this configuration), 1 the\n"
+    "creation failed (already-exists, permission-denied, no-space, ...), 2 usage or\n"
+    "configuration error (nothing is created).\n"
     "\n"
     "Examples:\n"
     "  shmsched create jobs --class standard:cells=8,queue=64\n"
@@ -64,9 +71,10 @@ static const char help[] =
     "      --class large:cells=1,queue=4,allow=ci+release --starvation-after 2s\n"
     "  shmsched create infer --class large:cells=2,queue=16,mode=worker,payload=65536 \\\n"
     "      --mode 0660 --group infer\n"
-    "  shmsched create jobs --config /etc/shmsched/jobs.ini --max-processes 256\n";
+    "  shmsched create jobs --config /etc/shmsched/jobs.ini --max-processes 256\n"
+    "  shmsched create jobs --config /etc/shmsched/jobs.conf --if-missing\n";
 
-enum { OPT_CLASS = 256, OPT_CONFIG, OPT_SEGMENT };
+enum { OPT_CLASS = 256, OPT_CONFIG, OPT_IF_MISSING, OPT_SEGMENT };
 
 /* Indexed by val - OPT_SEGMENT; the names are cli_set_segment_option()'s keys. */
 static const char *const segment_keys[] = {
@@ -77,6 +85,7 @@ enum { SEGMENT_KEYS = sizeof segment_keys / sizeof segment_keys[0] };
 static const struct option opts[] = {
     {"class", required_argument, NULL, OPT_CLASS},
     {"config", required_argument, NULL, OPT_CONFIG},
+    {"if-missing", no_argument, NULL, OPT_IF_MISSING},
     {"starvation-after", required_argument, NULL, OPT_SEGMENT + 0},
     {"max-tenants", required_argument, NULL, OPT_SEGMENT + 1},
     {"max-processes", required_argument, NULL, OPT_SEGMENT + 2},
@@ -94,6 +103,7 @@ struct create_args {
   struct cli_policies policies;      /* the file's [tenant NAME] and [team NAME] sections */
   int classes;                       /* --class options, parsed into cfg as they come */
   const char *config;                /* --config FILE */
+  int if_missing;                    /* --if-missing */
   const char *segment[SEGMENT_KEYS]; /* last value of each segment option */
 };
 
@@ -110,6 +120,8 @@ static int parse_options(int argc, char **argv, struct create_args *a) {
       a->classes++;
     } else if (c == OPT_CONFIG) {
       a->config = optarg;
+    } else if (c == OPT_IF_MISSING) {
+      a->if_missing = 1;
     } else if (c >= OPT_SEGMENT && c < OPT_SEGMENT + SEGMENT_KEYS) {
       a->segment[c - OPT_SEGMENT] = optarg;
     } else {
@@ -182,6 +194,29 @@ static void print_created(const char *name, const shms_config *cfg) {
          (unsigned long long)shms_segment_size(cfg), list);
 }
 
+/* --if-missing and NAME exists: the same configuration is a success, another a failure naming
+ * the first difference; the segment is left as it is either way. */
+static int compare_existing(const char *name, const struct create_args *a) {
+  shms_t *h = NULL;
+  shms_config seg;
+  int rc = shms_attach(name, SHMS_ATTACH_OBSERVER, &h);
+  if (rc == SHMS_OK)
+    rc = shms_get_config(h, &seg);
+  if (rc != SHMS_OK) {
+    int code = cli_fail_lib(rc);
+    if (h != NULL)
+      shms_detach(h);
+    return code;
+  }
+  shms_detach(h);
+  char diff[512];
+  const char *source = a->config != NULL ? a->config : "the --class options";
+  if (cli_config_diff(&seg, &a->cfg, source, diff, sizeof diff) != 0)
+    return cli_fail(SHMS_EEXISTS, "segment '%s' exists with another configuration: %s", name, diff);
+  printf("segment '%s' exists with the configuration of %s: left as it is\n", name, source);
+  return CLI_EXIT_OK;
+}
+
 int cmd_create(int argc, char **argv) {
   struct create_args a = {.classes = 0, .policies = {0}};
   shms_config_init(&a.cfg);
@@ -196,8 +231,12 @@ int cmd_create(int argc, char **argv) {
     return rc;
   }
   if ((rc = shms_create(name, &a.cfg)) != SHMS_OK) {
+    if (rc == SHMS_EEXISTS && a.if_missing)
+      rc = compare_existing(name, &a);
+    else
+      rc = cli_fail_lib(rc);
     cli_policies_free(&a.policies);
-    return cli_fail_lib(rc);
+    return rc;
   }
   rc = apply_policies(name, &a);
   cli_policies_free(&a.policies);
