@@ -153,11 +153,18 @@ class Explanation:
     tenant_queued: int
     blocked_by: Tuple[str, ...] = field(default=())  #: "no-cell", "tenant-limit", "no-worker", ...
     cell: Optional[int] = None  #: "held": the cell the lease holds
-    holder_pid: Optional[int] = None  #: "held": the holder, None if its process entry is gone
+    #: "held": the holder by its pid here; None if its process entry is gone, or if it runs in a
+    #: pid namespace this one cannot number (holder_foreign)
+    holder_pid: Optional[int] = None
     holder_alive: Optional[bool] = None
     held: Optional[float] = None  #: "held": seconds since the grant
     cells: int = 1  #: the cells it asks for at once
     gathered: int = 0  #: "queued": cells reserved for it while it gathers them ("gather")
+    #: "held": the holder's pid as its own pid namespace numbers it, and that namespace's inode
+    holder_ns_pid: Optional[int] = None
+    holder_pidns: Optional[int] = None
+    #: "held": the holder's pid namespace is not this one's nor one below it: holder_pid is None
+    holder_foreign: Optional[bool] = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,7 @@ def _explanation(t: tuple) -> Explanation:
     from . import _shmsched as _c
 
     (state, outcome, tenant, priority, waited_ns, aged, ahead, ring, ahead_t, tq, blocked, cell,
-     pid, alive, held_ns, cells, gathered) = t
+     pid, alive, held_ns, cells, gathered, ns_pid, foreign, pidns) = t
     held = _STATES.get(state) == "held"
     return Explanation(
         state=_STATES.get(state, f"unknown-{state}"),
@@ -192,4 +199,7 @@ def _explanation(t: tuple) -> Explanation:
         held=held_ns / 1e9 if held else None,
         cells=max(cells, 1),
         gathered=gathered,
+        holder_ns_pid=(ns_pid or None) if held else None,
+        holder_pidns=(pidns or None) if held else None,
+        holder_foreign=bool(foreign) if held else None,
     )

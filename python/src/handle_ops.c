@@ -213,10 +213,11 @@ PyObject *pyshms_explain(HandleObject *self, PyObject *arg) {
   PYSHMS_HANDLE_CALL(self, rc = shms_explain(self->h, &t, &x));
   if (rc != SHMS_OK)
     return pyshms_raise_last(rc);
-  return Py_BuildValue("(IisiKIIIIIIIiIKII)", x.state, x.outcome, x.tenant, x.priority,
+  return Py_BuildValue("(IisiKIIIIIIIiIKIIiIK)", x.state, x.outcome, x.tenant, x.priority,
                        (unsigned long long)x.waited_ns, x.aged, x.tenants_ahead, x.ring_length,
                        x.ahead_in_tenant, x.tenant_queued, x.blocked_by, x.cell, x.holder_pid,
-                       x.holder_alive, (unsigned long long)x.held_ns, x.cells, x.gathered);
+                       x.holder_alive, (unsigned long long)x.held_ns, x.cells, x.gathered,
+                       x.holder_ns_pid, x.holder_foreign, (unsigned long long)x.holder_pidns);
 }
 
 PyObject *pyshms_submit(HandleObject *self, PyObject *args) {

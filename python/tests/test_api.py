@@ -89,6 +89,9 @@ def test_enqueue_gives_a_ticket_to_wait_cancel_explain(make_segment):
         x = t.explain()
         assert (x.state, x.cell, x.holder_pid, x.holder_alive) == ("held", lease.cell,
                                                                    seg._h.pid, True)
+        # Our own namespace: the same number there, its inode, not foreign.
+        assert (x.holder_ns_pid, x.holder_foreign) == (seg._h.pid, False)
+        assert x.holder_pidns == os.stat("/proc/self/ns/pid").st_ino
         lease.release()
         held[1].release()
         u = seg.enqueue("standard", tenant="carol")
