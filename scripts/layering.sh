@@ -3,6 +3,8 @@
 # Usage: scripts/layering.sh [BUILD_DIR]   (default build/; the library's objects must be built)
 #
 # Layers, lowest first: include/ <- shm/ <- core/ <- client/, worker/ <- supervisor/.
+# A file's layer is its top directory's: supervisor/'s rooms (supervisor/cli/, supervisor/run/...)
+# are all supervisor/.
 # Within core/, files are ordered too (CORE_ORDER below, lowest first).
 # An edge goes up when a file includes a header of a higher directory, or when a library object
 # calls (has undefined) a symbol that an object of a higher directory or later core/ file
@@ -45,7 +47,7 @@ up_edges() {
     }
     /^#include "/ { inc = $2; gsub(/"/, "", inc); d = FILENAME; sub(/\/[^\/]*$/, "", d)
                     print FILENAME, norm(d "/" inc), inc }
-  ' shm/*.[ch] core/*.[ch] client/*.[ch] worker/*.[ch] supervisor/*.[ch] |
+  ' shm/*.[ch] core/*.[ch] client/*.[ch] worker/*.[ch] supervisor/*/*.[ch] |
     while read -r src to inc; do
       [ -e "$to" ] || to=include/$inc # "shmsched.h" comes through the include path
       from_dir=${src%%/*} to_dir=${to%%/*}

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 dir=${1:-build}
 [ -f "$dir/compile_commands.json" ] || scripts/build.sh >/dev/null
-mapfile -t files < <(ls shm/*.c core/*.c client/*.c worker/*.c supervisor/*.c slurm/*.c)
+mapfile -t files < <(ls shm/*.c core/*.c client/*.c worker/*.c supervisor/*/*.c slurm/*.c)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 # One clang-tidy per core; each prints its findings, the summary lines go to stderr.

@@ -1,8 +1,8 @@
 /*
  * What shmsched reads of other processes in /proc: one parser of /proc/PID/stat and one walk
  * over every process. The library names and kills owners' commands with it (shm/proc.c), the
- * CLI finds a command's children and counts the tasks below a build (supervisor/contain.c,
- * js_tree.c).
+ * CLI finds a command's children and counts the tasks below a build (supervisor/run/contain.c,
+ * supervisor/jobserver/js_tree.c).
  */
 #ifndef SHMS_SHM_PROCFS_H
 #define SHMS_SHM_PROCFS_H

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli_config.h"
+#include "cli/cli_config.h"
 
 static int fail(char *err, size_t n, const char *arg, const char *why) {
   char q[96];

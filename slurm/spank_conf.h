@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "run_env.h"
+#include "run/run_env.h"
 #include "shmsched.h"
 
 /* Which steps of a job take leases (steps=): by default its ordinary steps (srun) only. */

@@ -7,7 +7,7 @@ Usage: tests/man_check.py SOURCE_DIR SHMSCHED_BINARY
   there is a command; in each, the options (short and long, paired) of the command's `--help`
   are exactly its .It lines' options; every option of docs/cli.md's table for the command
   appears there; every variable the code reads with getenv is under ENVIRONMENT; every exit
-  code of supervisor/cli.h is under EXIT STATUS.
+  code of supervisor/cli/cli.h is under EXIT STATUS.
 - shmsched.conf(5): every section and key of docs/config.md's tables is an .It line, and every
   key there is in docs/config.md.
 - shmsched(3): every function include/shmsched.h declares is in the SYNOPSIS (.Fo) and described
@@ -132,16 +132,17 @@ for c in sorted(commands - documented_commands - {"resume"}):
 
 env = "\n".join(sh1.get("ENVIRONMENT", []))
 for d in ("shm", "client", "supervisor", "worker", "core"):
-    for f in glob.glob(os.path.join(src, d, "*.c")):
+    # supervisor/ keeps its files in rooms (supervisor/cli/, supervisor/run/, ...).
+    for f in glob.glob(os.path.join(src, d, "**", "*.c"), recursive=True):
         with open(f, encoding="utf-8") as fh:
             for var in sorted(set(re.findall(r'getenv\("([A-Z_]+)"\)', fh.read()))):
                 if not re.search(r"^\.It Ev " + var + r"$", env, re.M):
                     errors.append(f"shmsched.1: {os.path.relpath(f, src)} reads {var}, "
                                   "which ENVIRONMENT does not list")
 status = "\n".join(sh1.get("EXIT", []))
-for code in re.findall(r"CLI_EXIT_\w+ = (\d+)", read("supervisor/cli.h")):
+for code in re.findall(r"CLI_EXIT_\w+ = (\d+)", read("supervisor/cli/cli.h")):
     if not re.search(r"^\.It " + code + r"$", status, re.M):
-        errors.append(f"shmsched.1: exit code {code} (supervisor/cli.h) is not in EXIT STATUS")
+        errors.append(f"shmsched.1: exit code {code} (supervisor/cli/cli.h) is not in EXIT STATUS")
 
 # ---- shmsched.conf(5) -----------------------------------------------------------------------
 page5 = read("man/shmsched.conf.5")

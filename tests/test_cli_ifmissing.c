@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_cfgdiff.h"
-#include "cli_config.h"
+#include "cli/cli_cfgdiff.h"
+#include "cli/cli_config.h"
 #include "cli_proc.h"
 #include "harness.h"
 

@@ -1,5 +1,5 @@
 /*
- * The CLI's configuration parsing (supervisor/cli_config.h) without running
+ * The CLI's configuration parsing (supervisor/cli/cli_config.h) without running
  * the binary: every field's bad values give an error naming the field, and
  * good --class specs and INI files land in the expected shms_config.
  */
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli_config.h"
+#include "cli/cli_config.h"
 #include "harness.h"
 
 static char err[512];

@@ -1,5 +1,5 @@
 /*
- * What `shmsched jobserver` tells a build tool (supervisor/js_flags.c): the
+ * What `shmsched jobserver` tells a build tool (supervisor/jobserver/js_flags.c): the
  * MAKEFLAGS it composes from an inherited one, the make command lines whose
  * -jN make would obey instead of the jobserver, and --style auto's choice.
  */
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "js_flags.h"
+#include "jobserver/js_flags.h"
 
 #define OURS "-j4 --jobserver-auth=3,4"
 

@@ -1,5 +1,5 @@
 /*
- * `shmsched top`'s pieces that need no terminal (supervisor/top_cols.c, top_text.c,
+ * `shmsched top`'s pieces that need no terminal (supervisor/top/top_cols.c, top_text.c,
  * top_model.c, top_source.c): which columns a width keeps, what a frame's lines say (classes
  * in configuration order, no keys in batch output, paused, a destroyed segment), sort orders
  * reversed, no interval across two segments, and the following of a segment by incarnation
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "top.h"
+#include "top/top.h"
 
 /* ---- the lines a frame is drawn as ---------------------------------------- */
 

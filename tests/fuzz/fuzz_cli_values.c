@@ -1,5 +1,5 @@
 /*
- * The CLI's value parsers (supervisor/cli_config.h) and shms_config_validate.
+ * The CLI's value parsers (supervisor/cli/cli_config.h) and shms_config_validate.
  *
  * Input: lines; the first byte of each picks the parser, the rest is its text.
  *   c  cli_parse_class_spec       "standard:cells=2,queue=8,..."
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_config.h"
+#include "cli/cli_config.h"
 #include "fuzz.h"
 
 #define ERR_N 300 /* what the callee may use of err; the rest must stay untouched */

@@ -1,5 +1,5 @@
 /*
- * The --config INI file (supervisor/cli_config.h: cli_load_config_file) and
+ * The --config INI file (supervisor/cli/cli_config.h: cli_load_config_file) and
  * shms_config_validate. There is no in-memory variant of the loader, so the
  * input is written to a memfd and loaded through /proc/self/fd/N.
  *
@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cli_config.h"
+#include "cli/cli_config.h"
 #include "fuzz.h"
 
 #define ERR_N 400
