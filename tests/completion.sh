@@ -8,6 +8,7 @@
 # "--"; and bash itself completing command lines typed on a terminal (tmux).
 # Usage: tests/completion.sh SOURCE_DIR SHMSCHED. Exits 77 (skipped) without bash-completion.
 set -euo pipefail
+umask 022 # the scratch directories are ours alone to write, whatever umask the caller runs with
 src=$(realpath "$1") bin=$(realpath "$2")
 bc=/usr/share/bash-completion/bash_completion
 if [ ! -r "$bc" ]; then

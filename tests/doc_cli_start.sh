@@ -7,6 +7,7 @@
 # page names must appear.
 # Usage: doc_cli_start.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
+umask 022 # the scratch directories are ours alone to write, whatever umask the caller runs with
 src=$1 build=$2
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
