@@ -80,7 +80,7 @@ int shms_release(shms_t *h, const shms_lease *lease) {
   int rc = lease_class(h, lease, &k);
   if (rc != SHMS_OK)
     return rc;
-  if (shms__op_enter_until(h, k, shms__real_now_ns() + SHMS__HELD_PATIENCE_NS) != SHMS_OK)
+  if (shms__op_enter_within(h, k, SHMS__HELD_PATIENCE_NS) != SHMS_OK)
     return release_later(h, k, lease);
   rc = release_op(h, k, lease);
   shms__op_leave(h, k);

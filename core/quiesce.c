@@ -162,20 +162,28 @@ __attribute__((noinline, cold)) static int enter_slow(struct shms *h, const stru
   }
 }
 
+/* The outermost enter's common step: marked, and the class not frozen. 0 if the rare steps
+ * are needed (enter_slow). */
+static inline int enter_fast(struct shms *h, const struct shms__cls *k, struct thread_op *t) {
+  if (__builtin_expect(t->proc == h->proc && t->owner == h->owner, 1)) {
+    mark(h, k, t, 1);
+    if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN)) {
+      t->depth = 1;
+      return 1;
+    }
+    unmark(h, k, t);
+  }
+  return 0;
+}
+
 void shms__op_enter(struct shms *h, const struct shms__cls *k) {
   struct thread_op *t = &cur[k->id];
   if (t->depth > 0) {
     t->depth++;
     return;
   }
-  if (__builtin_expect(t->proc == h->proc && t->owner == h->owner, 1)) {
-    mark(h, k, t, 1);
-    if (!(shms__load_64(&k->ctl->fast) & SHMS__FAST_FROZEN)) {
-      t->depth = 1;
-      return;
-    }
-    unmark(h, k, t);
-  }
+  if (enter_fast(h, k, t))
+    return;
   enter_slow(h, k, t, 0);
   t->depth = 1;
 }
@@ -199,6 +207,13 @@ int shms__op_enter_until(struct shms *h, const struct shms__cls *k, uint64_t unt
                       shms_class_name(k->id), freezer_pid(h, k));
   t->depth = 1;
   return SHMS_OK;
+}
+
+int shms__op_enter_within(struct shms *h, const struct shms__cls *k, uint64_t patience_ns) {
+  struct thread_op *t = &cur[k->id];
+  if (t->depth == 0 && enter_fast(h, k, t))
+    return SHMS_OK; /* the clock is read only if the class is found frozen */
+  return shms__op_enter_until(h, k, shms__real_now_ns() + patience_ns);
 }
 
 int shms__op_enter_fast(struct shms *h, const struct shms__cls *k) {

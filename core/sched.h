@@ -62,6 +62,9 @@ void shms__op_enter(struct shms *h, const struct shms__cls *k);
  * real clock; 0: no limit) at most. SHMS_OK once entered, else SHMS_ETIMEDOUT (not entered).
  */
 int shms__op_enter_until(struct shms *h, const struct shms__cls *k, uint64_t until_real);
+/* The same, waiting patience_ns at most from when k is found frozen: as cheap as shms__op_enter
+ * when it is not (no clock read), for the release path. */
+int shms__op_enter_within(struct shms *h, const struct shms__cls *k, uint64_t patience_ns);
 /*
  * For an operation whose first step is a locked CAS on the fast word that
  * fails when FROZEN is set (the fast path): mark it without a fence, the CAS
