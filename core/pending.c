@@ -74,8 +74,7 @@ uint64_t shms__pending_of(const struct shms *h, uint32_t index) {
 int shms__pending_asks(const struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t w) {
   uint32_t index = SHMS__OWNER_INDEX(SHMS__CELL_OWNER(w));
   uint64_t v = shms__pending_of(h, index);
-  return v != 0 && SHMS__PENDING_CLASS(v) == k->id && SHMS__PENDING_CELL(v) == c &&
-         SHMS__PENDING_GEN(v) == SHMS__CELL_GEN(w) &&
+  return v == SHMS__PENDING_WORD(k->id, c, SHMS__CELL_GEN(w)) &&
          shms__load_64(&shms__proc_at(h, index)->pending_token) ==
              shms__load_64(&k->cells[c].token);
 }

@@ -102,9 +102,7 @@ static void tell_held(struct shms__report *rep, const struct held *e, uint32_t o
     it.tenant = e->tenant;
     it.uid_ref = e->uid_ref;
     /* A release its holder asked for while the class was held still is done as asked. */
-    int released = asked != 0 && SHMS__PENDING_CLASS(asked) == k->id &&
-                   SHMS__PENDING_CELL(asked) == e->cell &&
-                   SHMS__PENDING_GEN(asked) == SHMS__CELL_GEN(e->word);
+    int released = asked == SHMS__PENDING_WORD(k->id, e->cell, SHMS__CELL_GEN(e->word));
     int quarantined =
         !released && (!contained || k->cfg->on_holder_death == SHMS_ON_DEATH_QUARANTINE);
     it.reason = quarantined ? SHMS_EOWNERLOST : 0;
