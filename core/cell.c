@@ -262,28 +262,33 @@ uint32_t shms__lead_cells(const struct shms__cls *k, uint32_t c, uint32_t gen) {
   return n > 1 ? n : 1;
 }
 
-static struct ending ending_of(const struct shms__cls *k, const struct shms__cell *cell,
-                               uint32_t gen) {
-  struct ending e = {.tenant = cell->tenant, .ncells = 1};
+/* Filled in place, the name only when it is used: the uncontended release of a lease taken on
+ * the fast path writes three words of it. */
+static inline __attribute__((always_inline)) void ending_of(const struct shms__cls *k,
+                                                            const struct shms__cell *cell,
+                                                            uint32_t gen, struct ending *e) {
+  e->tenant = cell->tenant;
+  e->ncells = 1;
+  e->fast = 0;
+  e->start_ns = e->charged_ns = 0;
   /* A lease of several cells is always counted against its tenant (core/dispatch.c): the
    * uncontended release of a lease taken on the fast path reads nothing more. */
-  if (e.tenant != 0)
-    e.ncells = shms__lead_cells(k, (uint32_t)(cell - k->cells), gen);
+  if (e->tenant != 0)
+    e->ncells = shms__lead_cells(k, (uint32_t)(cell - k->cells), gen);
   if (!k->timed)
-    return e;
-  if (e.tenant == 0) {
+    return;
+  if (e->tenant == 0) {
     /* A lease taken on the fast path is charged if it ends while requests are queued: with none,
      * nobody was owed what it held. The uncontended release reads only the fast word's line,
      * which it writes next anyway. */
     if (SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) == 0)
-      return e;
-    e.fast = 1;
+      return;
+    e->fast = 1;
     for (size_t i = 0; i < SHMS__NAME_WORDS; i++)
-      e.name[i] = shms__load_64((uint64_t *)&cell->tenant_name[i]);
+      e->name[i] = shms__load_64((uint64_t *)&cell->tenant_name[i]);
   }
-  e.start_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
-  e.charged_ns = shms__load_64((uint64_t *)&cell->charged_ns);
-  return e;
+  e->start_ns = shms__load_64((uint64_t *)&cell->lease_start_ns);
+  e->charged_ns = shms__load_64((uint64_t *)&cell->charged_ns);
 }
 
 /* The tenant's count of leases goes down; in a class fair by time, its charge is corrected to
@@ -414,7 +419,8 @@ int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
     return 0; /* a torn grant's cell: recovery recounts */
   struct shms__cell *cell = &k->cells[c];
   uint64_t w = shms__load_64(&cell->word);
-  struct ending e = ending_of(k, cell, gen);
+  struct ending e;
+  ending_of(k, cell, gen, &e);
   /* Only the grant made at gen, and from any owner: the word's owner is the grantee's, and
    * a worker cell's grants all name clients. Never exposed, yet the generation moves on: a
    * grant returned and the cell granted again must never read as the same word (a worker
@@ -438,7 +444,8 @@ int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
 int shms__cell_quarantine(const struct shms__cls *k, uint32_t c, uint64_t expect, int reason) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  struct ending e = ending_of(k, cell, SHMS__CELL_GEN(expect));
+  struct ending e;
+  ending_of(k, cell, SHMS__CELL_GEN(expect), &e);
   uint64_t q =
       SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, SHMS__CELL_OWNER(expect), SHMS__CELL_QUARANTINED);
   if (!ck_pr_cas_64(&cell->word, expect, q))
@@ -491,7 +498,8 @@ uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner) {
 enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  struct ending e = ending_of(k, cell, SHMS__CELL_GEN(expect));
+  struct ending e;
+  ending_of(k, cell, SHMS__CELL_GEN(expect), &e);
   uint32_t tenant = e.tenant;
   /* The generation moves on: this lease (and any copy of it) can never return the cell again. */
   uint64_t free_word = SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE);
@@ -538,7 +546,8 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
-  struct ending e = ending_of(k, cell, SHMS__CELL_GEN(expect));
+  struct ending e;
+  ending_of(k, cell, SHMS__CELL_GEN(expect), &e);
   if (!ck_pr_cas_64(&cell->word, expect,
                     SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE)))
     return 0;

@@ -49,7 +49,8 @@ static inline void shms__tally_lease(struct shms *h, const struct shms__cls *k,
   /* The process's only thread with an operation mark (ours: we are in one) adds with a plain
    * store, the locked add costing a sixth of the uncontended acquire; with two, they add
    * atomically. A second thread's first lease racing the store can lose one count, once. */
-  if (__builtin_popcount(shms__load_32(&p->marks_used) & SHMS__MARKS_CLAIMED) == 1)
+  uint32_t marks = shms__load_32(&p->marks_used) & SHMS__MARKS_CLAIMED;
+  if ((marks & (marks - 1)) == 0) /* one bit: not __builtin_popcount, a libgcc call on x86-64 */
     shms__store_64(&t->grants, shms__load_64(&t->grants) + 1);
   else
     ck_pr_inc_64(&t->grants);
