@@ -60,13 +60,12 @@ START_TEST(results_in_input_order_and_first_failing_status) {
              "{\"tenant\": \"b\", \"payload_b64\": \"dGhyZWU6MA==\"}\n"
              "{\"tenant\": \"a\", \"payload\": \"four:7\", \"deadline\": \"1h\"}\n",
              path, sizeof path);
-  ck_assert_int_eq(CLI("submit", name, "--class", "small", "--tenant", "dflt", "--batch", path,
-                       "--wait"),
-                   4);
-  const char *want[] = {"{\"line\":1,", "\"status\":0,\"result\":\"ONE\"}\n", "{\"line\":3,",
-                        "\"status\":4,\"result\":\"TWO\"}\n", "{\"line\":4,",
-                        "\"status\":0,\"result\":\"THREE\"}\n", "{\"line\":5,",
-                        "\"status\":7,\"result\":\"FOUR\"}\n"};
+  ck_assert_int_eq(
+      CLI("submit", name, "--class", "small", "--tenant", "dflt", "--batch", path, "--wait"), 4);
+  const char *want[] = {"{\"line\":1,", "\"status\":0,\"result\":\"ONE\"}\n",
+                        "{\"line\":3,", "\"status\":4,\"result\":\"TWO\"}\n",
+                        "{\"line\":4,", "\"status\":0,\"result\":\"THREE\"}\n",
+                        "{\"line\":5,", "\"status\":7,\"result\":\"FOUR\"}\n"};
   const char *at = out;
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     const char *found = strstr(at, want[i]);
@@ -133,8 +132,8 @@ END_TEST
 
 /* Refusals by the scheduler: exit 75, the line named where one caused it, nothing queued. */
 START_TEST(a_refused_batch_changes_nothing) {
-  const char *name = cli_segment("br", "small:cells=1,queue=3,mode=worker,payload=16,allow=a+b",
-                                 NULL);
+  const char *name =
+      cli_segment("br", "small:cells=1,queue=3,mode=worker,payload=16,allow=a+b", NULL);
   char path[256];
   batch_file("full", "{}\n{}\n{}\n{}\n", path, sizeof path);
   ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--batch", path), 75);
@@ -188,8 +187,7 @@ START_TEST(a_stop_signal_cancels_the_unstarted_jobs) {
   const char *one = strstr(out, "{\"line\":1,"), *two = strstr(out, "{\"line\":2,"),
              *three = strstr(out, "{\"line\":3,");
   ck_assert_msg(one && two && three && one < two && two < three, "%s", out);
-  ck_assert_msg(strstr(one, "\"status\":0,\"result\":\"FIRST\"}\n{\"line\":2,") != NULL, "%s",
-                out);
+  ck_assert_msg(strstr(one, "\"status\":0,\"result\":\"FIRST\"}\n{\"line\":2,") != NULL, "%s", out);
   ck_assert_msg(strstr(two, "\"error\":\"cancelled\"") && strstr(three, "\"error\":\"cancelled\""),
                 "%s", out);
   ck_assert_int_eq(kill(w.pid, SIGTERM), 0);

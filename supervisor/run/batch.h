@@ -12,14 +12,14 @@
 
 /* One line's job, as read. */
 struct batch_line {
-  unsigned line;      /* its line number in the input, from 1 */
-  char *tenant;       /* the line's, else --tenant's */
-  int32_t priority;   /* the line's, else --priority's */
-  uint64_t deadline;  /* the line's, else --deadline's, relative (ns); 0: none */
-  void *payload;      /* len bytes, owned (NULL when empty) */
+  unsigned line;     /* its line number in the input, from 1 */
+  char *tenant;      /* the line's, else --tenant's */
+  int32_t priority;  /* the line's, else --priority's */
+  uint64_t deadline; /* the line's, else --deadline's, relative (ns); 0: none */
+  void *payload;     /* len bytes, owned (NULL when empty) */
   size_t len;
-  char *key;          /* "key": a single-flight key, or NULL */
-  char *quota;        /* "quota": a quota to charge, or NULL */
+  char *key;   /* "key": a single-flight key, or NULL */
+  char *quota; /* "quota": a quota to charge, or NULL */
 };
 
 struct batch_input {
@@ -44,7 +44,7 @@ void batch_free(struct batch_input *in);
  * 0 (with --wait); else the first failing job's status in input order (75
  * for a job that did not complete, 255 for a status outside 0..255).
  */
-int batch_submit(shms_t *h, const struct submit_args *a, const struct batch_input *in,
-                 size_t limit, const struct run_signals *s);
+int batch_submit(shms_t *h, const struct submit_args *a, const struct batch_input *in, size_t limit,
+                 const struct run_signals *s);
 
 #endif

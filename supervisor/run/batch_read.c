@@ -27,8 +27,8 @@ struct reader {
 
 #define BAD(r, ...) bad_line(r, __VA_ARGS__)
 
-__attribute__((format(printf, 2, 3))) static int bad_line(const struct reader *r,
-                                                          const char *fmt, ...) {
+__attribute__((format(printf, 2, 3))) static int bad_line(const struct reader *r, const char *fmt,
+                                                          ...) {
   char why[512];
   va_list ap;
   va_start(ap, fmt);
@@ -124,8 +124,7 @@ static int take_file(const struct reader *r, const char *path, struct batch_line
     free(buf);
     return e != 0 ? BAD(r, "\"payload_file\" '%s': cannot read: %s", cli_quote(q, sizeof q, path),
                         strerror(e))
-                  : BAD(r,
-                        "\"payload_file\" '%s': more than class %s's payload size of %zu bytes",
+                  : BAD(r, "\"payload_file\" '%s': more than class %s's payload size of %zu bytes",
                         cli_quote(q, sizeof q, path), r->a->cls, r->limit);
   }
   l->payload = buf;
@@ -166,8 +165,8 @@ static int take_payload(const struct reader *r, json_t *o, struct batch_line *l)
 }
 
 static int known(const char *field) {
-  static const char *const fields[] = {"tenant", "payload", "payload_b64", "payload_file",
-                                       "priority", "deadline", "key", "quota"};
+  static const char *const fields[] = {"tenant",   "payload",  "payload_b64", "payload_file",
+                                       "priority", "deadline", "key",         "quota"};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
     if (strcmp(field, fields[i]) == 0)
       return 1;
@@ -180,8 +179,9 @@ static int take_fields(const struct reader *r, json_t *o, struct batch_line *l) 
   json_t *v;
   json_object_foreach(o, field, v) {
     if (!known(field))
-      return BAD(r, "unknown field \"%s\" (known: tenant, payload, payload_b64, payload_file, "
-                    "priority, deadline, key, quota)",
+      return BAD(r,
+                 "unknown field \"%s\" (known: tenant, payload, payload_b64, payload_file, "
+                 "priority, deadline, key, quota)",
                  field);
   }
   int rc;
@@ -250,9 +250,8 @@ static int read_lines(struct reader *r, FILE *f, struct batch_input *in) {
     }
     in->v = v;
     struct batch_line *l = &in->v[in->n++];
-    *l = (struct batch_line){.line = r->line,
-                             .priority = r->a->req.priority,
-                             .deadline = r->a->deadline_in_ns};
+    *l = (struct batch_line){
+        .line = r->line, .priority = r->a->req.priority, .deadline = r->a->deadline_in_ns};
     rc = parse_line(r, text, (size_t)n, l);
   }
   if (rc == 0 && ferror(f))

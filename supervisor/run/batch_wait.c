@@ -172,8 +172,7 @@ static int wait_all(struct batch_wait *w) {
   int code = CLI_EXIT_OK;
   for (size_t i = 0; i < w->in->n; i++) {
     shms_result res = {0};
-    int rc = w->a->wait ? wait_result(w, i, &res)
-                        : shms_wait_started(w->h, &w->t[i], remaining(w));
+    int rc = w->a->wait ? wait_result(w, i, &res) : shms_wait_started(w->h, &w->t[i], remaining(w));
     if (!w->a->wait) {
       if (rc != SHMS_OK && code == CLI_EXIT_OK) {
         char q[96];
@@ -193,16 +192,16 @@ static int wait_all(struct batch_wait *w) {
   return code;
 }
 
-int batch_submit(shms_t *h, const struct submit_args *a, const struct batch_input *in,
-                 size_t limit, const struct run_signals *s) {
+int batch_submit(shms_t *h, const struct submit_args *a, const struct batch_input *in, size_t limit,
+                 const struct run_signals *s) {
   struct batch_wait w = {.h = h,
                          .a = a,
                          .in = in,
                          .t = calloc(in->n, sizeof *w.t),
                          .buf = malloc(limit > 0 ? limit : 1),
                          .cap = limit,
-                         .until = a->timeout_ns != 0 ? run_monotonic_ns() + a->timeout_ns
-                                                     : UINT64_MAX};
+                         .until =
+                             a->timeout_ns != 0 ? run_monotonic_ns() + a->timeout_ns : UINT64_MAX};
   int code;
   if (w.t == NULL || w.buf == NULL)
     code = cli_fail(SHMS_ENOMEM, "submit: no memory for %zu jobs", in->n);
