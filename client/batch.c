@@ -209,8 +209,8 @@ int shms_submit_batch(shms_t *h, shms_class_t c, const shms_batch_job *jobs, siz
   shms__clear_detail();
   if (n == 0 || n > SHMS_BATCH_MAX)
     return shms__fail(SHMS_EINVAL, "a batch holds 1 to %u jobs, not %zu", SHMS_BATCH_MAX, n);
-  if (jobs == NULL)
-    return shms__fail(SHMS_EINVAL, "jobs is NULL");
+  if (jobs == NULL || tickets == NULL)
+    return shms__fail(SHMS_EINVAL, "%s is NULL", jobs == NULL ? "jobs" : "tickets");
   if (flags & ~(unsigned)SHMS_SUBMIT_RETRY_ONCE)
     return shms__fail(SHMS_EINVAL, "unknown submit flags 0x%x", flags);
   struct batch b = {
