@@ -22,7 +22,9 @@ static int cancel_held(const struct shms__cls *k, const shms_ticket *ticket) {
   return 0;
 }
 
-static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms_ticket *ticket) {
+/* Cancel the request; a running job is flagged for its worker, unless unstarted_only. */
+static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms_ticket *ticket,
+                     int unstarted_only) {
   struct shms__slot *s = shms__slot_at(k, i);
   int judged = 0;
   for (;;) {
@@ -57,6 +59,10 @@ static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms
         shms__detail("the request had already ended: %s", shms_err_name(reason));
       return 0;
     }
+    if (st == SHMS__SLOT_RUNNING && unstarted_only) {
+      shms__detail("the job had started");
+      return 0;
+    }
     if (st == SHMS__SLOT_RUNNING) { /* a running job: raise the flag; its worker decides */
       if (w & SHMS__SLOT_CANCEL) {
         shms__detail("the job was already asked to cancel");
@@ -83,5 +89,26 @@ int shms_cancel(shms_t *h, const shms_ticket *ticket) {
   if (rc != SHMS_OK)
     return rc;
   shms__index_prefetch_slot(k, i); /* all its lines at once, not one after another */
-  return SHMS__OP(h, k, cancel_op(h, k, i, ticket));
+  return SHMS__OP(h, k, cancel_op(h, k, i, ticket, 0));
+}
+
+int shms_cancel_batch(shms_t *h, const shms_ticket *tickets, size_t n, size_t *cancelled) {
+  size_t done = 0;
+  int first = SHMS_OK;
+  if (tickets == NULL && n > 0)
+    return shms__fail(SHMS_EINVAL, "tickets is NULL");
+  for (size_t j = 0; j < n; j++) {
+    struct shms__cls *k = NULL;
+    uint32_t i = 0;
+    int rc = shms__check_ticket(h, &tickets[j], NULL, NULL, &k, &i);
+    if (rc == SHMS_OK)
+      rc = SHMS__OP(h, k, cancel_op(h, k, i, &tickets[j], 1));
+    if (rc > 0)
+      done++;
+    else if (rc < 0 && rc != SHMS_ENOTFOUND && first == SHMS_OK)
+      first = rc; /* a retired ticket is a job that ended and was collected: nothing to do */
+  }
+  if (cancelled != NULL)
+    *cancelled = done;
+  return first;
 }

@@ -39,6 +39,12 @@ int shms__acquire_queued(struct shms *h, const shms_request *req, shms_lease *le
  */
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
                        const void *payload, size_t len, unsigned options, shms_ticket *ticket);
+/* Fill claimed slot s from req for a payload of len bytes (copied in by the caller). */
+void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
+                     unsigned options);
+/* Settle our own fresh request i if a drain or total quarantine raced its publication. */
+void shms__recheck_after_publish(struct shms *h, const struct shms__cls *k, uint32_t i,
+                                 uint64_t seq);
 /*
  * Sleep on slot i's word w (announcing it first) until woken, until the real
  * clock reaches until_real (0: no limit), or until this process's next check on

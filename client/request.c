@@ -15,8 +15,8 @@
 #include "../shm/hbm.h"
 #include "client.h"
 
-static void fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
-                 unsigned options) {
+void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
+                     unsigned options) {
   s->deadline_ns = req->deadline_ns;
   s->priority = req->priority;
   shms__store_32(&s->owner, h->owner); /* reapers read it without owning the slot */
@@ -116,8 +116,8 @@ static int answer_flags(struct shms *h, const struct shms__cls *k, uint32_t i, u
 }
 
 /* Settle our own fresh request if a drain or total quarantine raced its publication. */
-static void recheck_after_publish(struct shms *h, const struct shms__cls *k, uint32_t i,
-                                  uint64_t seq) {
+void shms__recheck_after_publish(struct shms *h, const struct shms__cls *k, uint32_t i,
+                                 uint64_t seq) {
   int reason = shms__segment_state(h) != SHMS_SEG_ACTIVE          ? SHMS_ESHUTDOWN
                : shms__load_32(&k->ctl->quarantined) >= k->ncells ? SHMS_EQUARANTINED
                                                                   : 0;
@@ -184,7 +184,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   }
   struct shms__slot *s = shms__slot_at(k, i);
   SHMS__STEP();
-  fill(h, s, req, len, options);
+  shms__slot_fill(h, s, req, len, options);
   if (len > 0)
     memcpy(shms__slot_payload(k, i), payload, len); /* the one copy in */
   shms__owned_add(h, k, i); /* on our record before anyone can see it queued */
@@ -204,7 +204,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   shms__hbm_set(k->sattn, k->nslots, i);
   shms__overtake_arrived(k, s->enqueue_ns); /* after the bit: docs/protocol.md */
   SHMS__STEP();
-  recheck_after_publish(h, k, i, seq);
+  shms__recheck_after_publish(h, k, i, seq);
   shms__kick(h, k);
   *index = i;
   *seq_out = seq;

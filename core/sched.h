@@ -332,6 +332,13 @@ static inline uint32_t *shms__slot_futex(struct shms__slot *s) {
 
 /* FREE -> CLAIMED: take a free slot; SHMS_EQUEUEFULL when all are in use. */
 int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq);
+/* Reserve n slots at once against the used count, or none: SHMS_EQUEUEFULL when they do not
+ * all fit. Each reservation is then taken (shms__slot_take) or given back (unreserve). */
+int shms__slot_reserve(const struct shms__cls *k, uint32_t n);
+void shms__slot_unreserve(const struct shms__cls *k, uint32_t n);
+/* FREE -> CLAIMED for one reservation already counted in used; SHMS_EQUEUEFULL (the
+ * reservation given back) only if no free slot shows up in a bounded wait. */
+int shms__slot_take(const struct shms__cls *k, uint32_t *index, uint64_t *seq);
 /* CLAIMED/SETTLED -> FREE, when neither the waiter nor the index needs it any more. */
 void shms__slot_free(const struct shms__cls *k, uint32_t i);
 /*

@@ -13,13 +13,22 @@
 
 #define SLOT_FLAGS(w) ((uint32_t)(w)&0xff0u)
 
-int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) {
+int shms__slot_reserve(const struct shms__cls *k, uint32_t n) {
   SHMS__ASSERT(shms__in_op(k));
-  /* The used count makes the bound exact: a reservation below it is backed by a free slot. */
-  if (ck_pr_faa_32(&k->ctl->used, 1) >= k->nslots) {
-    ck_pr_dec_32(&k->ctl->used);
-    return SHMS_EQUEUEFULL;
-  }
+  /* A CAS, not an add: a batch that does not fit must not make a single claim racing it fail
+   * for the moment its overshoot stood. */
+  uint32_t used = shms__load_32(&k->ctl->used);
+  do {
+    if (n > k->nslots || used > k->nslots - n)
+      return SHMS_EQUEUEFULL;
+  } while (!ck_pr_cas_32_value(&k->ctl->used, used, used + n, &used));
+  return SHMS_OK;
+}
+
+void shms__slot_unreserve(const struct shms__cls *k, uint32_t n) { ck_pr_sub_32(&k->ctl->used, n); }
+
+int shms__slot_take(const struct shms__cls *k, uint32_t *index, uint64_t *seq) {
+  SHMS__ASSERT(shms__in_op(k));
   SHMS__STEP();
   for (uint32_t misses = 0;;) {
     int64_t i = shms__hbm_take(k->sfree, k->nslots);
@@ -46,6 +55,16 @@ int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) 
     *seq = n;
     return SHMS_OK;
   }
+}
+
+int shms__slot_claim(const struct shms__cls *k, uint32_t *index, uint64_t *seq) {
+  SHMS__ASSERT(shms__in_op(k));
+  /* The used count makes the bound exact: a reservation below it is backed by a free slot. */
+  if (ck_pr_faa_32(&k->ctl->used, 1) >= k->nslots) {
+    ck_pr_dec_32(&k->ctl->used);
+    return SHMS_EQUEUEFULL;
+  }
+  return shms__slot_take(k, index, seq);
 }
 
 void shms__slot_free(const struct shms__cls *k, uint32_t i) {

@@ -850,6 +850,58 @@ enum {
 SHMS_EXTERN int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len,
                             unsigned flags, shms_ticket *ticket);
 
+/* One job of a batch (shms_submit_batch): what shms_submit takes, less the class (the
+ * batch's) and the activation id (a batch's jobs have none). */
+typedef struct {
+  const char *tenant;   /* 1..31 graphic ASCII bytes */
+  int32_t priority;     /* higher runs first, within the tenant's turn */
+  uint64_t deadline_ns; /* absolute CLOCK_MONOTONIC; 0 = none */
+  const void *payload;  /* len bytes, copied into the job's slot */
+  size_t len;
+} shms_batch_job;
+
+/* The most jobs one batch may hold (a class's queue holds at most SHMS_QUEUE_MAX anyway). */
+#define SHMS_BATCH_MAX 4096u
+
+/*
+ * Queue n jobs (1..SHMS_BATCH_MAX) on worker class c, all or none: either
+ * every job is queued, each with its ticket in tickets[0..n-1] in input
+ * order, or none is and nothing in the segment changed. No observer (a
+ * dispatcher, a worker, shms_observe, another client) ever sees part of a
+ * batch queued: the jobs are published and indexed while this call holds the
+ * class's dispatcher, which then grants them in one pass (one wake-up).
+ * flags as shms_submit's, for every job. A dead caller half-way leaves
+ * nothing: recovery ends what it had claimed or queued (owner-lost), and a
+ * job the call had not finished queuing never ran.
+ * A refusal names the job that caused it in *failed (its index), or n when
+ * the batch as a whole was refused: SHMS_EINVAL (a bad job: tenant, payload
+ * size, NULL payload; n = 0 or over SHMS_BATCH_MAX; unknown flags; a lease
+ * class), SHMS_EDENIED (a tenant the class does not allow), SHMS_EDEADLINE
+ * (a deadline already passed), SHMS_EQUEUEFULL (the n jobs do not all fit
+ * in the queue's free slots, or a tenant new to the class finds its tenant
+ * table full), SHMS_ESHUTDOWN, SHMS_EQUARANTINED, SHMS_EBUSY (the class's
+ * dispatcher stayed busy for a whole second; nothing was queued),
+ * SHMS_ETIMEDOUT (the class was held still by a recovery past the earliest
+ * deadline). failed may be NULL. Wait for each job with shms_wait_result and
+ * its ticket; the jobs are the caller's, as shms_submit's. Blocks only as
+ * shms_enqueue; any thread.
+ */
+SHMS_EXTERN int shms_submit_batch(shms_t *h, shms_class_t c, const shms_batch_job *jobs, size_t n,
+                                  unsigned flags, shms_ticket *tickets, size_t *failed);
+
+/*
+ * Cancel the jobs of a batch (its tickets, n of them) that have not started:
+ * a queued job ends SHMS_ECANCELLED; a running or ended one is left as it
+ * is (a running one is not even asked to stop: shms_cancel does that for one
+ * job). *cancelled (may be NULL) counts the jobs this call cancelled.
+ * SHMS_OK, or the first error shms_cancel would give for a ticket (the others
+ * are still cancelled); a retired ticket (a job that ended and was collected)
+ * is skipped. Any process allowed to cancel them; never blocks
+ * beyond an operation.
+ */
+SHMS_EXTERN int shms_cancel_batch(shms_t *h, const shms_ticket *tickets, size_t n,
+                                  size_t *cancelled);
+
 typedef struct {
   int status;        /* the worker's status for the job */
   size_t result_len; /* bytes of result (set even when buf was too small) */

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=build-deb
 
-tools=(build-essential debhelper dh-python cmake pkg-config libck-dev libinih-dev
+tools=(build-essential debhelper dh-python cmake pkg-config libck-dev libinih-dev libjansson-dev
   libjemalloc-dev libncurses-dev python3-dev lintian)
 scripts/apt-ensure.sh package "${tools[@]}"
 

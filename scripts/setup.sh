@@ -9,6 +9,7 @@ packages=(
   libjemalloc-dev              # the executables' allocator
   check libsubunit-dev         # the test framework (static only; needs subunit)
   libinih-dev                  # the INI parser behind `create --config`
+  libjansson-dev               # the JSON parser behind `submit --batch`
   clang-format                 # one style, checked in CI
   valgrind                     # the single-process suites under valgrind
   lcov                         # the library's line and branch coverage: scripts/coverage.sh

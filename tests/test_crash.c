@@ -30,7 +30,7 @@ struct run {
   int has_ticket;
 };
 
-enum { LEASE, WORKER, TIMED, MULTI };
+enum { LEASE, WORKER, TIMED, MULTI, WORKER_ONE_TENANT };
 
 struct scenario {
   const char *what;
@@ -59,7 +59,9 @@ static const shms_request pair_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "p",
 static shms_t *fresh(struct run *r, int kind) {
   shms_config cfg;
   shms_config_init(&cfg);
-  if (kind == WORKER)
+  if (kind == WORKER_ONE_TENANT)
+    cfg.max_tenants = 1; /* a batch of two tenants is refused at the index */
+  if (kind == WORKER || kind == WORKER_ONE_TENANT)
     cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
         .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 64};
   else
@@ -512,6 +514,45 @@ static void after_job(struct run *r) {
   ck_assert_uint_eq(s.offline, 1);
 }
 
+static void op_submit_batch(struct run *r, shms_t *v) {
+  (void)r;
+  shms_batch_job jobs[3] = {{.tenant = "t", .payload = "a", .len = 1},
+                            {.tenant = "u", .payload = "b", .len = 1},
+                            {.tenant = "t", .payload = "c", .len = 1}};
+  shms_ticket t[3];
+  if (shms_submit_batch(v, SHMS_CLASS_SMALL, jobs, 3, 0, t, NULL) != SHMS_OK)
+    _exit(102);
+}
+
+/* A batch of two tenants where the table holds one: the index refuses the second, and the
+ * submitter takes the first back. */
+static void op_submit_batch_refused(struct run *r, shms_t *v) {
+  (void)r;
+  shms_batch_job jobs[3] = {{.tenant = "t", .payload = "a", .len = 1},
+                            {.tenant = "t", .payload = "b", .len = 1},
+                            {.tenant = "u", .payload = "c", .len = 1}};
+  shms_ticket t[3];
+  size_t failed = 0;
+  if (shms_submit_batch(v, SHMS_CLASS_SMALL, jobs, 3, 0, t, &failed) != SHMS_EQUEUEFULL ||
+      failed != 2)
+    _exit(103);
+}
+
+/* The dead submitter's batch left nothing: no slot reserved, nothing queued, and the queue
+ * takes a batch of its full size again. */
+static void after_batch(struct run *r) {
+  shms_class_stats s;
+  ck_assert_shms_ok(shms_observe(r->h, SHMS_CLASS_SMALL, &s));
+  ck_assert_uint_eq(s.queue_depth, 0);
+  ck_assert_uint_eq(ck_pr_load_32(&r->h->cls[SHMS_CLASS_SMALL].ctl->used), 0);
+  shms_batch_job jobs[4] = {{.tenant = "t"}, {.tenant = "t"}, {.tenant = "t"}, {.tenant = "t"}};
+  shms_ticket t[4];
+  ck_assert_shms_ok(shms_submit_batch(r->h, SHMS_CLASS_SMALL, jobs, 4, 0, t, NULL));
+  size_t cancelled;
+  ck_assert_shms_ok(shms_cancel_batch(r->h, t, 4, &cancelled));
+  ck_assert_uint_eq(cancelled, 4);
+}
+
 static const struct scenario scenarios[] = {
     {"acquire and release", 0, NULL, NULL, NULL, op_acquire_release, after_idle},
     {"prepared acquire and release", 0, NULL, victim_prepares, NULL, op_prepared_acquire_release,
@@ -531,6 +572,9 @@ static const struct scenario scenarios[] = {
      op_revoke_acquire, after_revoke},
     {"worker take and complete", WORKER, NULL, victim_opens_worker, survivor_submits,
      op_take_complete, after_job},
+    {"worker batch submit", WORKER, NULL, NULL, NULL, op_submit_batch, after_batch},
+    {"worker batch refused at the index", WORKER_ONE_TENANT, NULL, NULL, NULL,
+     op_submit_batch_refused, after_batch},
     /* A class fair by time: its grants charge, its lease ends correct the charge. */
     {"by time: release, dispatch and grant", TIMED, NULL, victim_holds, survivor_queues, op_release,
      after_survivor_granted},

@@ -7,7 +7,7 @@ import math
 import os
 import weakref
 from types import TracebackType
-from typing import TYPE_CHECKING, List, Mapping, Optional, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from . import _shmsched as _c
 from .errors import Busy, IncompatibleSegment, InvalidArgument, StalePrepared, TimedOut
@@ -419,6 +419,52 @@ class Segment:
                                   f"{cls}'s payload size ({cap})")
         t = self._h.submit(*args, payload, 1 if retry_once else 0)
         return Job(self, t, cap)
+
+    def submit_batch(self, cls: str, jobs: Sequence[Union[Mapping[str, Any], Tuple[str, bytes]]],
+                     *, tenant: Optional[str] = None, retry_once: bool = False) -> List[Job]:
+        """Queue jobs for the workers of a worker class, all or none; one :class:`Job` each,
+        in order.
+
+        Each job is a dict with ``payload`` (bytes) and optionally ``tenant``, ``priority`` and
+        ``deadline`` (seconds), or a ``(tenant, payload)`` tuple; ``tenant`` is the default for
+        dicts without one. A refusal (a full queue, a bad job, a denied tenant) raises, names
+        the job (``job 2: ...``), and queues nothing. :meth:`cancel_batch` cancels the jobs
+        that have not started.
+        """
+        cap = self._payload_max(cls)
+        ci = class_index(cls)
+        rows = []
+        for n, j in enumerate(jobs):
+            if isinstance(j, tuple) and len(j) == 2:
+                j = {"tenant": j[0], "payload": j[1]}
+            if not isinstance(j, Mapping):
+                raise TypeError(f"job {n}: a dict or a (tenant, payload) tuple, "
+                                f"not {type(j).__name__}")
+            unknown = set(j) - {"tenant", "payload", "priority", "deadline"}
+            if unknown:
+                raise InvalidArgument(f"job {n}: unknown field {sorted(unknown)[0]!r}")
+            payload = j.get("payload", b"")
+            if not isinstance(payload, (bytes, bytearray, memoryview)):
+                raise TypeError(f"job {n}: payload must be bytes, not {type(payload).__name__}")
+            if len(payload) > cap:
+                raise InvalidArgument(f"job {n}: a payload of {len(payload)} bytes is larger "
+                                      f"than class {cls}'s payload size ({cap})")
+            t = j.get("tenant", tenant)
+            if t is None:
+                raise InvalidArgument(f"job {n}: no tenant, and no default tenant")
+            try:
+                _, t, priority, deadline_ns, _ = request_args(ci, t, j.get("priority", 0),
+                                                              j.get("deadline"), None)
+            except (InvalidArgument, TypeError) as e:
+                raise type(e)(f"job {n}: {e}") from None
+            rows.append((t, priority, deadline_ns, bytes(payload)))
+        tickets = self._h.submit_batch(ci, rows, 1 if retry_once else 0)
+        return [Job(self, t, cap) for t in tickets]
+
+    def cancel_batch(self, jobs: Sequence[Job]) -> int:
+        """Cancel the jobs of a batch that have not started; running ones go on. Returns how
+        many this call cancelled."""
+        return self._h.cancel_batch([j._t for j in jobs])
 
     def job(self, text: str) -> Job:
         """A job this process submitted, named by its ticket's text form."""

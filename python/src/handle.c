@@ -377,6 +377,11 @@ static PyMethodDef handle_methods[] = {
     METH("explain", pyshms_explain, METH_O, "explain(ticket), as a tuple."),
     METH("submit", pyshms_submit, METH_VARARGS,
          "submit(cls, tenant, priority, deadline_ns, activation, payload, flags)."),
+    METH("submit_batch", pyshms_submit_batch, METH_VARARGS,
+         "submit_batch(cls, [(tenant, priority, deadline_ns, payload), ...], flags) -> "
+         "[ticket, ...], all or none."),
+    METH("cancel_batch", pyshms_cancel_batch, METH_O,
+         "cancel_batch([ticket, ...]) -> how many unstarted jobs were cancelled."),
     METH("wait_result", pyshms_wait_result, METH_VARARGS,
          "wait_result(ticket, timeout_ns, cap) -> (status, bytes)."),
     METH("worker_open", pyshms_worker_open, METH_VARARGS,

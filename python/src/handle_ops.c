@@ -238,6 +238,88 @@ PyObject *pyshms_submit(HandleObject *self, PyObject *args) {
   return out;
 }
 
+/* One job of submit_batch's list: (tenant, priority, deadline_ns, payload bytes), borrowed. */
+static int batch_job(PyObject *item, shms_batch_job *j) {
+  const char *tenant;
+  int priority;
+  unsigned long long deadline;
+  const char *payload;
+  Py_ssize_t len;
+  if (!PyArg_ParseTuple(item, "siKy#", &tenant, &priority, &deadline, &payload, &len))
+    return -1;
+  *j = (shms_batch_job){.tenant = tenant,
+                        .priority = priority,
+                        .deadline_ns = deadline,
+                        .payload = payload,
+                        .len = (size_t)len};
+  return 0;
+}
+
+PyObject *pyshms_submit_batch(HandleObject *self, PyObject *args) {
+  int cls;
+  PyObject *list;
+  unsigned flags;
+  if (!PyArg_ParseTuple(args, "iO!I", &cls, &PyList_Type, &list, &flags) ||
+      pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  Py_ssize_t n = PyList_GET_SIZE(list);
+  shms_batch_job *jobs = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *jobs);
+  shms_ticket *t = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *t);
+  PyObject *out = NULL;
+  if (jobs == NULL || t == NULL) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  /* The list holds its tuples, and they their strings and bytes, for the whole call: the
+   * list is the caller's own (submit_batch builds it), never changed meanwhile. */
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (batch_job(PyList_GET_ITEM(list, i), &jobs[i]) < 0)
+      goto done;
+  int rc;
+  size_t failed;
+  PYSHMS_HANDLE_CALL(
+      self, rc = shms_submit_batch(self->h, (shms_class_t)cls, jobs, (size_t)n, flags, t, &failed));
+  if (rc != SHMS_OK) {
+    pyshms_raise_last(rc);
+    goto done;
+  }
+  out = PyList_New(n);
+  for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+    PyObject *v = pyshms_ticket_tuple(&t[i]);
+    if (v == NULL)
+      Py_CLEAR(out);
+    else
+      PyList_SET_ITEM(out, i, v);
+  }
+done:
+  PyMem_Free(jobs);
+  PyMem_Free(t);
+  return out;
+}
+
+PyObject *pyshms_cancel_batch(HandleObject *self, PyObject *arg) {
+  if (!PyList_Check(arg))
+    return PyErr_Format(PyExc_TypeError, "cancel_batch takes a list of tickets");
+  Py_ssize_t n = PyList_GET_SIZE(arg);
+  shms_ticket *t = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *t);
+  if (t == NULL)
+    return PyErr_NoMemory();
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!pyshms_ticket_conv(PyList_GET_ITEM(arg, i), &t[i])) {
+      PyMem_Free(t);
+      return NULL;
+    }
+  if (pyshms_handle_usable(self, 0) < 0) {
+    PyMem_Free(t);
+    return NULL;
+  }
+  int rc;
+  size_t cancelled = 0;
+  PYSHMS_HANDLE_CALL(self, rc = shms_cancel_batch(self->h, t, (size_t)n, &cancelled));
+  PyMem_Free(t);
+  return rc == SHMS_OK ? PyLong_FromSize_t(cancelled) : pyshms_raise_last(rc);
+}
+
 struct result_wait {
   struct pyshms_wait w;
   shms_t *h;

@@ -16,6 +16,8 @@ PyObject *pyshms_lease_cells(HandleObject *self, PyObject *arg);
 PyObject *pyshms_quarantine(HandleObject *self, PyObject *args);
 PyObject *pyshms_explain(HandleObject *self, PyObject *arg);
 PyObject *pyshms_submit(HandleObject *self, PyObject *args);
+PyObject *pyshms_submit_batch(HandleObject *self, PyObject *args);
+PyObject *pyshms_cancel_batch(HandleObject *self, PyObject *arg);
 PyObject *pyshms_wait_result(HandleObject *self, PyObject *args);
 PyObject *pyshms_worker_open(HandleObject *self, PyObject *args);
 

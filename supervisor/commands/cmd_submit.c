@@ -12,11 +12,13 @@
 #include "../cli/cli.h"
 #include "../cli/cli_config.h"
 #include "../cli/cli_sched.h"
+#include "../run/batch.h"
 #include "../run/run.h"
 #include "../run/submit.h"
 
 static const char help[] =
     "Usage: shmsched submit NAME --class CLASS --tenant TENANT [options]\n"
+    "       shmsched submit NAME --class CLASS --batch FILE [--tenant TENANT] [options]\n"
     "\n"
     "Queue a job for the workers of CLASS (a class with mode=worker) on behalf of\n"
     "TENANT. Its payload (--payload or --payload-file; default empty) is what the\n"
@@ -29,6 +31,17 @@ static const char help[] =
     "end, and its result is dropped.\n"
     "With --wait, wait for the job's result, write its bytes exactly to stdout, and\n"
     "exit with the job's status.\n"
+    "With --batch, FILE ('-' for stdin) holds one job a line as a JSON object:\n"
+    "  {\"tenant\": \"ci\", \"payload\": \"text\"} and optionally \"priority\" (integer),\n"
+    "  \"deadline\" (a duration such as \"30s\"), and \"payload_b64\" (base64 bytes) or\n"
+    "  \"payload_file\" (a file's bytes) instead of \"payload\"; --tenant, --priority\n"
+    "  and --deadline are the defaults for lines without them. Every job is queued\n"
+    "  or none is: a bad line, a denied tenant or a queue without room for them all\n"
+    "  refuses the whole batch, naming the line. Without --wait the tickets are\n"
+    "  printed one a line in input order; with --wait each job's result is printed\n"
+    "  as a JSON line in input order, and the exit status is 0 when every job exited\n"
+    "  0, else the first failing job's. A stop signal or --timeout cancels the\n"
+    "  jobs not yet started; running ones go on to their end (docs/cli.md).\n"
     "SIGINT or SIGTERM while waiting cancels the job: a queued job ends at once\n"
     "(exit 75, cancelled); with --wait, a running job's worker is asked to stop it\n"
     "and submit waits for the worker's verdict (a second SIGINT or SIGTERM stops\n"
@@ -47,6 +60,8 @@ static const char help[] =
     "  -P, --payload STR        the payload: the bytes of STR (default: empty)\n"
     "  -f, --payload-file F     the payload: the bytes of file F, '-' for stdin; at most\n"
     "                           the class's payload size (default: empty)\n"
+    "  -b, --batch FILE         submit the JSON-lines jobs of FILE ('-': stdin), all\n"
+    "                           or none (default: one job from the options)\n"
     "  --retry-once             if the worker dies mid-job, queue the job once more\n"
     "                           instead of ending it worker-lost (default: off)\n"
     "  -w, --wait               wait for the result, print it, exit with the job's\n"
@@ -82,6 +97,7 @@ static const struct option opts[] = {
     {"activation", required_argument, NULL, 'a'},
     {"payload", required_argument, NULL, 'P'},
     {"payload-file", required_argument, NULL, 'f'},
+    {"batch", required_argument, NULL, 'b'},
     {"retry-once", no_argument, NULL, OPT_RETRY_ONCE},
     {"wait", no_argument, NULL, 'w'},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
@@ -112,6 +128,9 @@ static int take_option(int c, char **argv, struct submit_args *a) {
     a->payload_file = optarg;
     a->payload = NULL;
     return -1;
+  case 'b':
+    a->batch = optarg;
+    return -1;
   case OPT_RETRY_ONCE:
     a->flags |= SHMS_SUBMIT_RETRY_ONCE;
     return -1;
@@ -134,12 +153,17 @@ static int take_option(int c, char **argv, struct submit_args *a) {
 /* Returns -1 to go on, else an exit code. */
 static int parse(int argc, char **argv, struct submit_args *a) {
   int c, rc;
-  while ((c = getopt_long(argc, argv, ":c:t:p:d:a:P:f:wh", opts, NULL)) != -1)
+  while ((c = getopt_long(argc, argv, ":c:t:p:d:a:P:f:b:wh", opts, NULL)) != -1)
     if ((rc = take_option(c, argv, a)) >= 0)
       return rc;
   if (cli_take_name("submit", argc, argv, &a->name) != 0)
     return CLI_EXIT_USAGE;
-  if (a->cls == NULL || a->req.tenant == NULL)
+  if (a->batch != NULL && (a->payload != NULL || a->payload_file != NULL || a->req.activation))
+    return cli_usage("submit: --batch takes each job's payload from its line: not with --%s",
+                     a->req.activation != NULL ? "activation"
+                     : a->payload != NULL      ? "payload"
+                                               : "payload-file");
+  if (a->cls == NULL || (a->req.tenant == NULL && a->batch == NULL))
     return cli_usage("submit: missing --%s (see 'shmsched submit --help')",
                      a->cls == NULL ? "class" : "tenant");
   if (!a->wait && (a->timeout_ns != 0 || a->print_ticket))
@@ -181,6 +205,23 @@ static int queue_job(shms_t *h, const struct submit_args *a, const struct payloa
   return 0;
 }
 
+/* --batch: read every line first (a bad one submits nothing), then submit them all or none. */
+static int submit_batch(shms_t *h, const struct submit_args *a) {
+  size_t limit = 0;
+  struct batch_input in;
+  int rc = class_limit(h, a, &limit);
+  if (rc == 0)
+    rc = batch_read(a, limit, &in);
+  if (rc == 0) {
+    struct run_signals sigs;
+    run_signals_block(&sigs); /* before the jobs exist: no signal may leave them unattended */
+    rc = batch_submit(h, a, &in, limit, &sigs);
+    batch_free(&in);
+  }
+  shms_detach(h);
+  return rc;
+}
+
 int cmd_submit(int argc, char **argv) {
   struct submit_args a = {.req.priority = 0};
   int rc = parse(argc, argv, &a);
@@ -192,6 +233,8 @@ int cmd_submit(int argc, char **argv) {
   if ((rc = cli_attach_to_queue("submit", a.name, &h)) != 0)
     return rc;
   size_t limit = 0;
+  if (a.batch != NULL)
+    return submit_batch(h, &a);
   struct payload p = {0};
   if ((rc = class_limit(h, &a, &limit)) == 0)
     rc = submit_read_payload(&a, limit, &p);

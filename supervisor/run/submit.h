@@ -19,6 +19,7 @@ struct submit_args {
   uint64_t deadline_in_ns;  /* 0: none */
   const char *payload;      /* --payload, or NULL */
   const char *payload_file; /* --payload-file ("-": stdin), or NULL */
+  const char *batch;        /* --batch FILE ("-": stdin), or NULL */
   unsigned flags;           /* SHMS_SUBMIT_* */
   int wait, print_ticket;
   uint64_t timeout_ns;      /* --timeout, 0: none */
