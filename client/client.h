@@ -38,7 +38,14 @@ int shms__acquire_queued(struct shms *h, const shms_request *req, shms_lease *le
  * return once the dispatcher has indexed it or refused it.
  */
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
-                       const void *payload, size_t len, unsigned options, shms_ticket *ticket);
+                       const void *payload, size_t len, unsigned options, const char *key,
+                       shms_ticket *ticket);
+/* The caller took the outcome of its request i (seq): collect it, or for a keyed job take its
+ * share back (the last share collects it). Inside an operation. */
+void shms__job_collect(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
+/* SHMS_OK if the calling process still waits for keyed job i (seq); else why it may not (it
+ * left the job: SHMS_ECANCELLED, its record of leaving then gone; its outcome taken). */
+int shms__keyed_share(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
 /*
  * Sleep on slot i's word w (announcing it first) until woken, until the real
  * clock reaches until_real (0: no limit), or until this process's next check on

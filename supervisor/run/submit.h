@@ -20,6 +20,7 @@ struct submit_args {
   const char *payload;      /* --payload, or NULL */
   const char *payload_file; /* --payload-file ("-": stdin), or NULL */
   unsigned flags;           /* SHMS_SUBMIT_* */
+  const char *key;          /* --key, or NULL */
   int wait, print_ticket;
   uint64_t timeout_ns;      /* --timeout, 0: none */
   const char *timeout_text; /* --timeout as given, for messages */
