@@ -20,6 +20,8 @@ int shms_attach(const char *name, unsigned flags, shms_t **out) {
     shms__settle_dead_owner(*out, (*out)->took_over);
     (*out)->took_over = 0;
   }
+  /* The keyed jobs the entry's previous owner had joined and not let go: its shares go. */
+  shms__joins_adopt(*out);
   shms__prepared_setup(*out);
   /* What the entry's previous owner (or an earlier handle of ours) tallied, into the tenant
    * table: counted all the while, and from then on not tied to this entry. */

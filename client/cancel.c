@@ -22,6 +22,26 @@ static int cancel_held(const struct shms__cls *k, const shms_ticket *ticket) {
   return 0;
 }
 
+/* A keyed job the caller waits for: its share goes; the job ends only with the last share.
+ * -1 when the caller's is the last: the job is cancelled as any job is, and its wait (the
+ * share kept) tells the outcome. */
+static int leave_keyed(struct shms *h, struct shms__cls *k, uint32_t i, const shms_ticket *ticket,
+                       enum shms__share share) {
+  if (share == SHMS__SHARE_LEFT) {
+    shms__detail("this process already left the job");
+    return 0;
+  }
+  if (shms__share_close(k, i, ticket->seq, share))
+    return -1;
+  int last = share == SHMS__SHARE_JOINED ? shms__joiner_leave(h, k, i, ticket->seq, 1)
+                                         : shms__owned_leave(h, k, i, ticket->seq, 1);
+  if (last)
+    shms__job_abandon(h, k, i, ticket->seq, SHMS_ECANCELLED);
+  else
+    shms__detail("left the job: it goes on for its other waiters");
+  return 1;
+}
+
 /* Cancel the request; a running job is flagged for its worker, unless unstarted_only. */
 static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms_ticket *ticket,
                      int unstarted_only) {
@@ -41,13 +61,23 @@ static int cancel_op(struct shms *h, struct shms__cls *k, uint32_t i, const shms
       if (st == SHMS__SLOT_QUEUED && (w & SHMS__SLOT_INDEXED))
         shms__index_prefetch_links(k, i);
       uint32_t uid = shms__load_32(&s->uid);
-      int rc = uid == (uint32_t)geteuid()
-                   ? SHMS_OK
-                   : shms__admin_check(h, "cancel another user's request (uid %u)", uid);
+      /* A joiner of another user's keyed job takes its own share back. */
+      int rc =
+          uid == (uint32_t)geteuid() || ((shms__load_32(&s->options) & SHMS__OPT_KEYED) &&
+                                         shms__share_of(h, k, i, ticket->seq) != SHMS__SHARE_NONE)
+              ? SHMS_OK
+              : shms__admin_check(h, "cancel another user's request (uid %u)", uid);
       if (rc != SHMS_OK)
         return rc;
       judged = 1;
       continue; /* read the word again: the check took time */
+    }
+    if (st != SHMS__SLOT_SETTLED && (shms__load_32(&s->options) & SHMS__OPT_KEYED)) {
+      /* Another process that waits on it not: an operator's cancel, of the job itself. */
+      enum shms__share share = shms__share_of(h, k, i, ticket->seq);
+      int rc = share != SHMS__SHARE_NONE ? leave_keyed(h, k, i, ticket, share) : -1;
+      if (rc >= 0)
+        return rc;
     }
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);

@@ -137,8 +137,10 @@ int shms__ticket_live(const struct shms *h, const struct shms__slot *s, const sh
   if (SHMS__SLOT_SEQ(w) != (uint32_t)t->seq || shms__load_64(&s->seq) != t->seq ||
       st < SHMS__SLOT_QUEUED || (st == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED)))
     return shms__fail(SHMS_ENOTFOUND, "no live %s for this ticket (stale or retired)", what);
-  if (shms__load_32(&s->owner) != h->owner)
-    return shms__not_ours();
+  if (shms__load_32(&s->owner) != h->owner &&
+      !((shms__load_32(&s->options) & SHMS__OPT_KEYED) &&
+        shms__share_of(h, &h->cls[t->cls], t->slot, t->seq) != SHMS__SHARE_NONE))
+    return shms__not_ours(); /* a joiner of a keyed job waits for it as its submitter does */
   return SHMS_OK;
 }
 

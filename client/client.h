@@ -38,10 +38,18 @@ int shms__acquire_queued(struct shms *h, const shms_request *req, shms_lease *le
  * return once the dispatcher has indexed it or refused it.
  */
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
-                       const void *payload, size_t len, unsigned options, shms_ticket *ticket);
-/* Fill claimed slot s from req for a payload of len bytes (copied in by the caller). */
+                       const void *payload, size_t len, unsigned options, const char *key,
+                       shms_ticket *ticket);
+/* The caller took the outcome of its request i (seq): collect it, or for a keyed job take its
+ * share back (the last share collects it). Inside an operation. */
+void shms__job_collect(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
+/* SHMS_OK if the calling process still waits for keyed job i (seq); else why it may not (it
+ * left the job: SHMS_ECANCELLED, its record of leaving then gone; its outcome taken). */
+int shms__keyed_share(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
+/* Fill claimed slot s (its sequence seq) from req for a payload of len bytes (copied in by the
+ * caller), with its single-flight key (NULL: none). */
 void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
-                     unsigned options);
+                     unsigned options, const char *key, uint64_t seq);
 /* Settle our own fresh request i if a drain or total quarantine raced its publication. */
 void shms__recheck_after_publish(struct shms *h, const struct shms__cls *k, uint32_t i,
                                  uint64_t seq);

@@ -125,9 +125,10 @@ int shms_events_find(shms_t *h, const shms_ticket *ticket, shms_event_record *ou
         (uint32_t)r.slot != ticket->slot + 1 || ((r.what >> 8) & 0xffu) != ticket->cls + 1)
       continue;
     /* A holder's record of its command says how the command went, not how the request
-     * ended: the grant (or settle) before it does. */
+     * ended: the grant (or settle) before it does; nor does a join, which leaves it as it was. */
     uint32_t kind = (uint32_t)(r.what & 0xffu);
-    if (kind == SHMS_EVENT_LEASE_STARTED || kind == SHMS_EVENT_LEASE_ENDED)
+    if (kind == SHMS_EVENT_LEASE_STARTED || kind == SHMS_EVENT_LEASE_ENDED ||
+        kind == SHMS_EVENT_JOB_JOINED)
       continue;
     struct shms__pidns me;
     shms__pidns_self(&me);

@@ -16,7 +16,7 @@
 #include "client.h"
 
 void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
-                     unsigned options) {
+                     unsigned options, const char *key, uint64_t seq) {
   s->deadline_ns = req->deadline_ns;
   s->priority = req->priority;
   shms__store_32(&s->owner, h->owner); /* reapers read it without owning the slot */
@@ -32,6 +32,10 @@ void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *r
   memset(s->activation, 0, sizeof s->activation);
   if (req->activation != NULL)
     strncpy(s->activation, req->activation, SHMS_TENANT_MAX);
+  memset(s->key, 0, sizeof s->key);
+  if (key != NULL)
+    strncpy(s->key, key, SHMS_KEY_MAX);
+  shms__store_64(&s->waiters, shms__waiters_first(seq, options));
 }
 
 int shms__sleep_on(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t w,
@@ -125,14 +129,17 @@ void shms__recheck_after_publish(struct shms *h, const struct shms__cls *k, uint
     shms__settle_and_kick(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
 }
 
-static int refused(struct shms *h, const struct shms__cls *k, uint32_t i, int reason) {
-  SHMS__OP_VOID(h, k, shms__owned_collect(h, k, i));
+static int refused(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                   int reason) {
+  SHMS__OP_VOID(h, k, shms__job_collect(h, k, i, seq));
   switch (reason) {
   case SHMS_EDUPACT:
     return shms__fail(reason, "activation id is already live in class %s", shms_class_name(k->id));
   case SHMS_EQUEUEFULL:
     return shms__fail(reason, "class %s: the tenant table is full (max-tenants)",
                       shms_class_name(k->id));
+  case SHMS_EWOULDBLOCK: /* shms_submit_key's: another job of the key went first */
+    return shms__fail(reason, "class %s: a job of the same key went first", shms_class_name(k->id));
   default:
     return shms__fail(reason, "request refused: %s", shms_strerror(reason));
   }
@@ -144,7 +151,7 @@ int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   if (rc != SHMS_OK)
     return rc;
   unsigned cells = req->cells > 1 ? req->cells << SHMS__OPT_CELLS_SHIFT : 0;
-  return shms__enqueue_slot(h, k, req, NULL, 0, cells, ticket);
+  return shms__enqueue_slot(h, k, req, NULL, 0, cells, NULL, ticket);
 }
 
 uint64_t shms__deadline_real(uint64_t deadline_ns) {
@@ -171,8 +178,8 @@ uint64_t shms__held_limit(uint64_t deadline_ns, uint64_t until_real, uint64_t ti
 
 /* Claim a slot, fill it and publish it as QUEUED: one operation. */
 static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
-                   const void *payload, size_t len, unsigned options, uint32_t *index,
-                   uint64_t *seq_out) {
+                   const void *payload, size_t len, unsigned options, const char *key,
+                   uint32_t *index, uint64_t *seq_out) {
   int rc;
   uint32_t i = 0;
   uint64_t seq;
@@ -184,7 +191,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   }
   struct shms__slot *s = shms__slot_at(k, i);
   SHMS__STEP();
-  shms__slot_fill(h, s, req, len, options);
+  shms__slot_fill(h, s, req, len, options, key, seq);
   if (len > 0)
     memcpy(shms__slot_payload(k, i), payload, len); /* the one copy in */
   shms__owned_add(h, k, i); /* on our record before anyone can see it queued */
@@ -212,7 +219,8 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
 }
 
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
-                       const void *payload, size_t len, unsigned options, shms_ticket *ticket) {
+                       const void *payload, size_t len, unsigned options, const char *key,
+                       shms_ticket *ticket) {
   uint32_t i = 0;
   uint64_t seq = 0;
   /* A class held still past the request's deadline (a recovery or check, slow or stopped):
@@ -220,7 +228,7 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
   int rc = shms__op_enter_until(h, k, shms__deadline_real(req->deadline_ns));
   if (rc != SHMS_OK)
     return shms__held_still(req->deadline_ns, "nothing was queued");
-  rc = publish(h, k, req, payload, len, options, &i, &seq);
+  rc = publish(h, k, req, payload, len, options, key, &i, &seq);
   shms__op_leave(h, k);
   if (rc != SHMS_OK)
     return rc;
@@ -235,7 +243,7 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
         st == SHMS__SLOT_RUNNING || (st == SHMS__SLOT_SETTLED && SHMS__SLOT_REASON(w) == SHMS_OK))
       break;
     if (st == SHMS__SLOT_SETTLED)
-      return refused(h, k, i, SHMS__SLOT_REASON(w));
+      return refused(h, k, i, seq, SHMS__SLOT_REASON(w));
     if (answer_flags(h, k, i, w)) /* LATE: granted and revoked before we looked */
       continue;
     if (shms__spin_then_sleep(h, k, i, w, 0, 0))

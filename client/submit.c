@@ -24,12 +24,12 @@ int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t 
   if (flags & ~(unsigned)SHMS_SUBMIT_RETRY_ONCE)
     return shms__fail(SHMS_EINVAL, "unknown submit flags 0x%x", flags);
   unsigned options = (flags & SHMS_SUBMIT_RETRY_ONCE) ? SHMS__OPT_RETRY_ONCE : 0;
-  return shms__enqueue_slot(h, k, req, payload, len, options, ticket);
+  return shms__enqueue_slot(h, k, req, payload, len, options, NULL, ticket);
 }
 
 /* The job completed: hand over status and result (the one copy out), then retire the ticket. */
-static int deliver(struct shms *h, const struct shms__cls *k, uint32_t i, void *buf, size_t cap,
-                   shms_result *out) {
+static int deliver(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq, void *buf,
+                   size_t cap, shms_result *out) {
   const struct shms__slot *s = shms__slot_at(k, i);
   ck_pr_fence_load(); /* the result was written before the state said SETTLED */
   size_t len = s->result_len <= k->cfg->payload ? s->result_len : k->cfg->payload;
@@ -42,7 +42,7 @@ static int deliver(struct shms *h, const struct shms__cls *k, uint32_t i, void *
                       len, cap);
   if (len > 0)
     memcpy(buf, shms__slot_payload(k, i), len);
-  shms__owned_collect(h, k, i);
+  shms__job_collect(h, k, i, seq);
   return SHMS_OK;
 }
 
@@ -141,11 +141,14 @@ int shms_wait_result(shms_t *h, const shms_ticket *ticket, uint64_t timeout_ns, 
     if ((rc = shms__ticket_live(h, s, ticket, "job", &w)) != SHMS_OK)
       return rc;
     uint32_t st = SHMS__SLOT_STATE(w);
+    if ((shms__load_32(&s->options) & SHMS__OPT_KEYED) &&
+        (rc = shms__keyed_share(h, k, i, ticket->seq)) != SHMS_OK)
+      return rc;
     if (st == SHMS__SLOT_SETTLED) {
       int reason = SHMS__SLOT_REASON(w);
       if (reason == SHMS_OK)
-        return SHMS__OP(h, k, deliver(h, k, i, buf, cap, out));
-      SHMS__OP_VOID(h, k, shms__owned_collect(h, k, i));
+        return SHMS__OP(h, k, deliver(h, k, i, ticket->seq, buf, cap, out));
+      SHMS__OP_VOID(h, k, shms__job_collect(h, k, i, ticket->seq));
       return shms__fail(reason, "the job ended: %s", shms_strerror(reason));
     }
     if ((rc = wait_pending(h, k, i, w, until_real, timeout_ns)) != SHMS_OK)

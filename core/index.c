@@ -53,6 +53,32 @@ static void act_unlink(const struct shms__cls *k, uint32_t i) {
   }
 }
 
+int shms__key_conflict(const struct shms__cls *k, uint32_t i) {
+  const struct shms__slot *s = shms__slot_at(k, i);
+  uint64_t seq = s->seq;
+  int supersede = (s->options & SHMS__OPT_SUPERSEDE) != 0;
+  /* A scan, paid by keyed jobs alone: the jobs of a key that matter are queued and running
+   * ones, and only queued ones are indexed. Only the baton holder links, so of two jobs of a
+   * key at most one gets past here; an unindexed one goes before us only if older (a job put
+   * back in the queue keeps its place). */
+  for (uint32_t j = 0; j < k->nslots; j++) {
+    const struct shms__slot *o = shms__slot_at(k, j);
+    uint64_t w = shms__load_64(&o->word);
+    uint32_t st = SHMS__SLOT_STATE(w);
+    if (j == i || st < SHMS__SLOT_QUEUED || st == SHMS__SLOT_SETTLED ||
+        !(o->options & SHMS__OPT_KEYED) || strncmp(o->key, s->key, sizeof o->key) != 0)
+      continue;
+    uint64_t oseq = shms__load_64(&o->seq);
+    if (SHMS__SLOT_SEQ(shms__load_64(&o->word)) != SHMS__SLOT_SEQ(w))
+      continue; /* reused while we looked: a new arrival, judged at its own link */
+    if ((st == SHMS__SLOT_QUEUED && ((w & SHMS__SLOT_INDEXED) || oseq < seq)) ||
+        st == SHMS__SLOT_GRANTED ||
+        (st == SHMS__SLOT_RUNNING && !supersede && !(w & SHMS__SLOT_CANCEL)))
+      return 1;
+  }
+  return 0;
+}
+
 /*
  * QUEUED, not yet indexed: refuse request seq (the one whose word the caller read, never a later
  * occupant) with reason, without ever having linked it. What the settle asks next is a kick (it
@@ -75,6 +101,8 @@ static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
   uint32_t seq = SHMS__SLOT_SEQ(w);
   if (s->activation[0] != '\0' && act_taken(k, s->activation))
     return SHMS_EDUPACT;
+  if ((s->options & SHMS__OPT_KEYED) && shms__key_conflict(k, i))
+    return SHMS_EWOULDBLOCK; /* neither counted nor recorded: its submitter joins instead */
   uint32_t ref = shms__tenant_get(k, s->tenant_name);
   if (ref == 0)
     return SHMS_EQUEUEFULL;

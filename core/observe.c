@@ -101,6 +101,7 @@ static void read_counters(const struct shms__class_ctl *ctl, shms_class_stats *o
     out->queued_tenants = shms__load_32((uint32_t *)&ctl->tenants_queued);
     out->quarantines = shms__load_64((uint64_t *)&ctl->quarantines);
     out->recovered = shms__load_64((uint64_t *)&ctl->recovered);
+    out->joined = shms__load_64((uint64_t *)&ctl->joined);
     for (int r = 0; r < SHMS_REJECT_REASONS; r++)
       out->rejected_by[r] = shms__load_64((uint64_t *)&ctl->rejected_by[r]);
     for (int b = 0; b < SHMS_WAIT_BUCKETS; b++)

@@ -132,6 +132,35 @@ void shms__owned_collect(struct shms *h, const struct shms__cls *k, uint32_t i) 
     shms__slot_free(k, i); /* whoever of waiter and index lets go second frees the slot */
 }
 
+int shms__owner_drop(const struct shms__cls *k, uint32_t i, uint64_t seq, int left) {
+  uint64_t *wp = &shms__slot_at(k, i)->waiters, w = shms__load_64(wp);
+  for (;;) {
+    if (SHMS__WAIT_SEQ(w) != (uint32_t)seq)
+      return 0;
+    if (!(w & SHMS__WAIT_OWNER)) /* dropped before (a recovery run again): last if none wait */
+      return SHMS__WAIT_COUNT(w) == 0;
+    uint64_t next = (w & ~(uint64_t)SHMS__WAIT_OWNER) | (left ? SHMS__WAIT_LEFT : 0);
+    if (ck_pr_cas_64_value(wp, w, next, &w))
+      return SHMS__WAIT_COUNT(w) == 0;
+  }
+}
+
+int shms__owned_leave(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                      int left) {
+  lock();
+  begin(h->proc);
+  SHMS__STEP();
+  int broken = remove_locked(h, k, i);
+  /* Off the list with its share: a death in between leaves the record marked, and the scan
+   * of its recovery drops the share (shms__owner_drop again is harmless). */
+  SHMS__STEP();
+  int last = shms__owner_drop(k, i, seq, left);
+  SHMS__STEP();
+  end(h->proc, broken);
+  unlock();
+  return last;
+}
+
 /* Add (ref, seq) to l, growing it; 0 when memory runs out. */
 static int push(struct shms__owned *l, uint32_t ref, uint64_t seq) {
   if (l->n == l->cap) {

@@ -41,6 +41,12 @@ static void settle_request(struct shms *h, const struct shms__cls *k, uint32_t i
   if (st < SHMS__SLOT_QUEUED || SHMS__SLOT_SEQ(w) != (uint32_t)seq ||
       shms__load_32(&s->owner) != owner)
     return;
+  if (shms__load_32(&s->options) & SHMS__OPT_KEYED) {
+    /* Only the owner's share goes: the job goes on for its joiners, if any wait. */
+    if (shms__owner_drop(k, i, seq, 0))
+      shms__job_abandon(h, k, i, seq, SHMS_EOWNERLOST);
+    return;
+  }
   shms__settle_and_kick(h, k, i, seq, 1u << SHMS__SLOT_QUEUED | 1u << SHMS__SLOT_GRANTED,
                         SHMS_EOWNERLOST);
   /* A running job goes on; when its worker completes it, the result is dropped. */
@@ -96,6 +102,12 @@ int shms__recover_owner(struct shms *h, uint32_t owner, int contained, uint64_t 
   /* Its requests from its own record; cells are few (at most 4096 a class): scanned. */
   struct shms__owned l;
   int listed = shms__owned_take(h, owner, &l), done = 1;
+  /* The keyed jobs it joined, recorded in its entry while the entry is still its own (an entry
+   * taken over is its next owner's to release, at attach). */
+  uint32_t index = SHMS__OWNER_INDEX(owner);
+  int joins = owner == h->owner ||
+              (index < h->layout.procs_count &&
+               SHMS__OWNER(index, shms__load_32(&shms__proc_at(h, index)->gen)) == owner);
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const struct shms__cls *k = &h->cls[c];
     if (k->id < 0)
@@ -104,6 +116,8 @@ int shms__recover_owner(struct shms *h, uint32_t owner, int contained, uint64_t 
       done = 0; /* held still: this class is the next recovery's */
       continue;
     }
+    if (joins)
+      shms__joins_release(h, k, index);
     settle_requests(h, k, owner, listed ? &l : NULL);
     if (k->cfg->mode == SHMS_MODE_WORKER) {
       /* The owner was a worker: unbind its cell (a job it held is lost or queued again). */

@@ -44,6 +44,8 @@ static int dead(struct alive_cache *a, uint32_t owner) {
   return !a->entry[i].alive;
 }
 
+static int owner_dead(void *ctx, uint32_t owner) { return dead(ctx, owner); }
+
 /*
  * Kill dead holder's command: 1 if it is proven gone. Normally done before the class is
  * frozen (kill_dead_commands), so that here, in the frozen pass, it is found gone at once;
@@ -168,7 +170,8 @@ static void repair_granted(const struct shms__cls *k, uint32_t c, uint64_t w, st
       shms__store_32(&k->cells[c].worker, 0);
       return;
     }
-    if (!dead(a, s->owner))
+    if (!dead(a, s->owner) ||
+        ((s->options & SHMS__OPT_KEYED) && !shms__keyed_unwaited(k, ref - 1, s->seq, 1)))
       return; /* a grant waiting for a live waiter: nothing to do */
     set_slot(k, ref - 1, SHMS__SLOT_SETTLED, SHMS_EOWNERLOST, SHMS__SLOT_COLLECTED, 0);
     shms__report(
@@ -239,7 +242,8 @@ static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cach
                         struct shms__report *r) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
-  int gone = dead(a, s->owner);
+  /* A keyed job may have other waiters: the recount (shms__joins_recount) decides for it. */
+  int gone = dead(a, s->owner) && !(s->options & SHMS__OPT_KEYED);
   struct shms__item it = {.k = k, .slot_ref = i + 1, .owner = s->owner};
   switch (SHMS__SLOT_STATE(w)) {
   case SHMS__SLOT_CLAIMED: /* torn enqueue: after quiescence its owner must be dead */
@@ -390,6 +394,9 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
                    : (SHMS__FAST_LOW(old) != was.field) + (SHMS__FAST_QUEUED(old) != was.queued) +
                          (shms__load_32(&k->ctl->used) != was.used) +
                          (shms__load_32(&k->ctl->quarantined) != was.quarantined);
+  /* Who waits for each keyed job, from the live processes' records: the dead's shares go
+   * (before the cells: a grant to a dead submitter stands while a joiner waits). */
+  shms__joins_recount(a->h, k, owner_dead, a);
   /* Twice: a cell settled by the first look (a grant returned, a start completed) can need a
    * second (its worker dead too); every repair is idempotent. */
   for (int pass = 0; pass < 2; pass++)

@@ -38,6 +38,8 @@ static const char *const names[] = {
     [SHMS_EVENT_RESUMED] = "resumed",
     [SHMS_EVENT_LEASE_STARTED] = "lease-started",
     [SHMS_EVENT_LEASE_ENDED] = "lease-ended",
+    [SHMS_EVENT_JOB_JOINED] = "job-joined",
+    [SHMS_EVENT_SUPERSEDED] = "superseded",
 };
 
 const char *shms_event_name(uint32_t kind) {
@@ -309,10 +311,11 @@ void shms__note_settled(struct shms *h, const struct shms__cls *k, uint32_t i, u
     return; /* try_acquire withdrawing its own probe is no event */
   if (reason == SHMS_EOWNERLOST && shms__settle_report != NULL)
     return; /* a recovery's report tells it (shms__report_settled) */
-  uint32_t kind = reason == SHMS_ECANCELLED   ? SHMS_EVENT_CANCELLED
-                  : reason == SHMS_EDEADLINE  ? SHMS_EVENT_EXPIRED
-                  : reason == SHMS_EOWNERLOST ? SHMS_EVENT_REQUEST_OWNER_LOST
-                                              : SHMS_EVENT_REJECTED;
+  uint32_t kind = reason == SHMS_ECANCELLED    ? SHMS_EVENT_CANCELLED
+                  : reason == SHMS_EDEADLINE   ? SHMS_EVENT_EXPIRED
+                  : reason == SHMS_EOWNERLOST  ? SHMS_EVENT_REQUEST_OWNER_LOST
+                  : reason == SHMS_ESUPERSEDED ? SHMS_EVENT_SUPERSEDED
+                                               : SHMS_EVENT_REJECTED;
   shms__note_request(h, k, kind, i, seq, was == SHMS__SLOT_GRANTED ? (int32_t)cell : -1, reason, 0);
 }
 

@@ -507,6 +507,60 @@ int shms__exhaust_and_check(struct shms *h, const struct shms__cls *k, uint32_t 
  * being changed, for the recovery that settles the rest; 1 when all is settled.
  */
 int shms__recover_owner(struct shms *h, uint32_t owner, int contained, uint64_t until_real);
+
+/*
+ * ---- Keyed jobs (core/joined.c; docs/protocol.md, "Keyed jobs") ----
+ */
+/* The waiters word a job with options starts with, as sequence seq: its submitter waits. */
+uint64_t shms__waiters_first(uint64_t seq, unsigned options);
+/* Join keyed job i of k (sequence seq) as one more waiter, recorded in our process entry;
+ * inside an operation. SHMS_OK, SHMS_ENOTFOUND (nobody waits for it any more: not joinable) or
+ * SHMS_EBUSY (our table of joins is full). */
+int shms__join(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
+/* What share of keyed job i (seq) the calling process holds. */
+enum shms__share {
+  SHMS__SHARE_NONE = 0, /* none: never held, or its outcome taken */
+  SHMS__SHARE_OWNER,    /* it submitted the job and waits */
+  SHMS__SHARE_JOINED,   /* it joined the job and waits */
+  SHMS__SHARE_LEFT,     /* it left the job (shms_cancel) */
+};
+enum shms__share shms__share_of(const struct shms *h, const struct shms__cls *k, uint32_t i,
+                                uint64_t seq);
+/* Whether the caller's share (OWNER or JOINED) is the last of job i (seq): then nobody may
+ * join it any more (CLOSED), and the caller cancels the job itself. */
+int shms__share_close(const struct shms__cls *k, uint32_t i, uint64_t seq, enum shms__share share);
+/* Take our joiner's share of job i (seq) back, left (a cancel: the record stays, marked) or
+ * not (its outcome taken); inside an operation. 1 if it was the last share: the caller then
+ * ends the job (shms__job_abandon). */
+int shms__joiner_leave(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                       int left);
+/* Take the submitter's share of job i (seq) back (left: by a cancel); 1 if none is left. */
+int shms__owner_drop(const struct shms__cls *k, uint32_t i, uint64_t seq, int left);
+/* The same by the submitter itself, taking the job off its record of requests as it does. */
+int shms__owned_leave(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                      int left);
+/* Whether nobody waits for keyed job i (seq) any more: no joiner, and its submitter left or is
+ * dead (owner_dead: the caller found it so). Who decides whether a job's result is dropped
+ * asks this of a keyed job instead of the submitter's liveness alone. */
+int shms__keyed_unwaited(const struct shms__cls *k, uint32_t i, uint64_t seq, int owner_dead);
+/* Nobody waits for job i (seq) any more: a queued or granted one ends with reason, a running
+ * one's result is dropped (and its worker asked to stop it if reason is SHMS_ECANCELLED), an
+ * ended one is collected. Idempotent; inside an operation. */
+void shms__job_abandon(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                       int reason);
+/* Release the shares recorded in process entry index for class k (its process detached or
+ * died, or the entry was taken over); inside an operation. */
+void shms__joins_release(struct shms *h, const struct shms__cls *k, uint32_t index);
+/* At attach, an entry taken over: release the shares its dead owner recorded, class by class. */
+void shms__joins_adopt(struct shms *h);
+/* Frozen recovery: every keyed job's joiners counted again from the records of the live
+ * processes (dead(ctx, owner) says which are not; their records of k go, and a dead submitter's
+ * share), and a job nobody waits for any more ended as its last leaver would have. */
+void shms__joins_recount(const struct shms *h, const struct shms__cls *k,
+                         int (*dead)(void *ctx, uint32_t owner), void *ctx);
+/* Under the baton: whether another live job of slot i's key goes before it (its link then
+ * refuses it with SHMS_EWOULDBLOCK, and its submitter joins that job instead). */
+int shms__key_conflict(const struct shms__cls *k, uint32_t i);
 /*
  * Return the cells of grants whose waiter died before accepting them (run by
  * polling waiters, so a dead waiter never wedges a class, supervisor or not).

@@ -100,7 +100,7 @@ void shms__count_rejected(const struct shms__cls *k, int reason) {
 static void count_settled(const struct shms__cls *k, int reason) {
   if (reason == SHMS_EWOULDBLOCK)
     return; /* try_acquire withdrawing its own probe */
-  if (reason == SHMS_ECANCELLED)
+  if (reason == SHMS_ECANCELLED || reason == SHMS_ESUPERSEDED) /* superseded: cancelled for it */
     ck_pr_inc_64(&k->ctl->cancelled);
   else if (reason == SHMS_EDEADLINE)
     ck_pr_inc_64(&k->ctl->expired);

@@ -83,7 +83,8 @@ extern "C" {
   XX(SYSTEM, "system-error", "unexpected operating system error")                                  \
   XX(WOULDBLOCK, "would-block", "no cell is free right now")                                       \
   XX(VIOLATION, "invariant-violated", "an invariant of the segment does not hold")                 \
-  XX(STALE, "stale-prepared", "prepared request is stale, foreign or corrupt: prepare it again")
+  XX(STALE, "stale-prepared", "prepared request is stale, foreign or corrupt: prepare it again")   \
+  XX(SUPERSEDED, "superseded", "a newer job of the same key replaced it before it started")
 
 enum shms__err_index {
   SHMS__ERR_NONE = 0,
@@ -146,6 +147,7 @@ typedef enum { SHMS_TENANT_ANY, SHMS_TENANT_USER, SHMS_TENANT_GROUP } shms_tenan
 typedef enum { SHMS_FAIRNESS_DEFAULT, SHMS_FAIRNESS_GRANTS, SHMS_FAIRNESS_TIME } shms_fairness_t;
 
 #define SHMS_TENANT_MAX  31           /* bytes in a tenant name */
+#define SHMS_KEY_MAX     31           /* bytes in a job's key (shms_submit_key) */
 #define SHMS_ALLOW_MAX   16           /* tenants in one class's allow list */
 #define SHMS_CELLS_MAX   4096         /* cells in one class */
 #define SHMS_QUEUE_MAX   1048576u     /* request slots in one class */
@@ -439,6 +441,7 @@ typedef struct {
                            grant, request, job, worker or baton (not the recompute itself, nor
                            counts fixed and slots freed): 0 while nobody died */
   uint32_t reserved;    /* cells held for a multi-cell request gathering its cells */
+  uint64_t joined;      /* submits that joined a live job of the same key (shms_submit_key) */
 } shms_class_stats;
 
 /* Names one request. A stale ticket (its slot reused) is told apart by seq. */
@@ -850,6 +853,35 @@ enum {
 SHMS_EXTERN int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len,
                             unsigned flags, shms_ticket *ticket);
 
+enum {
+  /* shms_submit_key: end the key's queued jobs superseded (SHMS_ESUPERSEDED) and queue anew. */
+  SHMS_SUBMIT_SUPERSEDE = 1u << 1,
+  /* With SHMS_SUBMIT_SUPERSEDE: ask the worker of the key's running job to stop it too (as
+   * shms_cancel asks). Without it, a running job of the key runs to its end. */
+  SHMS_SUBMIT_SUPERSEDE_RUNNING = 1u << 2,
+};
+
+/*
+ * Single-flight by key: as shms_submit, for a job carrying key (1..SHMS_KEY_MAX graphic ASCII
+ * bytes) in worker class req->cls. While a job with the same key is queued or running in the
+ * class, the submit joins it instead of queueing another: *ticket names that job (the same
+ * ticket its submitter holds), *joined (if not NULL) is set to 1, and payload, flags' retry and
+ * req's priority and deadline are not used (the job runs once, as first submitted). Each waiter
+ * (the submitter and every joiner) holds a share: shms_wait_result gives every one of them the
+ * same status and result bytes, and shms_cancel by one of them only takes its share back (its
+ * wait then ends SHMS_ECANCELLED): the job itself is cancelled when its last waiter leaves. A
+ * process whose share is gone (it left, it took the result) cannot wait on the ticket again.
+ * With SHMS_SUBMIT_SUPERSEDE the key's queued jobs end SHMS_ESUPERSEDED for all their waiters
+ * and a new job is queued (*joined 0); SHMS_SUBMIT_SUPERSEDE_RUNNING stops a running one too.
+ * Errors as shms_submit; SHMS_EINVAL for a bad key, a lease class, an activation id with a key
+ * or supersede flags without SHMS_SUBMIT_SUPERSEDE; SHMS_EBUSY when the process already waits
+ * on SHMS_KEY_JOINS_MAX joined jobs. Never blocks beyond shms_submit; any thread.
+ */
+#define SHMS_KEY_JOINS_MAX 16
+SHMS_EXTERN int shms_submit_key(shms_t *h, const shms_request *req, const char *key,
+                                const void *payload, size_t len, unsigned flags,
+                                shms_ticket *ticket, int *joined);
+
 /* One job of a batch (shms_submit_batch): what shms_submit takes, less the class (the
  * batch's) and the activation id (a batch's jobs have none). */
 typedef struct {
@@ -1173,6 +1205,11 @@ typedef enum {
   /* That command ended (value: SHMS_LEASE_EXITED(code) or SHMS_LEASE_SIGNALLED(signal)); the
    * lease is released or quarantined next (a quarantine is recorded as cell-quarantined). */
   SHMS_EVENT_LEASE_ENDED,
+  /* A submit joined a live job of the same key instead of queueing one (shms_submit_key):
+   * class, tenant (the joiner's), ticket (the job's), pid (the joiner). */
+  SHMS_EVENT_JOB_JOINED,
+  /* A queued job ended superseded by a newer one of its key (ticket: the ended job's). */
+  SHMS_EVENT_SUPERSEDED,
 } shms_event_kind_t;
 
 /* shms_event.uid when none applies: (uid_t)-1, which is nobody's uid (POSIX keeps it for

@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 10u
+#define SHMS__LAYOUT_VERSION 11u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -153,6 +153,7 @@ struct shms__class_ctl {
   uint64_t rebases;    /* how many times every charge was moved back (fair.h) */
   uint64_t policy_gen; /* the tenant table's policy_gen when the weights were last read */
   uint64_t gather_seq;
+  uint64_t joined; /* atomic: submits that joined a live job of the same key (core/joined.c) */
 };
 
 /*
@@ -235,6 +236,11 @@ struct shms__slot {
   uint32_t own_prev, own_next;
   uint32_t uid;                /* the enqueuer's effective uid at registration: who may cancel it */
   uint32_t all_prev, all_next; /* the class's list by enqueue time (ctl->all_head) */
+  /* Line 4: a keyed job (SHMS__OPT_KEYED, core/joined.c): its key, "" for none, written before
+   * the job is published; and who waits for it, SHMS__WAITERS: the submitter and its joiners,
+   * written by each of them with CAS (a frozen recovery recounts the joiners). */
+  char key[SHMS_KEY_MAX + 1] SHMS__ALIGNED;
+  uint64_t waiters;
 } SHMS__ALIGNED;
 
 /* A tenant record: present while the tenant has queued work or limited leases. */
@@ -310,6 +316,7 @@ struct shms__tally {
   uint64_t reserved2[2];
 } SHMS__ALIGNED;
 #define SHMS__TALLIES 4
+#define SHMS__JOINS   16 /* keyed jobs a process may have joined at once (core/joined.c) */
 
 /* One attached process. Byte `offset of this entry` of the file is its liveness lock. */
 struct shms__proc {
@@ -358,6 +365,11 @@ struct shms__proc {
    * (core/tally.c). Kept after the process detaches or dies, until the entry's next owner
    * folds them into the tenant table: observers add them up from every entry. */
   struct shms__tally tally[SHMS__TALLIES];
+  /* Lines 8-9: the keyed jobs the process joined (core/joined.c), each SHMS__JOIN_ENTRY, 0 for
+   * none. Written by the process's own threads (under a lock of the process); read by a frozen
+   * recovery's recount; released and cleared by whoever disposes of the process once it is
+   * gone, or by the entry's next owner at attach. */
+  uint64_t joins[SHMS__JOINS] SHMS__ALIGNED;
 } SHMS__ALIGNED;
 
 enum { SHMS__PROC_FREE = 0, SHMS__PROC_CLAIMING = 1, SHMS__PROC_LIVE = 2 };
@@ -471,7 +483,12 @@ enum {
 #define SHMS__SLOT_STARTWAKE (1u << 11)
 
 /* Request options (shms__slot.options). */
-enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };
+enum {
+  SHMS__OPT_RETRY_ONCE = 1u,
+  SHMS__OPT_RETRIED = 2u,
+  SHMS__OPT_KEYED = 4u,     /* a job with a key: single-flight (core/joined.c) */
+  SHMS__OPT_SUPERSEDE = 8u, /* queued by a supersede: a running job of its key is no conflict */
+};
 /* The cells a lease-mode request asks for, in the high half of its options (0 reads as 1). */
 #define SHMS__OPT_CELLS_SHIFT 16
 #define SHMS__OPT_CELLS(o)    ((o) >> SHMS__OPT_CELLS_SHIFT ? (o) >> SHMS__OPT_CELLS_SHIFT : 1u)
@@ -497,6 +514,22 @@ enum { SHMS__OPT_RETRY_ONCE = 1u, SHMS__OPT_RETRIED = 2u };
 #define SHMS__OWNED_INDEX(ref) (((uint32_t)(ref)&0xffffffu) - 1)
 _Static_assert(SHMS_QUEUE_MAX < 0xffffffu, "a slot reference holds index + 1 in 24 bits");
 
+/* shms__slot.waiters: the job's sequence (high 32 bits) | OWNER: its submitter waits | LEFT: its
+ * submitter left it (shms_cancel) | CLOSED: its last waiter cancels it, nobody may join | the
+ * joiners that wait (low 29 bits). 0 for a job without a key. */
+#define SHMS__WAIT_OWNER        (1u << 31)
+#define SHMS__WAIT_LEFT         (1u << 30)
+#define SHMS__WAIT_CLOSED       (1u << 29)
+#define SHMS__WAIT_COUNT_MAX    0x1fffffffu
+#define SHMS__WAIT_COUNT(w)     ((uint32_t)(w)&SHMS__WAIT_COUNT_MAX)
+#define SHMS__WAIT_SEQ(w)       ((uint32_t)((w) >> 32))
+#define SHMS__WAITERS(seq, low) (((uint64_t)(uint32_t)(seq) << 32) | (uint32_t)(low))
+/* shms__proc.joins[]: (SHMS__OWNED_REF of the slot, | LEFT once the joiner left) << 32 | the
+ * job's sequence (low 32 bits). The class of a reference fits in 7 bits, so bit 31 is free. */
+#define SHMS__JOIN_LEFT            (1u << 31)
+#define SHMS__JOIN_ENTRY(ref, seq) (((uint64_t)(ref) << 32) | (uint32_t)(seq))
+#define SHMS__JOIN_REF(e)          ((uint32_t)((e) >> 32) & ~SHMS__JOIN_LEFT)
+
 /* The file byte that marks the supervisor as running (inside the header, never an entry). */
 #define SHMS__LOCK_SUPERVISOR 1
 
@@ -506,9 +539,9 @@ _Static_assert(SHMS_QUEUE_MAX < 0xffffffu, "a slot reference holds index + 1 in 
 
 _Static_assert(sizeof(struct shms__class_ctl) == 16 * (size_t)SHMS__LINE, "class ctl is 16 lines");
 _Static_assert(sizeof(struct shms__cell) == 2 * (size_t)SHMS__LINE, "cell is two lines");
-_Static_assert(sizeof(struct shms__slot) == 3 * (size_t)SHMS__LINE, "slot is three lines");
+_Static_assert(sizeof(struct shms__slot) == 4 * (size_t)SHMS__LINE, "slot is four lines");
 _Static_assert(sizeof(struct shms__tenant) == 3 * (size_t)SHMS__LINE, "tenant is three lines");
-_Static_assert(sizeof(struct shms__proc) == 7 * (size_t)SHMS__LINE, "proc entry is seven lines");
+_Static_assert(sizeof(struct shms__proc) == 9 * (size_t)SHMS__LINE, "proc entry is nine lines");
 _Static_assert(sizeof(struct shms__tally) == (size_t)SHMS__LINE, "a tally is a line");
 _Static_assert(sizeof(struct shms__account) == 8 * (size_t)SHMS__LINE, "account is eight lines");
 _Static_assert(sizeof(struct shms__accounts_ctl) == (size_t)SHMS__LINE, "accounts ctl is a line");

@@ -69,7 +69,9 @@ expect "$commands" ''
 expect "--help --version" -
 for c in $commands; do
   [ "$c" = help ] && continue
-  if "$bin" "$c" --help | head -n1 | grep -q "^Usage: shmsched $c "; then
+  # The whole page first: head closing the pipe early would fail a long page's write.
+  page=$("$bin" "$c" --help)
+  if [[ $page == "Usage: shmsched $c "* ]]; then
     expect "$(help_options "$c")" "$c" --
   else # its help is another command's page (resume: drain's): only the options it takes
     [ "$(complete_line "$c" --)" = --help ] || fail "shmsched $c -- <TAB>: $(complete_line "$c" --)"

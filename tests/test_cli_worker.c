@@ -383,6 +383,31 @@ START_TEST(cancel_queued_job) {
 }
 END_TEST
 
+/* Submits of one key join one job; a supersede ends it for all of them (exit 75). */
+START_TEST(keyed_join_and_supersede) {
+  const char *name = cli_segment("key", "small:cells=1,queue=16,mode=worker,payload=64", NULL);
+  struct cli_proc a, b;
+  char ta[SHMS_TICKET_STRLEN], tb[SHMS_TICKET_STRLEN];
+  CLI_SPAWN(&a, "submit", name, "-c", "small", "-t", "a", "-P", "x", "--key", "k", "--wait",
+            "--print-ticket");
+  cli_read_line(a.err, ta, sizeof ta);
+  CLI_SPAWN(&b, "submit", name, "-c", "small", "-t", "b", "-P", "y", "--key", "k", "--wait",
+            "--print-ticket");
+  cli_read_line(b.err, tb, sizeof tb);
+  ck_assert_str_eq(ta, tb); /* the same job: no worker, so it is still queued */
+  assert_status(name, "queue_depth", "1");
+  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "c", "--key", "k", "--supersede",
+                       "--wait", "--timeout", "20ms"),
+                   75);
+  assert_error_line(err, "timed-out", "no result within 20ms");
+  ck_assert_int_eq(reap(&a), 75);
+  assert_error_line(err, "superseded", "tenant 'a'");
+  ck_assert_int_eq(reap(&b), 75);
+  assert_error_line(err, "superseded", "tenant 'b'");
+  assert_status(name, "queue_depth", "0");
+}
+END_TEST
+
 /* Cancelling a running job: its command gets SIGTERM, and the job ends with its status. */
 START_TEST(cancel_running_job) {
   const char *name = cli_segment("cr", "small:cells=1,queue=16,mode=worker,payload=64", NULL);
@@ -738,6 +763,15 @@ static const struct {
   const char *needle;
 } bad_calls[] = {
     {{"submit", "@", "-t", "a"}, "submit: missing --class"},
+    {{"submit", "@", "-c", "small", "-t", "a", "--key", ""}, "--key: empty"},
+    {{"submit", "@", "-c", "small", "-t", "a", "--key", "0123456789abcdef0123456789abcdef"},
+     "--key: too long"},
+    {{"submit", "@", "-c", "small", "-t", "a", "--key", "a b"}, "--key: byte 2 (0x20)"},
+    {{"submit", "@", "-c", "small", "-t", "a", "--supersede"}, "--supersede needs --key"},
+    {{"submit", "@", "-c", "small", "-t", "a", "--key", "k", "--supersede=now"},
+     "expected --supersede or --supersede=running"},
+    {{"submit", "@", "-c", "small", "-t", "a", "--key", "k", "-a", "x"},
+     "--key and --activation exclude each other"},
     {{"submit", "@", "-c", "small"}, "submit: missing --tenant"},
     {{"submit", "-c", "small", "-t", "a"}, "submit: missing NAME"},
     {{"submit", "@", "-c", "small", "-t", "a", "--timeout", "1s"}, "--timeout needs --wait"},
@@ -822,6 +856,7 @@ static Suite *cli_worker_suite(void) {
   tcase_add_test(tc, crashed_command_goes_on);
   tcase_add_test(tc, crashed_command_quarantines);
   tcase_add_test(tc, cancel_queued_job);
+  tcase_add_test(tc, keyed_join_and_supersede);
   tcase_add_test(tc, cancel_running_job);
   tcase_add_test(tc, worker_stops_on_signal);
   tcase_add_test(tc, second_signal_stops_waiting);

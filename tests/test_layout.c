@@ -37,13 +37,13 @@ static uint64_t documented_size(const shms_config *cfg) {
     const shms_class_config *k = &cfg->classes[c];
     if (!k->configured)
       continue;
-    uint64_t slot = 192 + (k->mode == SHMS_MODE_WORKER ? line(k->payload) : 0);
+    uint64_t slot = 256 + (k->mode == SHMS_MODE_WORKER ? line(k->payload) : 0);
     size += 1024 + 128ull * k->cells + slot * k->queue + 192 * t + line(4 * pow2(2 * t)) +
             line(4 * pow2(k->queue ? k->queue : 1)) + 2 * line(8 * hbm_words(k->queue)) +
             line(8 * hbm_words(t)) + line(4 * t) +
             line(8 * hbm_words(cfg->tenant_table ? cfg->tenant_table : SHMS_DEFAULT_TENANT_TABLE));
   }
-  size += 448ull * cfg->max_processes;
+  size += 576ull * cfg->max_processes;
   uint64_t a = cfg->tenant_table ? cfg->tenant_table : SHMS_DEFAULT_TENANT_TABLE;
   size += 64 + line(4 * pow2(2 * (uint32_t)a)) + 512 * a;       /* the tenant table */
   return cfg->events ? size + 64 + 128ull * cfg->events : size; /* the event ring */

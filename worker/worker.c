@@ -148,7 +148,10 @@ static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) 
     not_yet_granted(w, cw);
     return 0;
   }
-  int reason = client_gone(w, s->owner)                             ? SHMS_EOWNERLOST
+  int gone = client_gone(w, s->owner);
+  if (s->options & SHMS__OPT_KEYED) /* its joiners wait on for it */
+    gone = shms__keyed_unwaited(k, i, seq, gone);
+  int reason = gone                                                 ? SHMS_EOWNERLOST
                : s->deadline_ns && shms__now_ns() >= s->deadline_ns ? SHMS_EDEADLINE
                : shms__segment_state(h) != SHMS_SEG_ACTIVE          ? SHMS_ESHUTDOWN
                                                                     : 0;
@@ -291,6 +294,8 @@ static int finish(struct shms_worker *w, uint32_t i, int status, const void *res
    * it. Decided before the CAS that hands the slot over, never after: once SETTLED, a live
    * client may collect it and free it at once. */
   int gone = shms__owner_dead(h, s->owner);
+  if (s->options & SHMS__OPT_KEYED) /* its joiners wait on for it */
+    gone = shms__keyed_unwaited(k, i, seq, gone);
   int dropped = shms__slot_complete(k, i, seq, sw, gone);
   if (dropped < 0)
     return SHMS_ELEASE;

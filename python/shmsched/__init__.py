@@ -16,8 +16,8 @@ from .errors import (AllCellsQuarantined, AlreadyExists, Busy, Cancelled, ClassD
                      DeadlineExceeded, DuplicateActivation, HandleForked, IncompatibleSegment,
                      InvalidArgument, InvariantViolated, LeaseMismatch, NoSpace, NotFound,
                      OutOfMemory, OwnerLost, PermissionDenied, QueueFull, SegmentNotFound,
-                     SequenceExhausted, ShmschedError, Shutdown, StalePrepared, SystemFailure,
-                     TimedOut, WorkerLost, WouldBlock, error_for)
+                     SequenceExhausted, ShmschedError, Shutdown, StalePrepared, Superseded,
+                     SystemFailure, TimedOut, WorkerLost, WouldBlock, error_for)
 from .requests import Job, Lease, Prepared, Ticket
 from .segment import Segment, create, destroy
 from .types import (CLASSES, ClassConfig, ClassStats, Explanation, JobResult, SegmentConfig,
@@ -34,7 +34,7 @@ __all__ = [
     "OwnerLost", "PermissionDenied", "Prepared", "QueueFull", "Segment", "SegmentConfig",
     "SegmentInfo",
     "SegmentNotFound", "SequenceExhausted", "ShmschedError", "Shutdown", "StalePrepared",
-    "SystemFailure",
+    "Superseded", "SystemFailure",
     "TenantRecord", "TenantStats", "Ticket", "TimedOut", "Worker", "WorkerJob", "WorkerLost", "WouldBlock",
     "create", "destroy", "error_for",
 ]

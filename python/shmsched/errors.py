@@ -183,6 +183,12 @@ class StalePrepared(ShmschedError):
     code = _c.ESTALE
 
 
+class Superseded(ShmschedError):
+    """superseded: a newer job of the same key replaced this one before it started."""
+
+    code = _c.ESUPERSEDED
+
+
 class HandleForked(InvalidArgument, RuntimeError):
     """invalid-argument: a Segment used in a child forked from the process that opened it.
 
@@ -197,7 +203,7 @@ _BY_CODE: Dict[int, Type[ShmschedError]] = {
                 DeadlineExceeded, AllCellsQuarantined, Shutdown, SequenceExhausted,
                 LeaseMismatch, NotFound, OwnerLost, WorkerLost, IncompatibleSegment,
                 PermissionDenied, AlreadyExists, Busy, OutOfMemory, NoSpace, TimedOut,
-                SystemFailure, WouldBlock, InvariantViolated, StalePrepared)
+                SystemFailure, WouldBlock, InvariantViolated, StalePrepared, Superseded)
 }
 _c._register_errors({**_BY_CODE, _c.SEGMENT_NOT_FOUND: SegmentNotFound,
                      _c.FORKED: HandleForked})

@@ -206,7 +206,7 @@ def test_observe_tenants_config_info_are_dataclasses(make_segment):
                                                             payload=64)
         assert (cfg.max_tenants, cfg.starvation_after, cfg.mode) == (16, 2.5, 0o600)
         info = seg.info()
-        assert (info.state, info.live_processes, info.layout_version) == ("active", 1, 10)
+        assert (info.state, info.live_processes, info.layout_version) == ("active", 1, 11)
         held = [seg.try_acquire("standard", tenant="h") for _ in range(2)]
         ts = [seg.enqueue("standard", tenant=n) for n in ("a", "a", "b")]
         rows = {t.name: t for t in seg.tenants("standard")}
@@ -277,7 +277,7 @@ def test_exceptions_carry_reason_detail_and_builtins():
     assert str(e) == "queue-full: class standard: all 8 request slots are in use"
     assert shmsched.Cancelled().detail == "request was cancelled"
     # Every reason word of the C library has its class.
-    for code in range(-1, -25, -1):
+    for code in range(-1, -26, -1):
         word = shmsched._shmsched.err_name(code)[0]
         assert shmsched.error_for(word).code == code
 

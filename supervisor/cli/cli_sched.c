@@ -23,6 +23,7 @@ int cli_sched_outcome(int rc) {
   case SHMS_ESEQEXHAUSTED:
   case SHMS_EOWNERLOST:
   case SHMS_EWORKERLOST:
+  case SHMS_ESUPERSEDED:
     return 1;
   default:
     return 0;

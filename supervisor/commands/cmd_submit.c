@@ -62,6 +62,13 @@ static const char help[] =
     "                           the class's payload size (default: empty)\n"
     "  -b, --batch FILE         submit the JSON-lines jobs of FILE ('-': stdin), all\n"
     "                           or none (default: one job from the options)\n"
+    "  --key KEY                single-flight: while a job with KEY (1..31 graphic\n"
+    "                           ASCII bytes) is queued or running in CLASS, join it\n"
+    "                           instead of queueing another; every waiter gets its\n"
+    "                           result (default: none)\n"
+    "  --supersede[=running]    with --key: end the key's queued jobs (superseded)\n"
+    "                           and queue this one; =running also asks the worker of\n"
+    "                           a running one to stop it (default: off)\n"
     "  --retry-once             if the worker dies mid-job, queue the job once more\n"
     "                           instead of ending it worker-lost (default: off)\n"
     "  -w, --wait               wait for the result, print it, exit with the job's\n"
@@ -76,7 +83,7 @@ static const char help[] =
     "Exit status: without --wait 0 the job started (its ticket on stdout); with\n"
     "--wait the job's status (a status outside 0..255 exits 255); 75 the job did\n"
     "not start or did not complete (queue-full, class-denied, duplicate-activation,\n"
-    "cancelled, deadline-exceeded, all-cells-quarantined, shutdown, worker-lost,\n"
+    "cancelled, superseded, deadline-exceeded, all-cells-quarantined, shutdown, worker-lost,\n"
     "owner-lost, timed-out, ...) or busy: the segment's process table is full;\n"
     "1 submit failed otherwise (not-found, ...);\n"
     "2 usage error, including a payload larger than the class's payload size.\n"
@@ -85,9 +92,10 @@ static const char help[] =
     "  shmsched submit jobs --class small --tenant web --payload 'hello' --wait\n"
     "  shmsched submit jobs -c small -t ci --payload-file report.txt --wait >digest\n"
     "  shmsched submit jobs -c small -t batch -P 'rebuild index'    # prints the ticket\n"
-    "  git log | shmsched submit jobs -c small -t ci -f - --wait --timeout 30s\n";
+    "  git log | shmsched submit jobs -c small -t ci -f - --wait --timeout 30s\n"
+    "  shmsched submit jobs -c small -t ci -P 'make docs' --key docs --wait   # once\n";
 
-enum { OPT_RETRY_ONCE = 256, OPT_TIMEOUT, OPT_PRINT_TICKET };
+enum { OPT_RETRY_ONCE = 256, OPT_TIMEOUT, OPT_PRINT_TICKET, OPT_KEY, OPT_SUPERSEDE };
 
 static const struct option opts[] = {
     {"class", required_argument, NULL, 'c'},
@@ -99,6 +107,8 @@ static const struct option opts[] = {
     {"payload-file", required_argument, NULL, 'f'},
     {"batch", required_argument, NULL, 'b'},
     {"retry-once", no_argument, NULL, OPT_RETRY_ONCE},
+    {"key", required_argument, NULL, OPT_KEY},
+    {"supersede", optional_argument, NULL, OPT_SUPERSEDE},
     {"wait", no_argument, NULL, 'w'},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"print-ticket", no_argument, NULL, OPT_PRINT_TICKET},
@@ -134,6 +144,15 @@ static int take_option(int c, char **argv, struct submit_args *a) {
   case OPT_RETRY_ONCE:
     a->flags |= SHMS_SUBMIT_RETRY_ONCE;
     return -1;
+  case OPT_KEY:
+    a->key = optarg;
+    return -1;
+  case OPT_SUPERSEDE:
+    if (optarg != NULL && strcmp(optarg, "running") != 0)
+      return cli_usage("submit: --supersede=%s: expected --supersede or --supersede=running",
+                       optarg);
+    a->flags |= SHMS_SUBMIT_SUPERSEDE | (optarg != NULL ? SHMS_SUBMIT_SUPERSEDE_RUNNING : 0);
+    return -1;
   case 'w':
     a->wait = 1;
     return -1;
@@ -150,6 +169,26 @@ static int take_option(int c, char **argv, struct submit_args *a) {
   }
 }
 
+/* --key and --supersede as given: -1 to go on, else an exit code. */
+static int check_key(const struct submit_args *a) {
+  if (a->key == NULL)
+    return (a->flags & SHMS_SUBMIT_SUPERSEDE)
+               ? cli_usage("submit: --supersede needs --key (it replaces the key's queued jobs)")
+               : -1;
+  size_t n = strlen(a->key);
+  if (n == 0 || n > SHMS_KEY_MAX)
+    return cli_usage("submit: --key: %s: 1..%d graphic ASCII bytes", n == 0 ? "empty" : "too long",
+                     SHMS_KEY_MAX);
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)a->key[i] <= 0x20 || (unsigned char)a->key[i] >= 0x7f)
+      return cli_usage("submit: --key: byte %zu (0x%02x) is not graphic ASCII", i + 1,
+                       (unsigned char)a->key[i]);
+  if (a->req.activation != NULL)
+    return cli_usage("submit: --key and --activation exclude each other: the key already names "
+                     "the job among the class's live jobs");
+  return -1;
+}
+
 /* Returns -1 to go on, else an exit code. */
 static int parse(int argc, char **argv, struct submit_args *a) {
   int c, rc;
@@ -158,17 +197,23 @@ static int parse(int argc, char **argv, struct submit_args *a) {
       return rc;
   if (cli_take_name("submit", argc, argv, &a->name) != 0)
     return CLI_EXIT_USAGE;
-  if (a->batch != NULL && (a->payload != NULL || a->payload_file != NULL || a->req.activation))
-    return cli_usage("submit: --batch takes each job's payload from its line: not with --%s",
+  if (a->batch != NULL && (a->payload != NULL || a->payload_file != NULL || a->req.activation ||
+                           a->key != NULL || (a->flags & SHMS_SUBMIT_SUPERSEDE)))
+    return cli_usage("submit: --batch takes each job's payload and key from its line: not with "
+                     "--%s",
                      a->req.activation != NULL ? "activation"
                      : a->payload != NULL      ? "payload"
-                                               : "payload-file");
+                     : a->payload_file != NULL ? "payload-file"
+                     : a->key != NULL          ? "key"
+                                               : "supersede");
   if (a->cls == NULL || (a->req.tenant == NULL && a->batch == NULL))
     return cli_usage("submit: missing --%s (see 'shmsched submit --help')",
                      a->cls == NULL ? "class" : "tenant");
   if (!a->wait && (a->timeout_ns != 0 || a->print_ticket))
     return cli_usage("submit: --%s needs --wait (without it the ticket is printed on stdout)",
                      a->timeout_ns != 0 ? "timeout" : "print-ticket");
+  if ((rc = check_key(a)) >= 0)
+    return rc;
   return cli_parse_class("submit", a->cls, &a->req.cls) == 0 ? -1 : CLI_EXIT_USAGE;
 }
 
@@ -192,7 +237,8 @@ static int class_limit(shms_t *h, const struct submit_args *a, size_t *limit) {
 /* Queue the job; print its ticket (stdout without --wait, stderr with --print-ticket). */
 static int queue_job(shms_t *h, const struct submit_args *a, const struct payload *p,
                      shms_ticket *t) {
-  int rc = shms_submit(h, &a->req, p->bytes, p->len, a->flags, t);
+  int rc = a->key != NULL ? shms_submit_key(h, &a->req, a->key, p->bytes, p->len, a->flags, t, NULL)
+                          : shms_submit(h, &a->req, p->bytes, p->len, a->flags, t);
   if (rc != SHMS_OK)
     return submit_fail(a, rc, NULL);
   char text[SHMS_TICKET_STRLEN];

@@ -21,6 +21,7 @@ struct submit_args {
   const char *payload_file; /* --payload-file ("-": stdin), or NULL */
   const char *batch;        /* --batch FILE ("-": stdin), or NULL */
   unsigned flags;           /* SHMS_SUBMIT_* */
+  const char *key;          /* --key, or NULL */
   int wait, print_ticket;
   uint64_t timeout_ns;      /* --timeout, 0: none */
   const char *timeout_text; /* --timeout as given, for messages */
