@@ -38,7 +38,14 @@ int shms__acquire_queued(struct shms *h, const shms_request *req, shms_lease *le
  * return once the dispatcher has indexed it or refused it.
  */
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
-                       const void *payload, size_t len, unsigned options, shms_ticket *ticket);
+                       const void *payload, size_t len, unsigned options, uint32_t quotas,
+                       shms_ticket *ticket);
+/*
+ * The quotas req names, as bits of the quota table, into *mask: SHMS_EINVAL, with the detail
+ * naming the one at fault, for an unknown name, a name given twice, more than
+ * SHMS_REQUEST_QUOTAS_MAX, a worker class or a request of several cells.
+ */
+int shms__check_quotas(const struct shms__cls *k, const shms_request *req, uint32_t *mask);
 /*
  * Sleep on slot i's word w (announcing it first) until woken, until the real
  * clock reaches until_real (0: no limit), or until this process's next check on
