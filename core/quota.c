@@ -109,10 +109,9 @@ uint32_t shms__quota_recount(const struct shms__cls *k) {
       continue;
     off++;
     /* Other classes' fields change meanwhile (their operations go on): only ours is set. */
-    while (!ck_pr_cas_64_value(&e->used, u,
-                               (u & ~(0xfffull * SHMS__QUOTA_UNIT(k->id))) |
-                                   (uint64_t)n * SHMS__QUOTA_UNIT(k->id),
-                               &u))
+    while (!ck_pr_cas_64_value(
+        &e->used, u,
+        (u & ~(0xfffull * SHMS__QUOTA_UNIT(k->id))) | (uint64_t)n * SHMS__QUOTA_UNIT(k->id), &u))
       ;
   }
   return off;

@@ -45,27 +45,26 @@ static uint64_t stamp(const char *file) {
  * of them wait for the quota, runs at once, before either of them.
  */
 START_TEST(run_quota_bounds_concurrency_without_blocking_others) {
-  const char *name = CLI_SEGMENT("quota", "--class", "standard:cells=4,queue=16", "--quota",
-                                 "gpu=2");
+  const char *name =
+      CLI_SEGMENT("quota", "--class", "standard:cells=4,queue=16", "--quota", "gpu=2");
   struct cli_proc p[4];
   char script[512], path[256];
   for (int i = 0; i < 4; i++) {
     char tenant[8];
     snprintf(tenant, sizeof tenant, "t%d", i);
-    snprintf(script, sizeof script,
-             "date +%%s%%N > %s/s%d; sleep 0.5; date +%%s%%N > %s/e%d", cli_dir(), i, cli_dir(),
-             i);
-    CLI_SPAWN(&p[i], "run", name, "--class", "standard", "--tenant", tenant, "--quota", "gpu",
-              "--", "sh", "-c", script);
+    snprintf(script, sizeof script, "date +%%s%%N > %s/s%d; sleep 0.5; date +%%s%%N > %s/e%d",
+             cli_dir(), i, cli_dir(), i);
+    CLI_SPAWN(&p[i], "run", name, "--class", "standard", "--tenant", tenant, "--quota", "gpu", "--",
+              "sh", "-c", script);
   }
   /* Observed: two hold a unit each, two are parked waiting for one. */
   while (status_figure(name, "quota.gpu.waiters") != 2)
     ;
   ck_assert_uint_eq(status_figure(name, "quota.gpu.used"), 2);
-  ck_assert_int_eq(CLI("run", name, "--class", "standard", "--tenant", "other", "--", "sh", "-c",
-                       (snprintf(script, sizeof script, "date +%%s%%N > %s/plain", cli_dir()),
-                        script)),
-                   0);
+  ck_assert_int_eq(
+      CLI("run", name, "--class", "standard", "--tenant", "other", "--", "sh", "-c",
+          (snprintf(script, sizeof script, "date +%%s%%N > %s/plain", cli_dir()), script)),
+      0);
   char pout[4096], perr[4096];
   for (int i = 0; i < 4; i++) {
     int rc = cli_reap(&p[i], 1, pout, sizeof pout, NULL, perr, sizeof perr);
@@ -112,9 +111,8 @@ START_TEST(policy_and_create_quota_errors) {
   ck_assert_int_eq(CLI("policy", name, "--quota", "gpu"), 2);
   ck_assert_msg(strstr(err, "go together") != NULL, "%s", err);
   ck_assert_uint_eq(status_figure(name, "quota.gpu.max"), 3);
-  ck_assert_int_eq(CLI("run", name, "--class", "standard", "--tenant", "a", "--quota", "cpu", "--",
-                       "true"),
-                   2);
+  ck_assert_int_eq(
+      CLI("run", name, "--class", "standard", "--tenant", "a", "--quota", "cpu", "--", "true"), 2);
   ck_assert_msg(strstr(err, "no quota 'cpu'") != NULL, "%s", err);
   ck_assert_int_eq(CLI("run", name, "--class", "standard", "--tenant", "a", "--quota", "gpu",
                        "--quota", "gpu", "--", "true"),
@@ -124,6 +122,16 @@ START_TEST(policy_and_create_quota_errors) {
                        "--quota", "licence", "--", "true"),
                    0);
   ck_assert_uint_eq(status_figure(name, "quota.gpu.used"), 0);
+  /* --if-missing compares the quotas it was created with (policy's changes since aside). */
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=2,queue=8", "--quota", "gpu=1",
+                       "--if-missing"),
+                   0);
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=2,queue=8", "--quota", "gpu=2",
+                       "--if-missing"),
+                   1);
+  ck_assert_msg(strstr(err, "quota gpu: max is 1 in the segment, 2 in") != NULL, "%s", err);
+  ck_assert_int_eq(CLI("create", name, "--class", "standard:cells=2,queue=8", "--if-missing"), 1);
+  ck_assert_msg(strstr(err, "quota gpu: present in the segment, absent in") != NULL, "%s", err);
   /* create: a bad maximum, a name twice, a bad spec: nothing is created. */
   const char *bad = harness_name("qbad");
   ck_assert_int_eq(CLI("create", bad, "--class", "standard:cells=1,queue=1", "--quota", "gpu=0"),
@@ -133,8 +141,7 @@ START_TEST(policy_and_create_quota_errors) {
                        "--quota", "gpu=2"),
                    2);
   ck_assert_msg(strstr(err, "given twice") != NULL, "%s", err);
-  ck_assert_int_eq(CLI("create", bad, "--class", "standard:cells=1,queue=1", "--quota", "gpu"),
-                   2);
+  ck_assert_int_eq(CLI("create", bad, "--class", "standard:cells=1,queue=1", "--quota", "gpu"), 2);
   ck_assert_msg(strstr(err, "expected NAME=MAX") != NULL, "%s", err);
   ck_assert_int_eq(CLI("status", bad), 1); /* never created */
 }
