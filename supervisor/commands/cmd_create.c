@@ -56,9 +56,7 @@ static const char help[] =
     "                          segment's owner and root may (default: none)\n"
     "  --events N              records in the event ring ('shmsched events'): 0 (none) or\n"
     "                          a power of two 16..1048576 (default 1024)\n"
-    "  --quota NAME=MAX        a named quota: requests naming it ('run --quota NAME') hold\n"
-    "                          one unit each, at most MAX (1..4095) at once; repeat for\n"
-    "                          more, at most 16 (docs/config.md, \"quota\")\n"
+    "  --quota NAME=MAX        a quota: at most MAX (1..4095) units held at once; repeat\n"
     "  --tenant-table N        records of the tenant table (weights set by 'shmsched\n"
     "                          policy', what fairness by time charged idle tenants),\n"
     "                          16..65536 (default 4096)\n"
@@ -74,7 +72,6 @@ static const char help[] =
     "      --class large:cells=1,queue=4,allow=ci+release --starvation-after 2s\n"
     "  shmsched create infer --class large:cells=2,queue=16,mode=worker,payload=65536 \\\n"
     "      --mode 0660 --group infer\n"
-    "  shmsched create gpus --class standard:cells=4,queue=64 --quota licence=2\n"
     "  shmsched create jobs --config /etc/shmsched/jobs.ini --max-processes 256\n"
     "  shmsched create jobs --config /etc/shmsched/jobs.conf --if-missing\n";
 
