@@ -105,7 +105,7 @@ static void fill_all(struct shms *h, const struct batch *b) {
     const shms_batch_job *job = &b->jobs[j];
     shms_request req = job_request((shms_class_t)b->k->id, job);
     SHMS__STEP();
-    shms__slot_fill(h, shms__slot_at(b->k, b->slot[j]), &req, job->len, b->options, NULL,
+    shms__slot_fill(h, shms__slot_at(b->k, b->slot[j]), &req, job->len, b->options, NULL, 0,
                     b->seq[j]);
     if (job->len > 0)
       memcpy(shms__slot_payload(b->k, b->slot[j]), job->payload, job->len);

@@ -2,6 +2,7 @@
 #include <ck_pr.h>
 #include <string.h>
 
+#include "../core/quota.h"
 #include "../core/report.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
@@ -164,4 +165,33 @@ int shms__not_ours(void) {
   return shms__fail(SHMS_EINVAL,
                     "the request belongs to another process: only the process that "
                     "queued it may wait for it (cancel and explain work from anywhere)");
+}
+
+int shms__check_quotas(const struct shms__cls *k, const shms_request *req, uint32_t *mask) {
+  const char *cn = shms_class_name(k->id);
+  *mask = 0;
+  if (k->cfg->mode != SHMS_MODE_LEASE)
+    return shms__fail(SHMS_EINVAL, "class %s is a worker class: quotas are for lease classes", cn);
+  if (req->cells > 1)
+    return shms__fail(SHMS_EINVAL, "a request of %u cells names no quotas (one cell holds a unit)",
+                      req->cells);
+  if (req->nquotas > SHMS_REQUEST_QUOTAS_MAX)
+    return shms__fail(SHMS_EINVAL, "a request names at most %d quotas, got %u",
+                      SHMS_REQUEST_QUOTAS_MAX, req->nquotas);
+  if (req->quotas == NULL)
+    return shms__fail(SHMS_EINVAL, "quotas is NULL with nquotas %u", req->nquotas);
+  for (uint32_t i = 0; i < req->nquotas; i++) {
+    const char *name = req->quotas[i];
+    if (name == NULL || shms_tenant_check(name) != SHMS_OK)
+      return shms__fail(SHMS_EINVAL, "quota %u: name: 1..%d graphic ASCII bytes", i + 1,
+                        SHMS_TENANT_MAX);
+    int q = shms__quota_find(k->quotas, name);
+    if (q < 0)
+      return shms__fail(SHMS_EINVAL, "no quota '%s' in the segment (shmsched status lists them)",
+                        name);
+    if (*mask & (1u << q))
+      return shms__fail(SHMS_EINVAL, "quota '%s' is named twice", name);
+    *mask |= 1u << q;
+  }
+  return SHMS_OK;
 }

@@ -39,7 +39,7 @@ int shms__acquire_queued(struct shms *h, const shms_request *req, shms_lease *le
  */
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
                        const void *payload, size_t len, unsigned options, const char *key,
-                       shms_ticket *ticket);
+                       uint32_t quotas, shms_ticket *ticket);
 /* The caller took the outcome of its request i (seq): collect it, or for a keyed job take its
  * share back (the last share collects it). Inside an operation. */
 void shms__job_collect(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
@@ -47,12 +47,18 @@ void shms__job_collect(struct shms *h, const struct shms__cls *k, uint32_t i, ui
  * left the job: SHMS_ECANCELLED, its record of leaving then gone; its outcome taken). */
 int shms__keyed_share(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
 /* Fill claimed slot s (its sequence seq) from req for a payload of len bytes (copied in by the
- * caller), with its single-flight key (NULL: none). */
+ * caller), with its single-flight key (NULL: none) and its quotas (shms__check_quotas). */
 void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
-                     unsigned options, const char *key, uint64_t seq);
+                     unsigned options, const char *key, uint32_t quotas, uint64_t seq);
 /* Settle our own fresh request i if a drain or total quarantine raced its publication. */
 void shms__recheck_after_publish(struct shms *h, const struct shms__cls *k, uint32_t i,
                                  uint64_t seq);
+/*
+ * The quotas req names, as bits of the quota table, into *mask: SHMS_EINVAL, with the detail
+ * naming the one at fault, for an unknown name, a name given twice, more than
+ * SHMS_REQUEST_QUOTAS_MAX, a worker class or a request of several cells.
+ */
+int shms__check_quotas(const struct shms__cls *k, const shms_request *req, uint32_t *mask);
 /*
  * Sleep on slot i's word w (announcing it first) until woken, until the real
  * clock reaches until_real (0: no limit), or until this process's next check on

@@ -9,6 +9,7 @@
 #include "../core/fair.h"
 #include "../core/held.h"
 #include "../core/order.h"
+#include "../core/quota.h"
 #include "../core/tenant.h"
 #include "../shm/atomic.h"
 #include "../shm/clock.h"
@@ -63,6 +64,12 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
   out->waited_ns = now > since ? now - since : 0;
   out->ring_length = k->ctl->ring_len;
   out->tenants_ahead = UINT32_MAX;
+  uint32_t quotas = s->quotas;
+  for (uint32_t q = 0; q < SHMS_QUOTAS_MAX && out->quota[0] == '\0'; q++)
+    if ((quotas & (1u << q)) && !shms__quota_room(k, q)) {
+      out->blocked_by |= SHMS_BLOCK_QUOTA;
+      shms__name_copy(out->quota, k->quotas[q].name);
+    }
   if (!(w & SHMS__SLOT_INDEXED) || s->tenant == 0 || s->tenant > k->ntenants)
     return;
   const struct shms__tenant *t = shms__tenant_at(k, s->tenant);

@@ -144,7 +144,7 @@ int shms_submit_key(shms_t *h, const shms_request *req, const char *key, const v
   for (int tries = 0; tries < KEYED_TRIES; tries++) {
     if ((rc = look(h, k, req, key, flags, ticket, joined)) != SHMS_ENOTFOUND)
       return rc;
-    rc = shms__enqueue_slot(h, k, req, payload, len, options, key, ticket);
+    rc = shms__enqueue_slot(h, k, req, payload, len, options, key, 0, ticket);
     if (rc != SHMS_EWOULDBLOCK) /* another job of the key went first: look for it again */
       return rc;
   }

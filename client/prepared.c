@@ -97,6 +97,9 @@ int shms_request_prepare(shms_t *h, const shms_request *req, shms_prepared *out)
   if (req->cells > 1)
     return shms__fail(SHMS_EINVAL, "a prepared request takes one cell (cells=%u: use shms_acquire)",
                       req->cells);
+  if (req->nquotas != 0)
+    return shms__fail(SHMS_EINVAL, "a prepared request names no quotas (use shms_acquire for a "
+                                   "request that does)");
   if (req->deadline_ns != 0 || req->activation != NULL)
     return shms__fail(SHMS_EINVAL, "a prepared request takes no deadline and no activation id "
                                    "(each belongs to one request: use shms_acquire for them)");

@@ -16,7 +16,7 @@
 #include "client.h"
 
 void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
-                     unsigned options, const char *key, uint64_t seq) {
+                     unsigned options, const char *key, uint32_t quotas, uint64_t seq) {
   s->deadline_ns = req->deadline_ns;
   s->priority = req->priority;
   shms__store_32(&s->owner, h->owner); /* reapers read it without owning the slot */
@@ -27,6 +27,7 @@ void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *r
   s->result_len = 0;
   s->result_status = 0;
   s->options = options;
+  s->quotas = quotas;
   strncpy(s->tenant_name, req->tenant, sizeof s->tenant_name);
   s->tenant_name[SHMS_TENANT_MAX] = '\0';
   memset(s->activation, 0, sizeof s->activation);
@@ -150,8 +151,11 @@ int shms_enqueue(shms_t *h, const shms_request *req, shms_ticket *ticket) {
   int rc = shms__check_request(h, req, SHMS_MODE_LEASE, ticket, "ticket", &k, NULL);
   if (rc != SHMS_OK)
     return rc;
+  uint32_t quotas = 0;
+  if (req->nquotas != 0 && (rc = shms__check_quotas(k, req, &quotas)) != SHMS_OK)
+    return rc;
   unsigned cells = req->cells > 1 ? req->cells << SHMS__OPT_CELLS_SHIFT : 0;
-  return shms__enqueue_slot(h, k, req, NULL, 0, cells, NULL, ticket);
+  return shms__enqueue_slot(h, k, req, NULL, 0, cells, NULL, quotas, ticket);
 }
 
 uint64_t shms__deadline_real(uint64_t deadline_ns) {
@@ -179,6 +183,7 @@ uint64_t shms__held_limit(uint64_t deadline_ns, uint64_t until_real, uint64_t ti
 /* Claim a slot, fill it and publish it as QUEUED: one operation. */
 static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
                    const void *payload, size_t len, unsigned options, const char *key,
+                   uint32_t quotas,
                    uint32_t *index, uint64_t *seq_out) {
   int rc;
   uint32_t i = 0;
@@ -191,7 +196,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   }
   struct shms__slot *s = shms__slot_at(k, i);
   SHMS__STEP();
-  shms__slot_fill(h, s, req, len, options, key, seq);
+  shms__slot_fill(h, s, req, len, options, key, quotas, seq);
   if (len > 0)
     memcpy(shms__slot_payload(k, i), payload, len); /* the one copy in */
   shms__owned_add(h, k, i); /* on our record before anyone can see it queued */
@@ -220,6 +225,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
 
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
                        const void *payload, size_t len, unsigned options, const char *key,
+                       uint32_t quotas,
                        shms_ticket *ticket) {
   uint32_t i = 0;
   uint64_t seq = 0;
@@ -228,7 +234,7 @@ int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *
   int rc = shms__op_enter_until(h, k, shms__deadline_real(req->deadline_ns));
   if (rc != SHMS_OK)
     return shms__held_still(req->deadline_ns, "nothing was queued");
-  rc = publish(h, k, req, payload, len, options, key, &i, &seq);
+  rc = publish(h, k, req, payload, len, options, key, quotas, &i, &seq);
   shms__op_leave(h, k);
   if (rc != SHMS_OK)
     return rc;
@@ -483,7 +489,7 @@ int shms_try_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   int rc = shms__check_request(h, req, SHMS_MODE_LEASE, lease, "lease", &k, tenant);
   if (rc != SHMS_OK)
     return rc;
-  if (k->cfg->tenant_max_active == 0 && req->cells <= 1)
+  if (k->cfg->tenant_max_active == 0 && req->cells <= 1 && req->nquotas == 0)
     return shms__try_now(h, k, tenant, 1, lease);
   return shms__try_limited(h, k, req, lease);
 }
@@ -506,8 +512,9 @@ int shms__try_limited(struct shms *h, const struct shms__cls *k, const shms_requ
   rc = shms_wait(h, &t, 0, lease);
   return rc == SHMS_EWOULDBLOCK
              ? shms__fail(rc,
-                          req->cells > 1 ? "not %u cells free, or queued work goes first"
-                                         : "no free cell within the tenant's limit",
+                          req->cells > 1      ? "not %u cells free, or queued work goes first"
+                          : req->nquotas != 0 ? "no free cell, or a quota it names is full"
+                                              : "no free cell within the tenant's limit",
                           req->cells)
              : rc;
 }
@@ -519,7 +526,7 @@ int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
   if (rc != SHMS_OK)
     return rc;
   /* An immediate grant never takes a request slot (a grant of several cells always does). */
-  if (k->cfg->tenant_max_active == 0 && req->cells <= 1 &&
+  if (k->cfg->tenant_max_active == 0 && req->cells <= 1 && req->nquotas == 0 &&
       (rc = shms__take_now(h, k, tenant, 1, lease, shms__deadline_real(req->deadline_ns))) !=
           SHMS_EWOULDBLOCK)
     return rc == SHMS_ETIMEDOUT ? shms__held_still(req->deadline_ns, "nothing was queued") : rc;

@@ -23,8 +23,11 @@ int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t 
     return shms__fail(SHMS_EINVAL, "payload is NULL");
   if (flags & ~(unsigned)SHMS_SUBMIT_RETRY_ONCE)
     return shms__fail(SHMS_EINVAL, "unknown submit flags 0x%x", flags);
+  if (req->nquotas != 0)
+    return shms__fail(SHMS_EINVAL, "class %s is a worker class: quotas are for lease classes",
+                      shms_class_name(k->id));
   unsigned options = (flags & SHMS_SUBMIT_RETRY_ONCE) ? SHMS__OPT_RETRY_ONCE : 0;
-  return shms__enqueue_slot(h, k, req, payload, len, options, NULL, ticket);
+  return shms__enqueue_slot(h, k, req, payload, len, options, NULL, 0, ticket);
 }
 
 /* The job completed: hand over status and result (the one copy out), then retire the ticket. */

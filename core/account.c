@@ -126,6 +126,12 @@ static int lock(const struct shms__cls *k, uint64_t timeout_ns) {
 
 static void unlock(const struct shms__cls *k) { shms__fas_64(&k->actl->lock, 0); }
 
+int shms__accounts_lock(const struct shms__cls *k, uint64_t timeout_ns) {
+  return lock(k, timeout_ns);
+}
+
+void shms__accounts_unlock(const struct shms__cls *k) { unlock(k); }
+
 /* ---- adding and folding, under the lock ---- */
 
 static void unlink_record(const struct shms__cls *k, uint32_t ref) {

@@ -65,4 +65,9 @@ struct shms__policy_change {
 int shms__account_set(const struct shms__cls *k, const struct shms__policy_change *p,
                       uint64_t timeout_ns);
 
+/* Take the table's lock (as adding and policy do), for another table's change that must be
+ * one at a time (a quota added: core/quota.c); SHMS_ETIMEDOUT past timeout_ns. */
+int shms__accounts_lock(const struct shms__cls *k, uint64_t timeout_ns);
+void shms__accounts_unlock(const struct shms__cls *k);
+
 #endif

@@ -15,6 +15,7 @@
 #include "../shm/hbm.h"
 #include "../shm/proc.h"
 #include "fair.h"
+#include "quota.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -275,6 +276,20 @@ static void audit_heap(struct audit *a) {
   }
 }
 
+/* Each quota's units in use in the class equal the units its leases hold. */
+static void audit_quotas(struct audit *a) {
+  const struct shms__cls *k = a->k;
+  for (uint32_t q = 0; q < SHMS_QUOTAS_MAX; q++) {
+    const struct shms__quota *e = &k->quotas[q];
+    if (shms__load_32((uint32_t *)&e->state) != SHMS__QUOTA_LIVE)
+      continue;
+    uint32_t held = shms__quota_count(k, q);
+    uint32_t used = SHMS__QUOTA_FIELD(shms__load_64((uint64_t *)&e->used), k->id);
+    if (used != held)
+      violation(a, "quota '%.31s': %u units in use, %u held by leases", e->name, used, held);
+  }
+}
+
 static void audit_class(struct audit *a) {
   const struct shms__cls *k = a->k;
   uint32_t quarantined, queued, used;
@@ -283,6 +298,7 @@ static void audit_class(struct audit *a) {
   audit_tenants(a);
   audit_by_time(a);
   audit_heap(a);
+  audit_quotas(a);
   uint64_t fast = shms__load_64(&k->ctl->fast);
   uint32_t field = shms__fast_free_field(k);
   if (SHMS__FAST_LOW(fast) != field)

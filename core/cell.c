@@ -9,6 +9,7 @@
 #include "../shm/clock.h"
 #include "../shm/hbm.h"
 #include "fair.h"
+#include "quota.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -246,6 +247,7 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
 struct ending {
   uint32_t tenant;
   uint32_t ncells; /* the cells of the lease: its companions end with it */
+  uint32_t quotas; /* the quotas it holds a unit of (core/quota.c) */
   int fast;        /* a lease taken on the fast path, charged by its tenant's name */
   uint64_t start_ns, charged_ns;
   uint64_t name[SHMS__NAME_WORDS];
@@ -270,11 +272,16 @@ static inline __attribute__((always_inline)) void ending_of(const struct shms__c
   e->tenant = cell->tenant;
   e->ncells = 1;
   e->fast = 0;
+  e->quotas = 0;
   e->start_ns = e->charged_ns = 0;
   /* A lease of several cells is always counted against its tenant (core/dispatch.c): the
    * uncontended release of a lease taken on the fast path reads nothing more. */
-  if (e->tenant != 0)
-    e->ncells = shms__lead_cells(k, (uint32_t)(cell - k->cells), gen);
+  if (e->tenant != 0) {
+    uint32_t c = (uint32_t)(cell - k->cells);
+    e->ncells = shms__lead_cells(k, c, gen);
+    /* As granted at gen (a quarantined lease's are kept: its word's generation is not gen). */
+    e->quotas = shms__quota_held(k, c, SHMS__CELL_WORD(gen, 0, SHMS__CELL_LEASED));
+  }
   if (!k->timed)
     return;
   if (e->tenant == 0) {
@@ -309,6 +316,16 @@ static void ended(const struct shms__cls *k, const struct ending *e, int used) {
   if (k->timed)
     shms__fair_ended(k, e->tenant, used, held, e->charged_ns, e->ncells > 1 ? e->ncells : 1);
   shms__tenant_lease_ended(k, e->tenant);
+}
+
+/* A lease's quotas go back once its cell's word has moved on, before the cell is free for the
+ * next (a death in between leaves them held: recovery recounts them). A quarantine keeps them
+ * until repair. */
+static void quotas_back(const struct shms__cls *k, uint32_t quotas) {
+  if (quotas == 0)
+    return;
+  SHMS__STEP();
+  shms__quota_put(k, quotas);
 }
 
 /*
@@ -431,6 +448,7 @@ int shms__cell_return(const struct shms__cls *k, uint32_t c, uint32_t gen) {
                            &w)) {
       SHMS__STEP();
       ended(k, &e, 0);
+      quotas_back(k, e.quotas);
       shms__fast_put(k, c);
       SHMS__STEP();
       if (e.ncells > 1)
@@ -507,6 +525,7 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
     return SHMS__RELEASE_RACED;
   SHMS__STEP();
   ended(k, &e, 1);
+  quotas_back(k, e.quotas);
   if (!k->fast_map)
     shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
   SHMS__STEP();
@@ -552,6 +571,7 @@ int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {
                     SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE)))
     return 0;
   ended(k, &e, 1);
+  quotas_back(k, e.quotas);
   shms__fast_put(k, c);
   if (e.ncells > 1)
     companions_end(k, c, SHMS__CELL_GEN(expect), SHMS__CELL_AVAILABLE, 0);
@@ -591,8 +611,11 @@ int shms__cell_unquarantine(const struct shms__cls *k, uint32_t c, uint64_t expe
                             uint32_t state) {
   SHMS__ASSERT(shms__in_op(k));
   struct shms__cell *cell = &k->cells[c];
+  /* What the quarantined lease held stays held until now (docs/contract.md, "Quotas"). */
+  uint32_t quotas = shms__quota_held(k, c, expect);
   if (!ck_pr_cas_64(&cell->word, expect, SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, state)))
     return 0;
+  quotas_back(k, quotas);
   shms__store_32(&cell->reason, 0);
   shms__store_32(&cell->worker, 0);
   ck_pr_dec_32(&k->ctl->quarantined);

@@ -15,6 +15,7 @@
 #include "../shm/hbm.h"
 #include "account.h"
 #include "fair.h"
+#include "quota.h"
 #include "report.h"
 #include "sched.h"
 #include "tenant.h"
@@ -139,15 +140,25 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__index_attend(h, k, i);
     return 1;
   }
-  uint32_t want = SHMS__OPT_CELLS(s->options);
+  uint32_t want = SHMS__OPT_CELLS(s->options), quotas = s->quotas, full = 0;
+  /* A quota with no unit free parks the request: the tenant's next request, or the next
+   * tenant, is served meanwhile (docs/protocol.md, "Quotas"). */
+  if (quotas != 0 && !shms__quota_take(k, quotas, &full)) {
+    shms__index_park(k, i, full);
+    return 1;
+  }
   int64_t taken = want > 1 ? shms__gather(k, i, want)
                            : shms__cell_take(k, SHMS__TAKE_ANY, s->owner, SHMS__CELL_GRANTED);
-  if (taken < 0)
+  if (taken < 0) {
+    if (quotas != 0)
+      shms__quota_put(k, quotas);
     return 0;
-  /* The lease counts against its tenant: for its limit, for its charge's correction, or (a lease
-   * of several cells) so that its end looks for its companions. */
-  uint32_t counted = k->cfg->tenant_max_active != 0 || k->timed || want > 1, c = (uint32_t)taken,
-           gen;
+  }
+  /* The lease counts against its tenant: for its limit, for its charge's correction, (a lease
+   * of several cells) so that its end looks for its companions, or so that its end gives its
+   * quotas back. */
+  uint32_t counted = k->cfg->tenant_max_active != 0 || k->timed || want > 1 || quotas != 0,
+           c = (uint32_t)taken, gen;
   uint64_t token, name[SHMS__NAME_WORDS];
   memcpy(name, s->tenant_name, sizeof name); /* NUL-padded by the enqueuer's strncpy */
   SHMS__STEP();
@@ -160,11 +171,15 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
      * everyone else for lack of cells. */
     shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
     shms__index_attend(h, k, i);
+    if (quotas != 0) /* the quarantine below ends no lease that holds them */
+      shms__quota_put(k, quotas);
     shms__exhaust_and_check(h, k, c);
     if (want > 1)
       shms__gather_drop(k); /* the other cells it gathered go back */
     return 1;
   }
+  if (quotas != 0) /* before the grant is published: its ender reads it */
+    shms__store_64(&k->qheld[c], SHMS__QHELD(gen, quotas));
   if (want > 1)
     shms__gather_bind(k, c, gen, want);
   if (k->timed)
@@ -239,6 +254,13 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
     int torn = 0;
     tenants += shms__tenant_take_fast(k, PASS_BUDGET, &torn);
     shms__index_corrupt |= torn;
+  }
+  if (k->ctl->quota_parked != 0) {
+    /* A grant not accepted in time holds its quotas' units as well as its cell: a request parked
+     * for one of them has it revoked, as a request waiting for a cell does. */
+    if (shms__revoke_wanted(k, now))
+      (void)shms__revoke_due(h, k, now);
+    shms__index_unpark_room(k); /* a unit came free for a request parked for it? */
   }
   if (k->ctl->ring_head == 0 && shms__load_32(&k->ctl->ring_len) != 0)
     shms__index_corrupt = 1;  /* a ring that counts tenants but has no head */

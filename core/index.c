@@ -11,6 +11,7 @@
 #include "../shm/hbm.h"
 #include "fair.h"
 #include "order.h"
+#include "quota.h"
 #include "sched.h"
 #include "tenant.h"
 
@@ -90,6 +91,37 @@ static void refuse(struct shms *h, const struct shms__cls *k, uint32_t i, uint32
   (void)shms__slot_settle(h, k, i, seq, 1u << SHMS__SLOT_QUEUED, reason);
 }
 
+/* Request i into the order of tenant record ref, and counted among its queued requests. */
+static void into_order(const struct shms__cls *k, uint32_t i, uint32_t ref) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  s->tenant = ref;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  shms__index_corrupt |= shms__order_insert(k, t, i);
+  if (k->overtake_ns != 0)
+    shms__index_corrupt |= shms__order_class_insert(k, i);
+  SHMS__STEP();
+  if (t->queued++ == 0)
+    k->ctl->tenants_queued++;
+}
+
+/* Request i out of its tenant's order (and the class's), no longer counted among its queued
+ * requests. Returns the tenant record, 0 if the slot's was torn. */
+static uint32_t out_of_order(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t ref = s->tenant;
+  if (ref == 0 || ref > k->ntenants) {
+    shms__index_corrupt = 1;
+    return 0;
+  }
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  shms__index_corrupt |= shms__order_remove(k, t, i);
+  if (k->overtake_ns != 0)
+    shms__index_corrupt |= shms__order_class_remove(k, i);
+  if (t->queued > 0 && --t->queued == 0)
+    k->ctl->tenants_queued--;
+  return ref;
+}
+
 /*
  * Index the request whose word w the caller read. Until our CAS marks it INDEXED it may be
  * cancelled, collected and its slot reused: the fields read before the CAS are that request's
@@ -117,14 +149,8 @@ static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
     return SHMS_OK;
   }
   SHMS__STEP();
-  s->tenant = ref;
-  struct shms__tenant *t = shms__tenant_at(k, ref);
-  shms__index_corrupt |= shms__order_insert(k, t, i);
-  if (k->overtake_ns != 0)
-    shms__index_corrupt |= shms__order_class_insert(k, i);
-  SHMS__STEP();
-  if (t->queued++ == 0)
-    k->ctl->tenants_queued++;
+  s->options &= ~SHMS__OPT_PARKED; /* indexed afresh: a grant finds again whether it fits */
+  into_order(k, i, ref);
   if (s->activation[0] != '\0') {
     uint32_t *b = act_bucket(k, s->activation);
     s->act_next = *b;
@@ -152,20 +178,73 @@ int shms__index_reinsert(const struct shms__cls *k, uint32_t i) {
 void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
   SHMS__ASSERT(shms__index_owned(k));
   struct shms__slot *s = shms__slot_at(k, i);
-  uint32_t ref = s->tenant;
-  if (ref == 0 || ref > k->ntenants) {
-    shms__index_corrupt = 1;
+  if (s->options & SHMS__OPT_PARKED) { /* out of every order already: only its activation id */
+    act_unlink(k, i);
+    s->options &= ~SHMS__OPT_PARKED;
     return;
   }
-  struct shms__tenant *t = shms__tenant_at(k, ref);
-  shms__index_corrupt |= shms__order_remove(k, t, i);
-  if (k->overtake_ns != 0)
-    shms__index_corrupt |= shms__order_class_remove(k, i);
+  uint32_t ref = out_of_order(k, i);
+  if (ref == 0)
+    return;
   act_unlink(k, i);
-  if (t->queued > 0 && --t->queued == 0)
-    k->ctl->tenants_queued--;
   shms__index_corrupt |= shms__ring_update(k, ref);
   shms__index_corrupt |= shms__tenant_put_if_idle(k, ref);
+}
+
+void shms__index_park(const struct shms__cls *k, uint32_t i, uint32_t full) {
+  SHMS__ASSERT(shms__index_owned(k));
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t ref = out_of_order(k, i);
+  if (ref == 0)
+    return;
+  SHMS__STEP();
+  /* Still INDEXED (its activation id stays live, a cancel asks for an unlink), but no tenant
+   * record holds it: its tenant may go idle, and takes no turn for it. */
+  s->tenant = 0;
+  s->options |= SHMS__OPT_PARKED;
+  k->ctl->quota_parked |= 1u << full;
+  shms__index_corrupt |= shms__ring_update(k, ref);
+  shms__index_corrupt |= shms__tenant_put_if_idle(k, ref);
+}
+
+/* Parked request i, whose quotas all have room now, back into its tenant's order at its old
+ * place (its sequence, priority and deadline are its own). 0 when its tenant has no record
+ * and the table has no room for one: it stays parked. */
+static int unpark(const struct shms__cls *k, uint32_t i) {
+  struct shms__slot *s = shms__slot_at(k, i);
+  uint32_t ref = shms__tenant_get(k, s->tenant_name);
+  if (ref == 0)
+    return 0;
+  s->options &= ~SHMS__OPT_PARKED;
+  into_order(k, i, ref);
+  SHMS__STEP();
+  /* Back in the class's list by time too: the pass's own update of the end of overtaking, at
+   * its end, counts it from there. */
+  shms__index_corrupt |= shms__ring_update(k, ref);
+  return 1;
+}
+
+void shms__index_unpark_room(const struct shms__cls *k) {
+  SHMS__ASSERT(shms__index_owned(k));
+  uint32_t parked = k->ctl->quota_parked, room = 0;
+  for (uint32_t q = 0; q < SHMS_QUOTAS_MAX; q++)
+    if (shms__quota_room(k, q))
+      room |= 1u << q;
+  if ((parked & room) == 0)
+    return; /* every quota a request is parked for is still full */
+  /* A scan of the queue, only when a unit came free for a quota someone waits for. */
+  uint32_t still = 0;
+  for (uint32_t i = 0; i < k->nslots; i++) {
+    struct shms__slot *s = shms__slot_at(k, i);
+    uint64_t w = shms__load_64(&s->word);
+    uint32_t m = s->quotas;
+    if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED || !(w & SHMS__SLOT_INDEXED) ||
+        !(s->options & SHMS__OPT_PARKED))
+      continue;
+    if ((m & ~room) != 0 || !unpark(k, i))
+      still |= m & ~room ? m & ~room : m;
+  }
+  k->ctl->quota_parked = still;
 }
 
 void shms__index_attend(struct shms *h, const struct shms__cls *k, uint32_t i) {
@@ -236,6 +315,7 @@ void shms__index_rebuild(const struct shms__cls *k) {
       shms__hbm_set(k->sattn, k->nslots, i); /* to be refused by the next pass */
   }
   (void)shms__ring_restore(k, turns); /* a torn ring's order is lost, the rest rebuilt */
+  k->ctl->quota_parked = 0;           /* every parked request was indexed again: none is now */
   shms__index_corrupt = 0;
 }
 

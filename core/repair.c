@@ -15,6 +15,7 @@
 #include "../shm/futex.h"
 #include "../shm/hbm.h"
 #include "../shm/proc.h"
+#include "quota.h"
 #include "report.h"
 #include "sched.h"
 #include "tenant.h"
@@ -419,6 +420,12 @@ static void recover_frozen(const struct shms__cls *k, struct alive_cache *a,
                  (struct shms__item){.k = k, .owner = (uint32_t)baton});
   }
   uint32_t turns = rebuild_tenants(k);
+  /* Units of quotas that leases hold, from the cells as their enders will give them back: a
+   * death between a unit's taking or giving back and its cell's change is settled here, once. */
+  uint32_t quotas_off = shms__quota_recount(k);
+  if (!torn)
+    fixed += (int)quotas_off;
+  k->ctl->quota_parked = 0; /* the rebuild below indexes every parked request again */
   uint32_t queued, used, quarantined = count_quarantined(k);
   rebuild_slots(k, &queued, &used);
   shms__index_corrupt |= shms__ring_restore(k, turns);

@@ -97,8 +97,9 @@ uint32_t shms__revoke_due(struct shms *h, const struct shms__cls *k, uint64_t no
 
 enum shms__next shms__revoke_poll(const struct shms__cls *k, uint64_t *wake_real) {
   *wake_real = 0;
-  if (k->grant_timeout_ns == 0 || SHMS__FAST_LOW(shms__load_64(&k->ctl->fast)) != 0)
-    return SHMS__NEXT_NONE; /* a free cell: nobody needs a grant revoked */
+  if (k->grant_timeout_ns == 0 || (SHMS__FAST_LOW(shms__load_64(&k->ctl->fast)) != 0 &&
+                                   shms__load_32(&k->ctl->quota_parked) == 0))
+    return SHMS__NEXT_NONE; /* a free cell, and nobody waits for a quota: no revocation needed */
   uint64_t due = shms__load_64(&k->ctl->grant_due), now = shms__now_ns();
   if (due == 0)
     return SHMS__NEXT_NONE;

@@ -636,6 +636,14 @@ uint32_t shms__index_select(const struct shms__cls *k, uint32_t ref, uint64_t no
 /* Unlink indexed slot i from its tenant's structures (the INDEXED flag is the caller's). */
 void shms__index_unlink(const struct shms__cls *k, uint32_t i);
 /*
+ * Park indexed request i, whose quota full (an index into the quota table) has no unit free:
+ * out of its tenant's order, so that it holds back neither its tenant's other requests nor
+ * other tenants, until shms__index_unpark_room (docs/protocol.md, "Quotas").
+ */
+void shms__index_park(const struct shms__cls *k, uint32_t i, uint32_t full);
+/* Parked requests whose quotas all have a unit free now back into their tenants' order. */
+void shms__index_unpark_room(const struct shms__cls *k);
+/*
  * Rebuild the index from the slots' state words (after a crash tore it): every request it held
  * is indexed again at once, and the tenant ring comes back in its previous order (tenant.h).
  */

@@ -146,16 +146,19 @@ typedef enum { SHMS_TENANT_ANY, SHMS_TENANT_USER, SHMS_TENANT_GROUP } shms_tenan
  */
 typedef enum { SHMS_FAIRNESS_DEFAULT, SHMS_FAIRNESS_GRANTS, SHMS_FAIRNESS_TIME } shms_fairness_t;
 
-#define SHMS_TENANT_MAX  31           /* bytes in a tenant name */
-#define SHMS_KEY_MAX     31           /* bytes in a job's key (shms_submit_key) */
-#define SHMS_ALLOW_MAX   16           /* tenants in one class's allow list */
-#define SHMS_CELLS_MAX   4096         /* cells in one class */
-#define SHMS_QUEUE_MAX   1048576u     /* request slots in one class */
-#define SHMS_PAYLOAD_MAX 1048576u     /* payload bytes of a worker class */
-#define SHMS_TENANTS_MAX 65536u       /* --max-tenants */
-#define SHMS_PROCS_MAX   65536u       /* --max-processes */
-#define SHMS_SEGMENT_MAX (4ull << 30) /* total segment bytes */
-#define SHMS_NAME_MAX    200          /* bytes in a segment name */
+#define SHMS_TENANT_MAX         31           /* bytes in a tenant name */
+#define SHMS_KEY_MAX            31           /* bytes in a job's key (shms_submit_key) */
+#define SHMS_ALLOW_MAX          16           /* tenants in one class's allow list */
+#define SHMS_CELLS_MAX          4096         /* cells in one class */
+#define SHMS_QUEUE_MAX          1048576u     /* request slots in one class */
+#define SHMS_PAYLOAD_MAX        1048576u     /* payload bytes of a worker class */
+#define SHMS_TENANTS_MAX        65536u       /* --max-tenants */
+#define SHMS_PROCS_MAX          65536u       /* --max-processes */
+#define SHMS_SEGMENT_MAX        (4ull << 30) /* total segment bytes */
+#define SHMS_NAME_MAX           200          /* bytes in a segment name */
+#define SHMS_QUOTAS_MAX         16           /* quotas in a segment's table */
+#define SHMS_REQUEST_QUOTAS_MAX 8            /* quotas one request may name */
+#define SHMS_QUOTA_UNITS_MAX    4095u        /* a quota's maximum */
 
 typedef struct {
   uint32_t configured;        /* 0: the class does not exist in the segment */
@@ -207,6 +210,16 @@ typedef struct {
    * requests were queued, kept while idle; 0: SHMS_DEFAULT_TENANT_TABLE, else
    * SHMS_TENANT_TABLE_MIN..SHMS_TENANTS_MAX. */
   uint32_t tenant_table;
+  /* Named quotas (docs/config.md, "quota"): the first quota_count entries, each a name (as a
+   * tenant name: 1..31 graphic ASCII bytes, unique) and its maximum, 1..SHMS_QUOTA_UNITS_MAX. A
+   * request naming quotas is granted a cell only while each has a unit free, and holds one unit
+   * of each until its lease ends (docs/contract.md, "Quotas"). More may be added, and every
+   * maximum changed, at runtime (shms_quota_set). */
+  uint32_t quota_count;
+  struct {
+    char name[SHMS_TENANT_MAX + 1];
+    uint32_t max;
+  } quotas[SHMS_QUOTAS_MAX];
 } shms_config;
 
 #define SHMS_DEFAULT_STARVATION_NS    (5ull * 1000 * 1000 * 1000)
@@ -528,6 +541,13 @@ typedef struct {
   /* Cells held at once, all or nothing: 0 or 1 for one; up to the class's cells (lease classes
    * without tenant-max-active; docs/contract.md, "Multi-cell requests"). */
   uint32_t cells;
+  /* Quotas the request names, each a name of the segment's table (shms_quota_set), at most
+   * SHMS_REQUEST_QUOTAS_MAX, none twice; NULL/0 for none. Lease classes only, one cell, not
+   * prepared. Granted a cell only while every one has a unit free; the lease holds one unit of
+   * each until it ends (docs/contract.md, "Quotas"). A request naming none never waits for
+   * one, nor for a request that does. */
+  const char *const *quotas;
+  uint32_t nquotas;
 } shms_request;
 
 /* The right to run on one cell, or on several at once. Release or quarantine must present it
@@ -734,6 +754,7 @@ enum {
   SHMS_BLOCK_TURN = 1u << 4,         /* other tenants' turns or its own tenant's earlier work */
   SHMS_BLOCK_GATHER = 1u << 5,       /* a request of several cells gathers them: nothing else is
                                         granted until it holds them all (it, or another) */
+  SHMS_BLOCK_QUOTA = 1u << 6,        /* a quota it names has no unit free (quota names one) */
 };
 
 typedef struct {
@@ -765,6 +786,8 @@ typedef struct {
   int32_t holder_ns_pid;
   uint32_t holder_foreign;
   uint64_t holder_pidns;
+  /* SHMS_REQ_QUEUED with SHMS_BLOCK_QUOTA: the first quota it names that has no unit free. */
+  char quota[SHMS_TENANT_MAX + 1];
 } shms_explanation;
 
 /*
@@ -1136,6 +1159,31 @@ SHMS_EXTERN int shms_policy_tenant_team(shms_t *h, const char *tenant, const cha
 SHMS_EXTERN int shms_policy_team(shms_t *h, const char *team, uint32_t weight);
 SHMS_EXTERN int shms_policy_list(shms_t *h, shms_policy_row *out, uint32_t max, uint32_t *count);
 
+/* ---- Quotas ------------------------------------------------------------- */
+
+/* One quota of the segment's table (shms_quota_list). */
+typedef struct {
+  char name[SHMS_TENANT_MAX + 1];
+  uint32_t max;  /* its maximum now */
+  uint32_t used; /* units held: by leases, and by quarantined cells until repaired */
+  /* Requests queued in lease classes that name it and wait for a quota (set aside until one of
+   * theirs has a unit free: docs/contract.md, "Quotas"). */
+  uint32_t waiters;
+} shms_quota_row;
+
+/*
+ * Set quota's maximum (1..SHMS_QUOTA_UNITS_MAX), adding it to the segment's table if new.
+ * Takes effect at the next grant: a lower maximum revokes nothing (leases holding units keep
+ * them; no more are granted until the units in use fall below it). For the segment's owner, root
+ * and its admin group (SHMS_EPERM otherwise); recorded in the event ring. SHMS_EINVAL for a bad
+ * name or maximum, SHMS_EQUEUEFULL when the table (SHMS_QUOTAS_MAX) is full, SHMS_ETIMEDOUT when
+ * another process holds the tenant table's lock past a second: nothing changed then.
+ */
+SHMS_EXTERN int shms_policy_quota(shms_t *h, const char *quota, uint32_t max);
+/* The quota table: up to max rows into out, their number into *count. Never blocks; an observer
+ * handle will do. Each row's figures are read at one instant, the rows at different ones. */
+SHMS_EXTERN int shms_quota_list(shms_t *h, shms_quota_row *out, uint32_t max, uint32_t *count);
+
 /* ---- Recovery and audit ------------------------------------------------- */
 
 /* What one recovery found and did. */
@@ -1196,7 +1244,8 @@ typedef enum {
    * (docs/protocol.md, "Plain marks"). Once per process. */
   SHMS_EVENT_MEMBARRIER_FAILED,
   /* Policy set (pid: who set it). reason SHMS_POLICY_EVENT_WEIGHT: tenant's weight is value;
-   * _TEAM_WEIGHT: team's weight is value (tenant ""); _TEAM: tenant was put in team ("": none). */
+   * _TEAM_WEIGHT: team's weight is value (tenant ""); _TEAM: tenant was put in team ("": none);
+   * _QUOTA: the quota named in tenant has the maximum value. */
   SHMS_EVENT_POLICY_CHANGED,
   SHMS_EVENT_RESUMED, /* a drain was lifted: the segment takes requests again (pid: who) */
   /* A command began under a lease (shms_lease_event: `run`, a worker's job): class, cell,
@@ -1256,6 +1305,7 @@ enum {
   SHMS_POLICY_EVENT_WEIGHT = 0,
   SHMS_POLICY_EVENT_TEAM_WEIGHT = 1,
   SHMS_POLICY_EVENT_TEAM = 2,
+  SHMS_POLICY_EVENT_QUOTA = 3, /* quota (in tenant) has the maximum value, added if new */
 };
 
 typedef struct {

@@ -99,6 +99,24 @@ static void shmsched_user_create(bl_shared *sh, unsigned cells) {
     bu_die_shms("shms_create", rc);
 }
 
+/* shmsched-quota: every request names a quota as large as the class, so it never waits for it:
+ * what naming a quota costs (the request goes through the queue and the dispatcher, which takes
+ * and gives back its unit). */
+static void shmsched_quota_create(bl_shared *sh, unsigned cells) {
+  static unsigned serial;
+  snprintf(sh->segment, sizeof sh->segment, "shms-bench-quota-%d-%u", (int)getpid(), serial++);
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_STANDARD] =
+      (shms_class_config){.configured = 1, .cells = cells, .queue = 1024};
+  cfg.quota_count = 1;
+  snprintf(cfg.quotas[0].name, sizeof cfg.quotas[0].name, "bench");
+  cfg.quotas[0].max = cells < SHMS_QUOTA_UNITS_MAX ? cells : SHMS_QUOTA_UNITS_MAX;
+  int rc = shms_create(sh->segment, &cfg);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_create", rc);
+}
+
 static void shmsched_open(bl_proc *p) {
   int rc = shms_attach(p->sh->segment, 0, &p->h);
   if (rc != SHMS_OK)
@@ -116,6 +134,15 @@ static void shmsched_user_open(bl_proc *p) {
 
 static void shmsched_acquire(bl_proc *p) {
   shms_request req = {.cls = SHMS_CLASS_STANDARD, .tenant = p->tenant, .cells = p->width};
+  int rc = shms_acquire(p->h, &req, &p->lease);
+  if (rc != SHMS_OK)
+    bu_die_shms("shms_acquire", rc);
+}
+
+static void shmsched_quota_acquire(bl_proc *p) {
+  static const char *const quotas[] = {"bench"};
+  shms_request req = {
+      .cls = SHMS_CLASS_STANDARD, .tenant = p->tenant, .quotas = quotas, .nquotas = 1};
   int rc = shms_acquire(p->h, &req, &p->lease);
   if (rc != SHMS_OK)
     bu_die_shms("shms_acquire", rc);
@@ -361,6 +388,8 @@ static const struct bl_system systems[] = {
      shmsched_close, shmsched_destroy},
     {"shmsched-prepared", shmsched_create, shmsched_prepared_open, shmsched_prepared_acquire,
      shmsched_release, shmsched_close, shmsched_destroy},
+    {"shmsched-quota", shmsched_quota_create, shmsched_open, shmsched_quota_acquire,
+     shmsched_release, shmsched_close, shmsched_destroy},
     {"shmsched-user", shmsched_user_create, shmsched_user_open, shmsched_acquire, shmsched_release,
      shmsched_close, shmsched_destroy},
     {"shmsched-noevents", shmsched_create_noevents, shmsched_open, shmsched_acquire,
@@ -388,7 +417,8 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-strict shmsched-grants shmsched-try shmsched-prepared shmsched-user "
+  return "shmsched shmsched-strict shmsched-grants shmsched-try shmsched-prepared shmsched-quota "
+         "shmsched-user "
          "shmsched-noevents "
          "posix-sem "
          "sysv-sem-undo "

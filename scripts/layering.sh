@@ -17,7 +17,7 @@ objs=$build/CMakeFiles/shmsched_obj.dir
 allow=scripts/layering.allow
 
 # Lowest first; a core/ file not listed here fails the check (every file has its place).
-CORE_ORDER="quiesce tree order account tally fair tenant cell report slot gather index overtake owned held revoke workcell dispatch
+CORE_ORDER="quiesce tree order account tally fair tenant quota cell report slot gather index overtake owned held revoke workcell dispatch
 joined pending recover repair recover_dead audit observe cellview tenantview"
 
 declare -A dir_rank=([include]=0 [shm]=1 [core]=2 [client]=3 [worker]=3 [supervisor]=4)

@@ -247,6 +247,29 @@ int shms_class_order(const shms_config *cfg, shms_class_t out[SHMS_CLASS_COUNT])
   return n;
 }
 
+/* The quota table: at most SHMS_QUOTAS_MAX entries, each named as a tenant is, none twice,
+ * each with a maximum of 1..SHMS_QUOTA_UNITS_MAX. */
+static int validate_quotas(const shms_config *cfg) {
+  if (cfg->quota_count > SHMS_QUOTAS_MAX)
+    return shms__fail(SHMS_EINVAL, "quotas: the table holds %u, got %u", SHMS_QUOTAS_MAX,
+                      cfg->quota_count);
+  for (uint32_t q = 0; q < cfg->quota_count; q++) {
+    char name[SHMS_TENANT_MAX + 1];
+    memcpy(name, cfg->quotas[q].name, SHMS_TENANT_MAX);
+    name[SHMS_TENANT_MAX] = '\0';
+    if (cfg->quotas[q].name[SHMS_TENANT_MAX] != '\0' || shms_tenant_check(name) != SHMS_OK)
+      return shms__fail(SHMS_EINVAL, "quota %u: name: 1..%d graphic ASCII bytes", q + 1,
+                        SHMS_TENANT_MAX);
+    if (cfg->quotas[q].max < 1 || cfg->quotas[q].max > SHMS_QUOTA_UNITS_MAX)
+      return shms__fail(SHMS_EINVAL, "quota %s: max: must be 1..%u, got %u", name,
+                        SHMS_QUOTA_UNITS_MAX, cfg->quotas[q].max);
+    for (uint32_t p = 0; p < q; p++)
+      if (strncmp(cfg->quotas[p].name, name, SHMS_TENANT_MAX + 1) == 0)
+        return shms__fail(SHMS_EINVAL, "quota %s: named twice", name);
+  }
+  return SHMS_OK;
+}
+
 int shms_config_validate(const shms_config *cfg) {
   shms__clear_detail();
   if (cfg == NULL)
@@ -292,6 +315,9 @@ int shms_config_validate(const shms_config *cfg) {
       (cfg->tenant_table < SHMS_TENANT_TABLE_MIN || cfg->tenant_table > SHMS_TENANTS_MAX))
     return shms__fail(SHMS_EINVAL, "tenant-table: must be %u..%u records, got %u",
                       SHMS_TENANT_TABLE_MIN, SHMS_TENANTS_MAX, cfg->tenant_table);
+  int rc = validate_quotas(cfg);
+  if (rc != SHMS_OK)
+    return rc;
   uint64_t size = shms__layout_size(cfg);
   if (size == 0 || size > SHMS_SEGMENT_MAX)
     return shms__fail(SHMS_EINVAL,

@@ -60,6 +60,11 @@ void shms__format(char *base, const shms_config *cfg, const struct shms__layout 
     SHMS__AT(base, l->events_off, struct shms__ev_head)->count = l->events_count;
   memcpy(h->classes, l->classes, sizeof h->classes);
   h->config = *cfg;
+  for (uint32_t q = 0; q < cfg->quota_count && q < SHMS_QUOTAS_MAX; q++) {
+    memcpy(h->quotas[q].name, cfg->quotas[q].name, sizeof h->quotas[q].name);
+    h->quotas[q].max = cfg->quotas[q].max;
+    h->quotas[q].state = SHMS__QUOTA_LIVE;
+  }
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     if (cfg->classes[c].configured)
       format_class(base, &cfg->classes[c], &l->classes[c]);

@@ -68,6 +68,8 @@ uint64_t shms__layout_compute(const shms_config *cfg, struct shms__layout *out) 
     off += line_up((uint64_t)d->tenants_count * sizeof(uint32_t));
     d->aattn_off = off;
     off += line_up((uint64_t)shms__hbm_words(out->accounts_count) * sizeof(uint64_t));
+    d->qheld_off = off;
+    off += line_up((uint64_t)d->cells_count * sizeof(uint64_t));
   }
   out->accounts_off = off;
   off += sizeof(struct shms__accounts_ctl) + line_up((uint64_t)out->accounts_buckets * 4) +

@@ -45,6 +45,7 @@ struct shms__class_desc {
   uint64_t tattn_off;    /* hbm over tenants: tenants that need the dispatcher's attention */
   uint64_t theap_off;    /* tenants_count x uint32_t: a class fair by time: its tenants by turn */
   uint64_t aattn_off;    /* hbm over the tenant table: records with fast-path charges (fair.h) */
+  uint64_t qheld_off;    /* cells_count x uint64_t: the quotas each cell's lease holds (quota.h) */
   uint32_t cells_count;
   uint32_t slots_count;
   uint32_t slot_size;
@@ -52,6 +53,32 @@ struct shms__class_desc {
   uint32_t tbuckets_count;
   uint32_t abuckets_count;
 };
+
+/*
+ * One named quota (docs/protocol.md, "Quotas"), a line of its own. Its units in use are counted
+ * per class in 12-bit fields of one word, so that a grant in any class checks the total and takes
+ * a unit with one CAS, while each field is only ever changed by operations on its own class: a
+ * recovery holding that class still recounts it from the class's cells and nobody else's.
+ */
+struct shms__quota {
+  uint32_t state; /* SHMS__QUOTA_FREE, or _LIVE once the name is whole: stored last, never undone */
+  uint32_t max;   /* atomic: 1..SHMS_QUOTA_UNITS_MAX; changed by policy, read at each grant */
+  uint64_t used;  /* atomic: units held, class c's in bits 12c..12c+11 (SHMS__QUOTA_FIELD) */
+  char name[SHMS_TENANT_MAX + 1];
+  uint64_t reserved[2];
+} SHMS__ALIGNED;
+enum { SHMS__QUOTA_FREE = 0, SHMS__QUOTA_LIVE = 2 };
+#define SHMS__QUOTA_BITS        12
+#define SHMS__QUOTA_FIELD(u, c) ((uint32_t)((u) >> (SHMS__QUOTA_BITS * (c))) & 0xfffu)
+#define SHMS__QUOTA_UNIT(c)     (1ull << (SHMS__QUOTA_BITS * (c)))
+_Static_assert(SHMS__QUOTA_BITS *SHMS_CLASS_COUNT <= 64, "a quota's fields fit one word");
+_Static_assert(SHMS_QUOTA_UNITS_MAX < (1u << SHMS__QUOTA_BITS), "a field holds any maximum");
+/* What a cell's lease holds of the quota table (struct shms__cls.qheld): the quota bits, valid
+ * only for the lease (or grant) made at the generation beside them, and while the cell is
+ * QUARANTINED at the generation after it (its units are held until repair). */
+#define SHMS__QHELD(gen, mask) (((uint64_t)(gen) << 32) | (uint32_t)(mask))
+#define SHMS__QHELD_GEN(q)     ((uint32_t)((q) >> 32))
+#define SHMS__QHELD_MASK(q)    ((uint32_t)(q))
 
 /* The segment header, at offset 0. */
 struct shms__header {
@@ -74,6 +101,8 @@ struct shms__header {
   uint32_t accounts_buckets; /* hash chains by name, a power of two */
   struct shms__class_desc classes[SHMS_CLASS_COUNT];
   shms_config config; /* the validated configuration, copied verbatim */
+  /* The quota table (core/quota.c): entry q is bit q of a request's and a lease's quotas. */
+  struct shms__quota quotas[SHMS_QUOTAS_MAX] SHMS__ALIGNED;
 };
 
 /*
@@ -121,6 +150,9 @@ struct shms__class_ctl {
    * index + 1, through the slots' all_prev/all_next (core/order.c). */
   uint32_t all_head;
   uint32_t all_tail;
+  /* The quotas some request of the class is parked for (core/quota.c): a pass looks for room in
+   * them and, when one has some, indexes those requests again. */
+  uint32_t quota_parked;
   /* Line 4, written by enqueuers, quarantine and repair. */
   uint64_t request_seq SHMS__ALIGNED; /* the next request's sequence number; never wraps */
   uint32_t used;                      /* request slots in use */
@@ -241,6 +273,9 @@ struct shms__slot {
    * written by each of them with CAS (a frozen recovery recounts the joiners). */
   char key[SHMS_KEY_MAX + 1] SHMS__ALIGNED;
   uint64_t waiters;
+  /* A lease-mode request's quotas, as bits of the quota table: the enqueuer's, before it
+   * publishes (docs/protocol.md, "Quotas"). */
+  uint32_t quotas;
 } SHMS__ALIGNED;
 
 /* A tenant record: present while the tenant has queued work or limited leases. */
@@ -489,9 +524,15 @@ enum {
   SHMS__OPT_KEYED = 4u,     /* a job with a key: single-flight (core/joined.c) */
   SHMS__OPT_SUPERSEDE = 8u, /* queued by a supersede: a running job of its key is no conflict */
 };
-/* The cells a lease-mode request asks for, in the high half of its options (0 reads as 1). */
-#define SHMS__OPT_CELLS_SHIFT 16
-#define SHMS__OPT_CELLS(o)    ((o) >> SHMS__OPT_CELLS_SHIFT ? (o) >> SHMS__OPT_CELLS_SHIFT : 1u)
+/* The cells a lease-mode request asks for, in bits 16..28 of its options (0 reads as 1). */
+#define SHMS__OPT_CELLS_SHIFT  16
+#define SHMS__OPT_CELLS_RAW(o) (((o) >> SHMS__OPT_CELLS_SHIFT) & 0x1fffu)
+#define SHMS__OPT_CELLS(o)     (SHMS__OPT_CELLS_RAW(o) ? SHMS__OPT_CELLS_RAW(o) : 1u)
+_Static_assert(SHMS_CELLS_MAX <= 0x1fff, "a request's cells fit their field of the options");
+/* PARKED: the baton holder keeps a lease-mode request out of its tenant's order because one of
+ * its quotas (shms__slot.quotas) is full (core/index.c, docs/protocol.md "Quotas"). */
+#define SHMS__OPT_PARKED (1u << 31)
+_Static_assert(SHMS_QUOTAS_MAX <= 32, "a request's quotas fit their word of the slot");
 /* While a request is QUEUED or GRANTED its reason byte counts the revocations of its grants
  * (core/revoke.c), so that two grants of one request never read as the same word: a settler
  * that read the first grant's cell must not settle the second with one CAS (the spin model,

@@ -1,7 +1,8 @@
 /*
  * Chaos: processes churn random operations on two lease classes (one fair by grants, one by
  * time, with a weighted tenant and a team of two; a request in four asks for both cells of its
- * class at once) and a worker class while the test SIGKILLs them
+ * class at once, and a request of one cell in three names a quota of 1 that the two classes
+ * share) and a worker class while the test SIGKILLs them
  * at random and recovers after each death, as the supervisor would. After every recovery the audit
  * must be clean, while the survivors keep running; at the end, with everyone gone, nothing is lost.
  *
@@ -31,6 +32,7 @@
 #define PROCS 6
 
 static const char *tenants[] = {"a", "b", "c"};
+static const char *const quota_q[] = {"q"};
 
 static void lease_step(shms_t *h, unsigned *seed) {
   shms_request r = {.cls = rand_r(seed) % 2 ? SHMS_CLASS_STANDARD : SHMS_CLASS_TINY,
@@ -38,6 +40,10 @@ static void lease_step(shms_t *h, unsigned *seed) {
                     .priority = (int32_t)(rand_r(seed) % 3)};
   /* One request in four asks for both cells of its class at once. */
   r.cells = rand_r(seed) % 4 == 0 ? 2 : 1;
+  if (r.cells == 1 && rand_r(seed) % 3 == 0) {
+    r.quotas = quota_q;
+    r.nquotas = 1;
+  }
   shms_lease l;
   shms_ticket t;
   switch (rand_r(seed) % 4) {
@@ -189,6 +195,9 @@ START_TEST(random_kills_lose_nothing) {
                                                      .on_holder_death = SHMS_ON_DEATH_RELEASE,
                                                      .fairness = SHMS_FAIRNESS_TIME};
   cfg.events = 256;
+  cfg.quota_count = 1;
+  strcpy(cfg.quotas[0].name, "q");
+  cfg.quotas[0].max = 1;
   const char *name;
   shms_t *h = sched_open(&name, 0, 0, &cfg);
   ck_assert_shms_ok(shms_policy_tenant(h, "a", 3));
@@ -234,6 +243,10 @@ START_TEST(random_kills_lose_nothing) {
              rec.jobs_requeued, rec.jobs_lost, rec.workers_unbound, rec.requests_owner_lost,
              rec.grants_returned, rec.counts_fixed);
     audit(h, when);
+    shms_quota_row q;
+    uint32_t nq = 0;
+    ck_assert_shms_ok(shms_quota_list(h, &q, 1, &nq));
+    ck_assert_msg(nq == 1 && q.used <= 1, "%s: quota q: %u units held of 1", when, q.used);
     died_recorded += read_ring(h, &cursor, 0, &records);
     shms_repair(h, SHMS_CLASS_SMALL, -1); /* the dead worker's cell, for its successor */
     pids[victim] = spawn(name, roles[victim], seed + kills * 131u, beat[1]);
@@ -268,6 +281,11 @@ START_TEST(random_kills_lose_nothing) {
   for (int c = 0; c < SHMS_CLASS_COUNT; c++)
     if (h->cls[c].id >= 0)
       ck_assert_uint_eq(ck_pr_load_32(&h->cls[c].ctl->used), 0);
+  shms_quota_row q;
+  uint32_t nq = 0;
+  ck_assert_shms_ok(shms_quota_list(h, &q, 1, &nq));
+  ck_assert_uint_eq(q.used, 0); /* every unit back: nothing leaked by a death */
+  ck_assert_uint_eq(q.waiters, 0);
   fprintf(stderr,
           "chaos: %u kills in %.0f s, audit clean after each; %llu leases, %llu jobs; %llu "
           "events read whole (%u deaths recorded)\n",

@@ -30,12 +30,14 @@ struct run {
   int has_ticket;
 };
 
-enum { LEASE, WORKER, TIMED, MULTI, WORKER_ONE_TENANT };
+enum { LEASE, WORKER, TIMED, MULTI, WORKER_ONE_TENANT, QUOTA };
 
 struct scenario {
   const char *what;
   int kind; /* LEASE: a lease class; WORKER: a worker class; TIMED: a lease class fair by time;
-               MULTI: a lease class of 3 cells fair by time, for requests of 2 cells */
+               MULTI: a lease class of 3 cells fair by time, for requests of 2 cells;
+               WORKER_ONE_TENANT: a worker class in a segment of one tenant a class;
+               QUOTA: a lease class whose requests (lease_req) name a quota of 1 */
   void (*before)(struct run *);               /* survivor, before the victim starts */
   void (*victim_pre)(struct run *, shms_t *); /* victim, unarmed */
   void (*middle)(struct run *);               /* survivor, after victim_pre */
@@ -52,7 +54,9 @@ static void recv_msg(int fd, void *p, size_t n) {
     _exit(91);
 }
 
-static const shms_request lease_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "t"};
+/* A QUOTA scenario's run names the quota in it (set before the victim forks). */
+static shms_request lease_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "t"};
+static const char *const quota_q[] = {"q"};
 static const shms_request job_req = {.cls = SHMS_CLASS_SMALL, .tenant = "t"};
 static const shms_request pair_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "p", .cells = 2};
 
@@ -71,6 +75,13 @@ static shms_t *fresh(struct run *r, int kind) {
         .queue = 4,
         .on_holder_death = SHMS_ON_DEATH_RELEASE,
         .fairness = kind == TIMED || kind == MULTI ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_DEFAULT};
+  if (kind == QUOTA) {
+    cfg.quota_count = 1;
+    strcpy(cfg.quotas[0].name, "q");
+    cfg.quotas[0].max = 1;
+  }
+  lease_req.quotas = kind == QUOTA ? quota_q : NULL;
+  lease_req.nquotas = kind == QUOTA ? 1 : 0;
   return sched_open(&r->name, 0, 0, &cfg);
 }
 
@@ -118,6 +129,11 @@ static void assert_idle(struct run *r, shms_class_t c) {
   ck_assert_uint_eq(s.leased + s.granted_unaccepted + s.quarantined + s.reserved, 0);
   ck_assert_uint_eq(s.available, s.cells);
   ck_assert_uint_eq(ck_pr_load_32(&r->h->cls[c].ctl->used), 0);
+  shms_quota_row q;
+  uint32_t nq = 0;
+  ck_assert_shms_ok(shms_quota_list(r->h, &q, 1, &nq));
+  ck_assert_msg(nq == 0 || (q.used == 0 && q.waiters == 0), "quota %s: %u units used, %u waiters",
+                q.name, q.used, q.waiters);
   char report[4096];
   uint32_t violations;
   ck_assert_shms_ok(shms_check(r->h, report, sizeof report, &violations));
@@ -593,6 +609,16 @@ static const struct scenario scenarios[] = {
      survivor_releases_two, op_accept_release, after_idle},
     {"two cells: cancel a gathering request", MULTI, survivor_holds_two_and_queues_pair,
      victim_learns_ticket, NULL, op_cancel, after_cancel_pair},
+    /* Requests naming a quota of 1: a unit taken at the grant, given back at every end. */
+    {"quota: acquire and release", QUOTA, NULL, NULL, NULL, op_acquire_release, after_idle},
+    {"quota: release, dispatch and grant", QUOTA, NULL, victim_holds, survivor_queues, op_release,
+     after_survivor_granted},
+    {"quota: accept and release", QUOTA, survivor_holds, victim_queues, survivor_grants,
+     op_accept_release, after_idle},
+    {"quota: cancel a granted request", QUOTA, survivor_queues_and_is_granted, victim_learns_ticket,
+     NULL, op_cancel, after_cancel_granted},
+    {"quota: revoke a late grant", QUOTA, survivor_queues_and_is_granted, victim_runs_late, NULL,
+     op_revoke_acquire, after_revoke},
 };
 
 START_TEST(every_crash_point_recovers) { run_all_points(&scenarios[_i]); }

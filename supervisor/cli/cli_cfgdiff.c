@@ -157,6 +157,32 @@ static int first_difference(const struct field *f, int count, const char *what, 
   return 0;
 }
 
+/* The quotas each was created with (a maximum changed by policy since is not the segment's
+ * configuration, as weights are not): the same names, each with the same maximum. */
+static int quota_difference(const shms_config *seg, const shms_config *file, const char *source,
+                            char *err, size_t n) {
+  const shms_config *side[2] = {file, seg}, *other[2] = {seg, file};
+  for (int k = 0; k < 2; k++)
+    for (uint32_t i = 0; i < side[k]->quota_count && i < SHMS_QUOTAS_MAX; i++) {
+      const char *name = side[k]->quotas[i].name;
+      uint32_t j = 0;
+      while (j < other[k]->quota_count && j < SHMS_QUOTAS_MAX &&
+             strncmp(other[k]->quotas[j].name, name, SHMS_TENANT_MAX + 1) != 0)
+        j++;
+      if (j == other[k]->quota_count || j == SHMS_QUOTAS_MAX) {
+        snprintf(err, n, "quota %.31s: %s in the segment, %s in %s", name, k ? "present" : "absent",
+                 k ? "absent" : "present", source);
+        return 1;
+      }
+      if (k == 0 && other[k]->quotas[j].max != side[k]->quotas[i].max) {
+        snprintf(err, n, "quota %.31s: max is %" PRIu32 " in the segment, %" PRIu32 " in %s", name,
+                 seg->quotas[j].max, file->quotas[i].max, source);
+        return 1;
+      }
+    }
+  return 0;
+}
+
 int cli_config_diff(const shms_config *seg, const shms_config *file, const char *source, char *err,
                     size_t n) {
   struct field f[16];
@@ -174,5 +200,7 @@ int cli_config_diff(const shms_config *seg, const shms_config *file, const char 
     if (s->configured && first_difference(f, class_fields(f, s, k), what, source, err, n))
       return 1;
   }
-  return first_difference(f, segment_fields(f, seg, file), "[segment]", source, err, n);
+  if (first_difference(f, segment_fields(f, seg, file), "[segment]", source, err, n))
+    return 1;
+  return quota_difference(seg, file, source, err, n);
 }

@@ -77,6 +77,50 @@ int cli_parse_class_spec(shms_config *cfg, const char *spec, char *err, size_t n
   return rc;
 }
 
+int cli_add_quota(shms_config *cfg, const char *spec, char *err, size_t n) {
+  char q[96], name[SHMS_TENANT_MAX + 2], why[256];
+  const char *eq = strchr(spec, '=');
+  size_t len = eq != NULL ? (size_t)(eq - spec) : 0;
+  if (eq == NULL || len == 0) {
+    snprintf(err, n, "quota %s: expected NAME=MAX", cli_quote(q, sizeof q, spec));
+    return SHMS_EINVAL;
+  }
+  if (len > SHMS_TENANT_MAX) {
+    snprintf(err, n, "quota %s: name: 1..%d graphic ASCII bytes", cli_quote(q, sizeof q, spec),
+             SHMS_TENANT_MAX);
+    return SHMS_EINVAL;
+  }
+  memcpy(name, spec, len);
+  name[len] = '\0';
+  if (shms_tenant_check(name) != SHMS_OK) {
+    snprintf(err, n, "quota %s: name: %s", cli_quote(q, sizeof q, name), shms_last_error_detail());
+    return SHMS_EINVAL;
+  }
+  uint32_t max = 0;
+  if (cli_parse_u32(eq + 1, &max, why, sizeof why) != 0) {
+    snprintf(err, n, "quota %s: max: %s", name, why);
+    return SHMS_EINVAL;
+  }
+  if (max < 1 || max > SHMS_QUOTA_UNITS_MAX) {
+    snprintf(err, n, "quota %s: max: must be 1..%u, got %u", name, SHMS_QUOTA_UNITS_MAX, max);
+    return SHMS_EINVAL;
+  }
+  for (uint32_t i = 0; i < cfg->quota_count; i++)
+    if (strncmp(cfg->quotas[i].name, name, sizeof cfg->quotas[i].name) == 0) {
+      snprintf(err, n, "quota %s: given twice", name);
+      return SHMS_EINVAL;
+    }
+  if (cfg->quota_count >= SHMS_QUOTAS_MAX) {
+    snprintf(err, n, "quota %s: the quota table is full (%d quotas)", name, SHMS_QUOTAS_MAX);
+    return SHMS_EINVAL;
+  }
+  memset(cfg->quotas[cfg->quota_count].name, 0, sizeof cfg->quotas[0].name);
+  memcpy(cfg->quotas[cfg->quota_count].name, name, len);
+  cfg->quotas[cfg->quota_count].max = max;
+  cfg->quota_count++;
+  return 0;
+}
+
 enum seg_key {
   SEG_STARVATION,
   SEG_MAX_TENANTS,

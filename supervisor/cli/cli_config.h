@@ -49,6 +49,9 @@ int cli_parse_class_spec(shms_config *cfg, const char *spec, char *err, size_t n
  * max-tenants, max-processes, mode or group. Errors read "KEY: ..."; the
  * caller adds "--" or "file:line: [segment] ".
  */
+/* Add quota spec, NAME=MAX, to cfg's table: 0, or SHMS_EINVAL with why in err (a bad name or
+ * maximum, a name given twice, the table full). */
+int cli_add_quota(shms_config *cfg, const char *spec, char *err, size_t n);
 int cli_set_segment_option(shms_config *cfg, const char *key, const char *value, char *err,
                            size_t n);
 

@@ -19,7 +19,7 @@
 #include "cli_config.h"
 #include "secure.h"
 
-enum { SEC_NONE, SEC_SEGMENT, SEC_CLASS, SEC_TENANT };
+enum { SEC_NONE, SEC_SEGMENT, SEC_CLASS, SEC_TENANT, SEC_QUOTA };
 
 struct ini_ctx {
   shms_config *cfg;
@@ -35,7 +35,9 @@ struct ini_ctx {
   int seg_line[9];                      /* line of each [segment] key given, 0 if none */
   int classes;                          /* class sections seen */
   struct cli_class_build b;
-  struct cli_policies *pol; /* [tenant NAME] sections: the current one is the last */
+  struct cli_policies *pol;        /* [tenant NAME] sections: the current one is the last */
+  int quota_line[SHMS_QUOTAS_MAX]; /* [quota NAME] sections: header lines, by table entry */
+  int quota_max_line;              /* the current one's max key, 0 if not given yet */
   char *err;
   size_t n;
   int failed;
@@ -71,6 +73,8 @@ static int end_section(struct ini_ctx *x) {
   if (t != NULL && t->weight == 0 && t->team[0] == '\0')
     return ini_fail(x, x->section_line,
                     "weight or team: missing (a [tenant NAME] section sets one or both)");
+  if (x->kind == SEC_QUOTA && x->quota_max_line == 0)
+    return ini_fail(x, x->section_line, "max: missing (a [quota NAME] section sets it)");
   if (x->kind != SEC_CLASS)
     return 0;
   if (cli_class_finish(&x->b, x->cfg, why, sizeof why, &key) == 0)
@@ -110,6 +114,31 @@ static int begin_tenant(struct ini_ctx *x, const char *name, int is_team) {
   return 0;
 }
 
+/* "quota NAME": a quota of the segment's table, its max given by the section's one key. */
+static int begin_quota(struct ini_ctx *x, const char *name) {
+  char q[96];
+  snprintf(x->section, sizeof x->section, "quota %s", name);
+  x->section_line = x->lineno;
+  if (shms_tenant_check(name) != SHMS_OK)
+    return ini_fail(x, x->lineno, "[quota %s]: not a quota name (1..%d graphic ASCII bytes)",
+                    cli_quote(q, sizeof q, name), SHMS_TENANT_MAX);
+  shms_config *cfg = x->cfg;
+  for (uint32_t i = 0; i < cfg->quota_count && i < SHMS_QUOTAS_MAX; i++)
+    if (strncmp(cfg->quotas[i].name, name, sizeof cfg->quotas[i].name) == 0)
+      return ini_fail(x, x->lineno, "[%s]: duplicate section (first at line %d)", x->section,
+                      x->quota_line[i]);
+  if (cfg->quota_count >= SHMS_QUOTAS_MAX)
+    return ini_fail(x, x->lineno, "[%s]: the quota table is full (%d quotas)", x->section,
+                    SHMS_QUOTAS_MAX);
+  x->quota_line[cfg->quota_count] = x->lineno;
+  memset(cfg->quotas[cfg->quota_count].name, 0, sizeof cfg->quotas[0].name);
+  snprintf(cfg->quotas[cfg->quota_count].name, sizeof cfg->quotas[0].name, "%s", name);
+  cfg->quotas[cfg->quota_count++].max = 0; /* until its max key */
+  x->quota_max_line = 0;
+  x->kind = SEC_QUOTA;
+  return 0;
+}
+
 /* "segment" or "class NAME" (blanks around and between the words allowed). */
 static int begin_section(struct ini_ctx *x, const char *name, size_t len) {
   char q[96], raw[64];
@@ -123,6 +152,8 @@ static int begin_section(struct ini_ctx *x, const char *name, size_t len) {
   int slot = -1;
   if (words == 2 && (strcmp(word, "tenant") == 0 || strcmp(word, "team") == 0) && len < sizeof raw)
     return begin_tenant(x, arg, strcmp(word, "team") == 0);
+  if (words == 2 && strcmp(word, "quota") == 0 && len < sizeof raw)
+    return begin_quota(x, arg);
   if (words == 1 && strcmp(word, "segment") == 0)
     slot = SHMS_CLASS_COUNT;
   else if (words == 2 && strcmp(word, "class") == 0)
@@ -130,7 +161,8 @@ static int begin_section(struct ini_ctx *x, const char *name, size_t len) {
   if (slot < 0 || len >= sizeof raw)
     return ini_fail(x, x->lineno,
                     "[%s]: unknown section (expected [segment], [class NAME] with NAME one of "
-                    "tiny, small, standard, large, extra-large, [tenant NAME] or [team NAME])",
+                    "tiny, small, standard, large, extra-large, [tenant NAME], [team NAME] or "
+                    "[quota NAME])",
                     cli_quote(q, sizeof q, raw));
   if (slot == SHMS_CLASS_COUNT)
     snprintf(x->section, sizeof x->section, "segment");
@@ -252,6 +284,21 @@ static int tenant_pair(struct ini_ctx *x, const char *name, const char *value) {
   return 0;
 }
 
+static int quota_pair(struct ini_ctx *x, const char *name, const char *value) {
+  char q[96], why[256];
+  uint32_t *max = &x->cfg->quotas[x->cfg->quota_count - 1].max;
+  if (strcmp(name, "max") != 0)
+    return ini_fail(x, x->lineno, "%s: unknown key (expected max)", cli_quote(q, sizeof q, name));
+  if (x->quota_max_line != 0)
+    return ini_fail(x, x->lineno, "max: given twice (first at line %d)", x->quota_max_line);
+  if (cli_parse_u32(value, max, why, sizeof why) != 0)
+    return ini_fail(x, x->lineno, "max: %s", why);
+  if (*max < 1 || *max > SHMS_QUOTA_UNITS_MAX)
+    return ini_fail(x, x->lineno, "max: must be 1..%u, got %u", SHMS_QUOTA_UNITS_MAX, *max);
+  x->quota_max_line = x->lineno;
+  return 0;
+}
+
 /* inih's handler: nonzero means the pair was accepted. */
 static int on_pair(void *user, const char *section, const char *name, const char *value) {
   struct ini_ctx *x = user;
@@ -263,6 +310,7 @@ static int on_pair(void *user, const char *section, const char *name, const char
     return ini_fail(x, x->lineno, "%s: key outside any section", cli_quote(q, sizeof q, name)), 0;
   int rc = x->kind == SEC_CLASS    ? class_pair(x, name, value)
            : x->kind == SEC_TENANT ? tenant_pair(x, name, value)
+           : x->kind == SEC_QUOTA  ? quota_pair(x, name, value)
                                    : segment_pair(x, name, value);
   return rc == 0;
 }

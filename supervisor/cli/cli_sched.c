@@ -136,6 +136,16 @@ int cli_request_option(const char *cmd, int c, const char **cls, shms_request *r
   case 'a':
     req->activation = optarg;
     return -1;
+  case CLI_OPT_QUOTA: {
+    /* The names stay optarg's (argv's): one request per command, so one list. */
+    static const char *names[SHMS_REQUEST_QUOTAS_MAX];
+    if (req->nquotas >= SHMS_REQUEST_QUOTAS_MAX)
+      return cli_usage("%s: --quota %s: a request names at most %d quotas", cmd,
+                       cli_quote(q, sizeof q, optarg), SHMS_REQUEST_QUOTAS_MAX);
+    names[req->nquotas++] = optarg;
+    req->quotas = names;
+    return -1;
+  }
   default:
     return 0;
   }

@@ -46,9 +46,12 @@ int cli_take_name_ticket(const char *cmd, int argc, char *const argv[], const ch
 /* "SIGTERM", or "signal 40" for one without a name; written into buf (at least 16 bytes). */
 const char *cli_signal_name(int sig, char *buf, size_t n);
 
+/* getopt's value for --quota NAME (run and submit; no short form). */
+#define CLI_OPT_QUOTA 512
 /*
  * One of the request options run and submit share, into the fields given:
- * -c/--class, -t/--tenant, -p/--priority, -d/--deadline, -a/--activation.
+ * -c/--class, -t/--tenant, -p/--priority, -d/--deadline, -a/--activation, --quota (repeatable,
+ * at most SHMS_REQUEST_QUOTAS_MAX).
  * Returns -1 when it took option c, 0 when c is none of them (the caller's
  * own), or CLI_EXIT_USAGE after printing why the value is bad.
  */

@@ -43,8 +43,9 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value, cons
     ADD(" class=%s", shms_class_name((shms_class_t)ev->cls));
   if (ev->cell >= 0)
     ADD(" cell=%d", ev->cell);
+  int quota = ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_QUOTA;
   if (ev->tenant[0] != '\0')
-    ADD(" tenant=%s", ev->tenant);
+    ADD(quota ? " quota=%s" : " tenant=%s", ev->tenant); /* a quota's event names it there */
   if (ev->ticket.seq != 0) {
     shms_ticket_format(&ev->ticket, ticket);
     ADD(" ticket=%s", ticket);
@@ -70,7 +71,9 @@ char *event_line(char *buf, size_t n, const shms_event *ev, uint64_t value, cons
   else if (ev->kind == SHMS_EVENT_LEASE_ENDED)
     ADD(" exit=none"); /* it never started */
   team = team != NULL ? team : "";
-  if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_TEAM)
+  if (quota)
+    ADD(" max=%" PRIu64, value);
+  else if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_TEAM)
     ADD(" team=%s", team[0] != '\0' ? team : "-");
   else if (ev->kind == SHMS_EVENT_POLICY_CHANGED)
     ADD("%s%s weight=%" PRIu64, team[0] != '\0' ? " team=" : "", team, value);
@@ -140,7 +143,15 @@ void event_json(FILE *f, const shms_event_record *r) {
     else
       fputs(",\"exit\":null,\"signal\":null", f);
   }
-  if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_TEAM)
+  if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_QUOTA) {
+    fputs(",\"quota\":\"", f);
+    for (const char *p = ev->tenant; *p != '\0'; p++) {
+      if (*p == '"' || *p == '\\')
+        fputc('\\', f);
+      fputc(*p, f);
+    }
+    fprintf(f, "\",\"max\":%" PRIu64, r->value);
+  } else if (ev->kind == SHMS_EVENT_POLICY_CHANGED && ev->reason == SHMS_POLICY_EVENT_TEAM)
     fprintf(f, ",\"team\":%s%s%s", r->team[0] ? "\"" : "", r->team[0] ? r->team : "null",
             r->team[0] ? "\"" : "");
   else if (ev->kind == SHMS_EVENT_POLICY_CHANGED)

@@ -25,6 +25,9 @@ struct status_view {
   shms_cell_info *cells[SHMS_CLASS_COUNT]; /* malloc'd; status_view_free() */
   uint32_t cells_count[SHMS_CLASS_COUNT];
   uint64_t now_ns;
+  /* The quota table: each quota's maximum, units held and parked requests */
+  shms_quota_row quotas[SHMS_QUOTAS_MAX];
+  uint32_t nquotas;
 };
 
 void status_view_free(struct status_view *v);

@@ -103,6 +103,17 @@ static void emit_segment(const struct status_view *v, const struct sink *s) {
   s->str(s->ctx, "admin_group",
          admin < 0 ? "(none)" : group_name(buf, sizeof buf, (uint32_t)admin));
   s->i64(s->ctx, "admin_gid", admin);
+  /* Each quota as "quota.NAME.max", ".used", ".waiters": a name holds no spaces. */
+  s->u64(s->ctx, "quotas", v->nquotas);
+  for (uint32_t i = 0; i < v->nquotas; i++) {
+    char key[SHMS_TENANT_MAX + 16];
+    snprintf(key, sizeof key, "quota.%s.max", v->quotas[i].name);
+    s->u64(s->ctx, key, v->quotas[i].max);
+    snprintf(key, sizeof key, "quota.%s.used", v->quotas[i].name);
+    s->u64(s->ctx, key, v->quotas[i].used);
+    snprintf(key, sizeof key, "quota.%s.waiters", v->quotas[i].name);
+    s->u64(s->ctx, key, v->quotas[i].waiters);
+  }
 }
 
 static void emit_class(int c, const shms_class_config *k, const shms_class_stats *st,

@@ -56,6 +56,7 @@ static const char help[] =
     "                          segment's owner and root may (default: none)\n"
     "  --events N              records in the event ring ('shmsched events'): 0 (none) or\n"
     "                          a power of two 16..1048576 (default 1024)\n"
+    "  --quota NAME=MAX        a quota: at most MAX (1..4095) units held at once; repeat\n"
     "  --tenant-table N        records of the tenant table (weights set by 'shmsched\n"
     "                          policy', what fairness by time charged idle tenants),\n"
     "                          16..65536 (default 4096)\n"
@@ -74,7 +75,7 @@ static const char help[] =
     "  shmsched create jobs --config /etc/shmsched/jobs.ini --max-processes 256\n"
     "  shmsched create jobs --config /etc/shmsched/jobs.conf --if-missing\n";
 
-enum { OPT_CLASS = 256, OPT_CONFIG, OPT_IF_MISSING, OPT_SEGMENT };
+enum { OPT_CLASS = 256, OPT_CONFIG, OPT_IF_MISSING, OPT_QUOTA, OPT_SEGMENT };
 
 /* Indexed by val - OPT_SEGMENT; the names are cli_set_segment_option()'s keys. */
 static const char *const segment_keys[] = {
@@ -86,6 +87,7 @@ static const struct option opts[] = {
     {"class", required_argument, NULL, OPT_CLASS},
     {"config", required_argument, NULL, OPT_CONFIG},
     {"if-missing", no_argument, NULL, OPT_IF_MISSING},
+    {"quota", required_argument, NULL, OPT_QUOTA},
     {"starvation-after", required_argument, NULL, OPT_SEGMENT + 0},
     {"max-tenants", required_argument, NULL, OPT_SEGMENT + 1},
     {"max-processes", required_argument, NULL, OPT_SEGMENT + 2},
@@ -100,11 +102,13 @@ static const struct option opts[] = {
 
 struct create_args {
   shms_config cfg;
-  struct cli_policies policies;      /* the file's [tenant NAME] and [team NAME] sections */
-  int classes;                       /* --class options, parsed into cfg as they come */
-  const char *config;                /* --config FILE */
-  int if_missing;                    /* --if-missing */
-  const char *segment[SEGMENT_KEYS]; /* last value of each segment option */
+  struct cli_policies policies;            /* the file's [tenant NAME] and [team NAME] sections */
+  int classes;                             /* --class options, parsed into cfg as they come */
+  const char *config;                      /* --config FILE */
+  int if_missing;                          /* --if-missing */
+  const char *segment[SEGMENT_KEYS];       /* last value of each segment option */
+  const char *quotas[SHMS_QUOTAS_MAX + 1]; /* --quota NAME=MAX, in order */
+  int nquotas;
 };
 
 /* Returns -1 to go on, else the exit code (help, or a usage error). */
@@ -122,6 +126,11 @@ static int parse_options(int argc, char **argv, struct create_args *a) {
       a->config = optarg;
     } else if (c == OPT_IF_MISSING) {
       a->if_missing = 1;
+    } else if (c == OPT_QUOTA) {
+      if (a->nquotas > SHMS_QUOTAS_MAX)
+        return cli_usage("--quota %s: the quota table is full (%d quotas)", optarg,
+                         SHMS_QUOTAS_MAX);
+      a->quotas[a->nquotas++] = optarg;
     } else if (c >= OPT_SEGMENT && c < OPT_SEGMENT + SEGMENT_KEYS) {
       a->segment[c - OPT_SEGMENT] = optarg;
     } else {
@@ -143,6 +152,9 @@ static int build_config(struct create_args *a) {
   for (int i = 0; i < SEGMENT_KEYS; i++)
     if (a->segment[i] != NULL &&
         cli_set_segment_option(&a->cfg, segment_keys[i], a->segment[i], err, sizeof err) != 0)
+      return cli_usage("--%s", err);
+  for (int i = 0; i < a->nquotas; i++)
+    if (cli_add_quota(&a->cfg, a->quotas[i], err, sizeof err) != 0)
       return cli_usage("--%s", err);
   if (a->config == NULL && a->classes == 0)
     return cli_usage("create: no class: give --class CLASS:cells=N,queue=N or --config FILE "

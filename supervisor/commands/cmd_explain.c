@@ -57,8 +57,8 @@ struct sink {
   void *ctx;
 };
 
-static const char *const block_names[] = {"no-cell",  "tenant-limit", "no-worker",
-                                          "draining", "turn",         "gather"};
+static const char *const block_names[] = {"no-cell", "tenant-limit", "no-worker", "draining",
+                                          "turn",    "gather",       "quota"};
 enum { BLOCK_NAMES = sizeof block_names / sizeof block_names[0] };
 
 static const char *state_name(uint32_t s) {
@@ -111,6 +111,11 @@ static void why(char *buf, size_t n, const shms_explanation *x) {
     append(buf, n, &o, " its tenant is at tenant-max-active;");
   if (x->blocked_by & SHMS_BLOCK_NO_WORKER)
     append(buf, n, &o, " no idle worker;");
+  if (x->blocked_by & SHMS_BLOCK_QUOTA)
+    append(buf, n, &o,
+           " quota %s has no unit free (set aside until one comes back: other requests go "
+           "first meanwhile);",
+           x->quota);
   if (x->tenants_ahead != UINT32_MAX && x->tenants_ahead > 0 && class_timed)
     append(buf, n, &o,
            " %u of the %u tenants taking turns go first (fair by time: the least charged "
@@ -135,7 +140,7 @@ static void why(char *buf, size_t n, const shms_explanation *x) {
 }
 
 static void emit_queued(const shms_explanation *x, const struct sink *s) {
-  char buf[320];
+  char buf[448];
   const char *blocks[BLOCK_NAMES];
   int nb = 0;
   s->flag(s->ctx, "aged", x->aged != 0);
@@ -148,6 +153,8 @@ static void emit_queued(const shms_explanation *x, const struct sink *s) {
   s->u64(s->ctx, "tenant_queued", x->tenant_queued);
   s->u64(s->ctx, "cells", x->cells);
   s->u64(s->ctx, "gathered", x->gathered);
+  if (x->blocked_by & SHMS_BLOCK_QUOTA)
+    s->str(s->ctx, "quota", x->quota);
   for (int i = 0; i < BLOCK_NAMES; i++)
     if (x->blocked_by & (1u << i))
       blocks[nb++] = block_names[i];

@@ -14,6 +14,7 @@
 static const char policy_help[] =
     "Usage: shmsched policy NAME --tenant T [--weight N] [--team X | --no-team]\n"
     "       shmsched policy NAME --team X --weight N\n"
+    "       shmsched policy NAME --quota Q --max N\n"
     "       shmsched policy NAME [--json]\n"
     "\n"
     "Set a tenant's weight (1..1000, default 1) or team, or a team's weight, in the\n"
@@ -34,6 +35,11 @@ static const char policy_help[] =
     "                   whose --weight to set\n"
     "      --no-team    with --tenant: take it out of its team\n"
     "  -w, --weight N   the weight, 1..1000\n"
+    "  -q, --quota Q    the quota whose --max to set (added to the segment's table if\n"
+    "                   new, at most 16): requests naming it ('run --quota Q') are\n"
+    "                   granted a cell only while fewer than N units are held; a\n"
+    "                   lower maximum takes no unit back\n"
+    "  -m, --max N      the quota's maximum, 1..4095\n"
     "  -j, --json       list as JSON\n"
     "  -h, --help       show this help\n"
     "\n"
@@ -44,6 +50,7 @@ static const char policy_help[] =
     "  shmsched policy jobs --tenant paying --weight 3\n"
     "  shmsched policy jobs --tenant alice --team research\n"
     "  shmsched policy jobs --team research --weight 2\n"
+    "  shmsched policy jobs --quota licence --max 4\n"
     "  shmsched policy jobs\n"
     "  shmsched policy jobs --json\n";
 
@@ -52,6 +59,8 @@ struct policy_args {
   const char *team; /* with a tenant: its team ("" none), NULL unchanged */
   uint32_t weight;  /* 0: unchanged */
   int json;
+  const char *quota; /* --quota Q: its maximum, max */
+  uint32_t max;
 };
 
 static const char *flags_text(uint32_t flags) {
@@ -126,7 +135,9 @@ static int set(const char *name, const struct policy_args *a) {
   int rc = cli_attach(name, 0, &h);
   if (rc != 0)
     return rc;
-  if (a->tenant == NULL) {
+  if (a->quota != NULL) {
+    rc = shms_policy_quota(h, a->quota, a->max);
+  } else if (a->tenant == NULL) {
     rc = shms_policy_team(h, a->team, a->weight);
   } else {
     rc = a->weight != 0 ? shms_policy_tenant(h, a->tenant, a->weight) : SHMS_OK;
@@ -137,7 +148,9 @@ static int set(const char *name, const struct policy_args *a) {
   shms_detach(h);
   if (code != CLI_EXIT_OK)
     return code;
-  if (a->tenant == NULL)
+  if (a->quota != NULL)
+    printf("quota %s: max %" PRIu32 "\n", a->quota, a->max);
+  else if (a->tenant == NULL)
     printf("team %s: weight %" PRIu32 "\n", a->team, a->weight);
   if (a->tenant != NULL && a->weight != 0)
     printf("tenant %s: weight %" PRIu32 "\n", a->tenant, a->weight);
@@ -153,13 +166,15 @@ int cmd_policy(int argc, char **argv) {
                                        {"team", required_argument, NULL, 'T'},
                                        {"no-team", no_argument, NULL, OPT_NO_TEAM},
                                        {"weight", required_argument, NULL, 'w'},
+                                       {"quota", required_argument, NULL, 'q'},
+                                       {"max", required_argument, NULL, 'm'},
                                        {"json", no_argument, NULL, 'j'},
                                        {"help", no_argument, NULL, 'h'},
                                        {NULL, 0, NULL, 0}};
   struct policy_args a = {0};
   char err[256];
-  int c, weight_given = 0, no_team = 0;
-  while ((c = getopt_long(argc, argv, ":t:T:w:jh", opts, NULL)) != -1) {
+  int c, weight_given = 0, no_team = 0, max_given = 0;
+  while ((c = getopt_long(argc, argv, ":t:T:w:q:m:jh", opts, NULL)) != -1) {
     if (c == 'h')
       return cli_help(policy_help);
     if (c == 't') {
@@ -178,6 +193,17 @@ int cmd_policy(int argc, char **argv) {
         return cli_usage("policy: --weight: must be 1..%u, got %" PRIu32, SHMS_WEIGHT_MAX,
                          a.weight);
       weight_given = 1;
+    } else if (c == 'q') {
+      if (shms_tenant_check(optarg) != SHMS_OK)
+        return cli_usage("policy: --quota: a quota name is 1..%d graphic ASCII bytes, got '%s'",
+                         SHMS_TENANT_MAX, optarg);
+      a.quota = optarg;
+    } else if (c == 'm') {
+      if (cli_parse_u32(optarg, &a.max, err, sizeof err) != 0)
+        return cli_usage("policy: --max: %s", err);
+      if (a.max < 1 || a.max > SHMS_QUOTA_UNITS_MAX)
+        return cli_usage("policy: --max: must be 1..%u, got %" PRIu32, SHMS_QUOTA_UNITS_MAX, a.max);
+      max_given = 1;
     } else if (c == 'j') {
       a.json = 1;
     } else {
@@ -187,6 +213,14 @@ int cmd_policy(int argc, char **argv) {
   const char *name;
   if (cli_take_name("policy", argc, argv, &name) != 0)
     return CLI_EXIT_USAGE;
+  if (a.quota != NULL || max_given) {
+    if (a.quota == NULL || !max_given)
+      return cli_usage("policy: --quota Q and --max N go together");
+    if (a.tenant != NULL || a.team != NULL || weight_given || no_team || a.json)
+      return cli_usage("policy: --quota Q --max N sets a quota alone: leave --tenant, --team, "
+                       "--weight and --json out");
+    return set(name, &a);
+  }
   if (no_team && (a.team != NULL || a.tenant == NULL))
     return cli_usage("policy: --no-team goes with --tenant, without --team");
   if (no_team)

@@ -44,6 +44,7 @@ static const char help[] =
     "                         when run starts (default: no deadline)\n"
     "  -a, --activation ID    an id unique among the class's live requests, 1..31\n"
     "                         graphic bytes; a duplicate fails (default: none)\n"
+    "  --quota NAME           hold a unit of quota NAME ('create --quota'); repeat\n"
     "  --print-ticket         print the request's ticket alone on the first line of\n"
     "                         stderr once it is queued, for 'cancel' and 'explain'\n"
     "                         (default: off; a free cell is then taken without queueing)\n"
@@ -88,6 +89,7 @@ static const struct option opts[] = {
     {"priority", required_argument, NULL, 'p'},
     {"deadline", required_argument, NULL, 'd'},
     {"activation", required_argument, NULL, 'a'},
+    {"quota", required_argument, NULL, CLI_OPT_QUOTA},
     {"print-ticket", no_argument, NULL, OPT_PRINT_TICKET},
     {"release-on-signal", no_argument, NULL, OPT_RELEASE_ON_SIGNAL},
     {"kill-after", required_argument, NULL, 'k'},
@@ -307,7 +309,7 @@ int cmd_run(int argc, char **argv) {
   /* The fast path never queues; with a tenant limit, or several cells, the library would queue
    * and cancel. */
   int fast = cfg.classes[a.req.cls].configured && cfg.classes[a.req.cls].tenant_max_active == 0 &&
-             a.req.cells <= 1;
+             a.req.cells <= 1 && a.req.nquotas == 0;
   shms_lease lease;
   shms_ticket ticket;
   int signo, queued;

@@ -83,6 +83,9 @@ static int gather(const char *name, struct status_view *v) {
   for (int c = 0; rc == SHMS_OK && c < SHMS_CLASS_COUNT; c++)
     if (v->cfg.classes[c].configured)
       rc = shms_observe(h, (shms_class_t)c, &v->stats[c]);
+  if (rc == SHMS_OK)
+    rc = shms_quota_list(h, v->quotas, SHMS_QUOTAS_MAX, &v->nquotas);
+  v->nquotas = v->nquotas < SHMS_QUOTAS_MAX ? v->nquotas : SHMS_QUOTAS_MAX;
   /* Report before detaching: detach replaces the library's error detail. */
   int code = rc == SHMS_OK ? CLI_EXIT_OK : cli_fail_lib(rc);
   for (int c = 0; code == CLI_EXIT_OK && v->with_tenants && c < SHMS_CLASS_COUNT; c++)

@@ -57,6 +57,8 @@ static const char help[] =
     "                           h), fixed when submit starts (default: no deadline)\n"
     "  -a, --activation ID      an id unique among the class's live jobs, 1..31 graphic\n"
     "                           bytes; a duplicate fails (default: none)\n"
+    "  --quota NAME             a quota of the segment: refused, quotas are for lease\n"
+    "                           classes ('run --quota')\n"
     "  -P, --payload STR        the payload: the bytes of STR (default: empty)\n"
     "  -f, --payload-file F     the payload: the bytes of file F, '-' for stdin; at most\n"
     "                           the class's payload size (default: empty)\n"
@@ -103,6 +105,7 @@ static const struct option opts[] = {
     {"priority", required_argument, NULL, 'p'},
     {"deadline", required_argument, NULL, 'd'},
     {"activation", required_argument, NULL, 'a'},
+    {"quota", required_argument, NULL, CLI_OPT_QUOTA},
     {"payload", required_argument, NULL, 'P'},
     {"payload-file", required_argument, NULL, 'f'},
     {"batch", required_argument, NULL, 'b'},

@@ -35,6 +35,8 @@ struct seg {
   int named_other[SHMS_CLASS_COUNT]; /* a tenant is named "_other": it is last, summed in */
   shms_policy_row *table; /* --tenants: the tenant table, malloc'd; tenants by cell-time */
   uint32_t ntable;
+  shms_quota_row quotas[SHMS_QUOTAS_MAX]; /* the quota table */
+  uint32_t nquotas;
 };
 
 /* ---- gathering ------------------------------------------------------------ */
@@ -130,6 +132,9 @@ static int gather(const struct metrics_opts *o, struct seg *s) {
   rc = shms_segment_info_get(h, &s->info);
   if (rc == SHMS_OK)
     rc = shms_get_config(h, &s->cfg);
+  if (rc == SHMS_OK)
+    rc = shms_quota_list(h, s->quotas, SHMS_QUOTAS_MAX, &s->nquotas);
+  s->nquotas = s->nquotas < SHMS_QUOTAS_MAX ? s->nquotas : SHMS_QUOTAS_MAX;
   for (int c = 0; rc == SHMS_OK && c < SHMS_CLASS_COUNT; c++) {
     if (!s->cfg.classes[c].configured)
       continue;
@@ -250,6 +255,26 @@ static void write_segments(const struct out *o) {
   family(o, "shmsched_supervisor_stopped", "gauge",
          "1 while the supervisor is stopped or traced (it recovers nothing until it runs).");
   per_segment(o, "shmsched_supervisor_stopped", v_sup_stopped);
+}
+
+/* Each quota of every up segment: its maximum, units held and waiting requests, by quota. */
+static void write_quotas(const struct out *o) {
+  static const char *const names[3] = {"shmsched_quota_max", "shmsched_quota_used",
+                                       "shmsched_quota_waiters"};
+  static const char *const help[3] = {
+      "The quota's maximum: units its requests may hold at once, in every class together.",
+      "Units of the quota held: by leases, and by quarantined cells until repaired.",
+      "Queued requests naming the quota that wait for a quota to have a unit free."};
+  for (int m = 0; m < 3; m++) {
+    family(o, names[m], "gauge", help[m]);
+    for (int i = 0; i < o->n; i++)
+      for (uint32_t q = 0; o->segs[i].up && q < o->segs[i].nquotas; q++) {
+        const shms_quota_row *r = &o->segs[i].quotas[q];
+        open_sample(o->f, names[m], &o->segs[i], -1);
+        label(o->f, "quota", r->name, 0);
+        close_u64(o->f, m == 0 ? r->max : m == 1 ? r->used : r->waiters);
+      }
+  }
 }
 
 /* One sample per configured class of every up segment: value(stats) (or seconds). */
@@ -602,6 +627,7 @@ int metrics_render(const struct metrics_opts *o, char **out, size_t *len) {
     struct out w = {f, segs, o->count};
     write_segments(&w);
     write_classes(&w);
+    write_quotas(&w);
     if (o->tenants) {
       write_tenants(&w, o->tenant_series);
       write_table(&w, o->tenant_series);

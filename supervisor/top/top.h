@@ -27,6 +27,8 @@ struct top_sample {
   uint32_t ntenants[SHMS_CLASS_COUNT];
   shms_cell_info *cells[SHMS_CLASS_COUNT]; /* every cell, malloc'd (top_sample_free) */
   uint32_t ncells[SHMS_CLASS_COUNT];
+  shms_quota_row quotas[SHMS_QUOTAS_MAX]; /* the quota table */
+  uint32_t nquotas;
 };
 
 /* A cell that carries a lease (granted, leased) or a quarantined one's last lease: whose. */
@@ -91,6 +93,8 @@ struct top_frame {
   double interval_s;
   uint32_t live_processes;
   int32_t supervisor_pid;
+  shms_quota_row quotas[SHMS_QUOTAS_MAX]; /* the quota table: nquotas rows */
+  uint32_t nquotas;
   struct top_class classes[SHMS_CLASS_COUNT];
   /* The classes in configuration order (shms_class_order): how every view lists them. */
   shms_class_t order[SHMS_CLASS_COUNT];

@@ -21,6 +21,9 @@ int top_sample_read(shms_t *h, struct top_sample *s) {
   int rc = shms_segment_info_get(h, &s->info);
   if (rc == SHMS_OK)
     rc = shms_get_config(h, &s->cfg);
+  if (rc == SHMS_OK)
+    rc = shms_quota_list(h, s->quotas, SHMS_QUOTAS_MAX, &s->nquotas);
+  s->nquotas = s->nquotas < SHMS_QUOTAS_MAX ? s->nquotas : SHMS_QUOTAS_MAX;
   for (int c = 0; rc == SHMS_OK && c < SHMS_CLASS_COUNT; c++) {
     if (!s->cfg.classes[c].configured)
       continue;
@@ -207,6 +210,8 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
                     : 0;
   f->live_processes = now->info.live_processes;
   f->supervisor_pid = now->info.supervisor_pid;
+  memcpy(f->quotas, now->quotas, sizeof f->quotas);
+  f->nquotas = now->nquotas;
   double dt = prev->mono_ns ? (double)(now->mono_ns - prev->mono_ns) / 1e9 : 0;
   f->interval_s = dt;
   f->norder = shms_class_order(&now->cfg, f->order);

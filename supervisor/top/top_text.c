@@ -302,6 +302,22 @@ static void gone(struct lines *l, const struct top_frame *f) {
         shms_err_name(f->gone_rc));
 }
 
+/* The segment's quotas on one line, "quotas  gpu 2/2 (3 waiting)  licence 0/4", if it has any. */
+static void quotas(struct lines *l, const struct top_frame *f) {
+  char buf[1024];
+  size_t o = 0;
+  if (f->nquotas == 0)
+    return;
+  o += (size_t)snprintf(buf, sizeof buf, "quotas");
+  for (uint32_t i = 0; i < f->nquotas && o < sizeof buf; i++) {
+    const shms_quota_row *q = &f->quotas[i];
+    o += (size_t)snprintf(buf + o, sizeof buf - o, "  %s %u/%u", q->name, q->used, q->max);
+    if (q->waiters != 0 && o < sizeof buf)
+      o += (size_t)snprintf(buf + o, sizeof buf - o, " (%u waiting)", q->waiters);
+  }
+  put(l, 0, "%s", buf);
+}
+
 void top_render(const struct top_frame *f, const struct top_view *v,
                 void (*line)(void *ctx, const char *text, int kind), void *ctx) {
   struct lines l = {line, ctx, v->width, v->height > 0 ? v->height : -1};
@@ -312,6 +328,7 @@ void top_render(const struct top_frame *f, const struct top_view *v,
     return;
   }
   classes(&l, f);
+  quotas(&l, f);
   put(&l, 0, "%s", "");
   if (v->sel >= 0 && v->sel < SHMS_CLASS_COUNT && f->classes[v->sel].cls >= 0) {
     if (v->panel == TOP_PANEL_LEASES)
@@ -438,6 +455,16 @@ void top_json(FILE *out, const struct top_frame *f) {
     json_i64(&j, "supervisor_pid", f->supervisor_pid);
   else
     json_null(&j, "supervisor_pid");
+  json_begin_array(&j, "quotas");
+  for (uint32_t i = 0; i < f->nquotas; i++) {
+    json_begin_object(&j, NULL);
+    json_str(&j, "name", f->quotas[i].name);
+    json_u64(&j, "max", f->quotas[i].max);
+    json_u64(&j, "used", f->quotas[i].used);
+    json_u64(&j, "waiters", f->quotas[i].waiters);
+    json_end(&j);
+  }
+  json_end(&j);
   json_begin_object(&j, "classes");
   for (int i = 0; i < f->norder; i++)
     if (f->classes[f->order[i]].cls >= 0)
