@@ -183,8 +183,7 @@ uint64_t shms__held_limit(uint64_t deadline_ns, uint64_t until_real, uint64_t ti
 /* Claim a slot, fill it and publish it as QUEUED: one operation. */
 static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
                    const void *payload, size_t len, unsigned options, const char *key,
-                   uint32_t quotas,
-                   uint32_t *index, uint64_t *seq_out) {
+                   uint32_t quotas, uint32_t *index, uint64_t *seq_out) {
   int rc;
   uint32_t i = 0;
   uint64_t seq;
@@ -225,8 +224,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
 
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
                        const void *payload, size_t len, unsigned options, const char *key,
-                       uint32_t quotas,
-                       shms_ticket *ticket) {
+                       uint32_t quotas, shms_ticket *ticket) {
   uint32_t i = 0;
   uint64_t seq = 0;
   /* A class held still past the request's deadline (a recovery or check, slow or stopped):

@@ -112,8 +112,9 @@ static const struct {
     {"{\"payload\": \"0123456789abcdefX\"}\n", "line 1: \"payload\": 17 bytes, more than"},
     {"\n\n", "the batch is empty"},
     {"{}\n{}\n{\"key\": \"build-42\"}\n",
-     "line 3: \"key\" needs single-flight keys, which this build does not have"},
-    {"{\"quota\": \"ci\"}\n", "line 1: \"quota\" needs quotas, which this build does not have"},
+     "line 3: \"key\": a batch's jobs carry no key (submit a keyed job alone: --key)"},
+    {"{\"quota\": \"ci\"}\n",
+     "line 1: \"quota\": quotas are for lease classes, and a batch's are jobs"},
     {"{\"key\": \"has space\"}\n", "line 1: \"key\": 1 to 31"},
 };
 

@@ -39,14 +39,15 @@ __attribute__((format(printf, 2, 3))) static int bad_line(const struct reader *r
 }
 
 /*
- * What this build cannot do yet, refused here and only here: single-flight keys and quotas are
- * read and checked like every other field, but a line that uses them is refused.
+ * Fields read and checked like every other, but refused, here and only here: a batch's jobs join
+ * no keyed job (a keyed job is submitted alone, `submit --key`), and a worker class's jobs name
+ * no quota (quotas are for lease classes).
  */
 static int needs_unbuilt(const struct reader *r, const struct batch_line *l) {
   if (l->key != NULL)
-    return BAD(r, "\"key\" needs single-flight keys, which this build does not have");
+    return BAD(r, "\"key\": a batch's jobs carry no key (submit a keyed job alone: --key)");
   if (l->quota != NULL)
-    return BAD(r, "\"quota\" needs quotas, which this build does not have");
+    return BAD(r, "\"quota\": quotas are for lease classes, and a batch's are jobs");
   return 0;
 }
 
