@@ -48,12 +48,7 @@ static int check_jobs(struct shms *h, shms_class_t c, struct batch *b, shms_tick
   for (size_t j = 0; j < b->n; j++) {
     const shms_batch_job *job = &b->jobs[j];
     shms_request req = job_request(c, job);
-    int rc = shms__check_request(h, &req, SHMS_MODE_WORKER, tickets, "tickets", &b->k, NULL);
-    if (rc == SHMS_OK && job->len > b->k->cfg->payload)
-      rc = shms__fail(SHMS_EINVAL, "the payload is %zu bytes, more than class %s's %u", job->len,
-                      shms_class_name(c), b->k->cfg->payload);
-    if (rc == SHMS_OK && job->len > 0 && job->payload == NULL)
-      rc = shms__fail(SHMS_EINVAL, "payload is NULL");
+    int rc = shms__check_job(h, &req, job->payload, job->len, tickets, &b->k);
     if (rc != SHMS_OK) {
       *bad = j;
       return job_fail(rc, j);

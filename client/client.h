@@ -46,6 +46,13 @@ void shms__job_collect(struct shms *h, const struct shms__cls *k, uint32_t i, ui
 /* SHMS_OK if the calling process still waits for keyed job i (seq); else why it may not (it
  * left the job: SHMS_ECANCELLED, its record of leaving then gone; its outcome taken). */
 int shms__keyed_share(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
+/*
+ * What every job is checked for before it is queued (shms_submit, shms_submit_key): the request
+ * for a worker class (shms__check_request), its payload within the class's size, and no quotas
+ * (they are for lease classes). The class into *k.
+ */
+int shms__check_job(struct shms *h, const shms_request *req, const void *payload, size_t len,
+                    const shms_ticket *ticket, struct shms__cls **k);
 /* Fill claimed slot s (its sequence seq) from req for a payload of len bytes (copied in by the
  * caller), with its single-flight key (NULL: none) and its quotas (shms__check_quotas). */
 void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,

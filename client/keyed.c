@@ -124,16 +124,11 @@ static int look(struct shms *h, struct shms__cls *k, const shms_request *req, co
 int shms_submit_key(shms_t *h, const shms_request *req, const char *key, const void *payload,
                     size_t len, unsigned flags, shms_ticket *ticket, int *joined) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", &k, NULL);
+  int rc = shms__check_job(h, req, payload, len, ticket, &k);
   if (rc != SHMS_OK)
     return rc;
   if ((rc = check_key(key)) != SHMS_OK || (rc = check_flags(req, flags)) != SHMS_OK)
     return rc;
-  if (len > k->cfg->payload)
-    return shms__fail(SHMS_EINVAL, "class %s: the payload is %zu bytes, more than its %u",
-                      shms_class_name(k->id), len, k->cfg->payload);
-  if (len > 0 && payload == NULL)
-    return shms__fail(SHMS_EINVAL, "payload is NULL");
   int dummy;
   if (joined == NULL)
     joined = &dummy;

@@ -10,22 +10,30 @@
 #include "../shm/error.h"
 #include "client.h"
 
+int shms__check_job(struct shms *h, const shms_request *req, const void *payload, size_t len,
+                    const shms_ticket *ticket, struct shms__cls **k) {
+  int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", k, NULL);
+  if (rc != SHMS_OK)
+    return rc;
+  if (len > (*k)->cfg->payload)
+    return shms__fail(SHMS_EINVAL, "class %s: the payload is %zu bytes, more than its %u",
+                      shms_class_name((*k)->id), len, (*k)->cfg->payload);
+  if (len > 0 && payload == NULL)
+    return shms__fail(SHMS_EINVAL, "payload is NULL");
+  if (req->nquotas != 0)
+    return shms__fail(SHMS_EINVAL, "class %s is a worker class: quotas are for lease classes",
+                      shms_class_name((*k)->id));
+  return SHMS_OK;
+}
+
 int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len, unsigned flags,
                 shms_ticket *ticket) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", &k, NULL);
+  int rc = shms__check_job(h, req, payload, len, ticket, &k);
   if (rc != SHMS_OK)
     return rc;
-  if (len > k->cfg->payload)
-    return shms__fail(SHMS_EINVAL, "class %s: the payload is %zu bytes, more than its %u",
-                      shms_class_name(k->id), len, k->cfg->payload);
-  if (len > 0 && payload == NULL)
-    return shms__fail(SHMS_EINVAL, "payload is NULL");
   if (flags & ~(unsigned)SHMS_SUBMIT_RETRY_ONCE)
     return shms__fail(SHMS_EINVAL, "unknown submit flags 0x%x", flags);
-  if (req->nquotas != 0)
-    return shms__fail(SHMS_EINVAL, "class %s is a worker class: quotas are for lease classes",
-                      shms_class_name(k->id));
   unsigned options = (flags & SHMS_SUBMIT_RETRY_ONCE) ? SHMS__OPT_RETRY_ONCE : 0;
   return shms__enqueue_slot(h, k, req, payload, len, options, NULL, 0, ticket);
 }

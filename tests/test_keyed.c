@@ -389,6 +389,12 @@ START_TEST(bad_keys_and_flags_are_refused_and_change_nothing) {
   ck_assert_shms_err(shms_submit_key(h, &act, "k", "p", 1, 0, &t, NULL), SHMS_EINVAL, "activation");
   shms_request lease = {.cls = SHMS_CLASS_LARGE, .tenant = "a"};
   ck_assert_int_eq(shms_submit_key(h, &lease, "k", "p", 1, 0, &t, NULL), SHMS_EINVAL);
+  static const char *const gpu[] = {"gpu"};
+  shms_request quota = req("a");
+  quota.quotas = gpu;
+  quota.nquotas = 1;
+  ck_assert_shms_err(shms_submit_key(h, &quota, "k", "p", 1, 0, &t, NULL), SHMS_EINVAL,
+                     "quotas are for lease classes");
   memset(longest, 'k', SHMS_KEY_MAX);
   longest[SHMS_KEY_MAX] = '\0';
   ck_assert_uint_eq(stats(h).queue_depth, 0);
