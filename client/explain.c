@@ -64,7 +64,7 @@ static void explain_queued(struct shms *h, const struct shms__cls *k, uint32_t i
   out->waited_ns = now > since ? now - since : 0;
   out->ring_length = k->ctl->ring_len;
   out->tenants_ahead = UINT32_MAX;
-  uint32_t quotas = s->quotas;
+  uint32_t quotas = SHMS__QUOTAS_NAMED(shms__load_32((uint32_t *)&s->quotas));
   for (uint32_t q = 0; q < SHMS_QUOTAS_MAX && out->quota[0] == '\0'; q++)
     if ((quotas & (1u << q)) && !shms__quota_room(k, q)) {
       out->blocked_by |= SHMS_BLOCK_QUOTA;

@@ -140,7 +140,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__index_attend(h, k, i);
     return 1;
   }
-  uint32_t want = SHMS__OPT_CELLS(s->options), quotas = s->quotas, full = 0;
+  uint32_t want = SHMS__OPT_CELLS(s->options), quotas = SHMS__QUOTAS_NAMED(s->quotas), full = 0;
   /* A quota with no unit free parks the request: the tenant's next request, or the next
    * tenant, is served meanwhile (docs/protocol.md, "Quotas"). */
   if (quotas != 0 && !shms__quota_take(k, quotas, &full)) {

@@ -149,7 +149,8 @@ static int link_request(const struct shms__cls *k, uint32_t i, uint64_t w) {
     return SHMS_OK;
   }
   SHMS__STEP();
-  s->options &= ~SHMS__OPT_PARKED; /* indexed afresh: a grant finds again whether it fits */
+  /* Indexed afresh: a grant finds again whether it fits. */
+  shms__store_32(&s->quotas, s->quotas & ~SHMS__QUOTAS_PARKED);
   into_order(k, i, ref);
   if (s->activation[0] != '\0') {
     uint32_t *b = act_bucket(k, s->activation);
@@ -178,9 +179,9 @@ int shms__index_reinsert(const struct shms__cls *k, uint32_t i) {
 void shms__index_unlink(const struct shms__cls *k, uint32_t i) {
   SHMS__ASSERT(shms__index_owned(k));
   struct shms__slot *s = shms__slot_at(k, i);
-  if (s->options & SHMS__OPT_PARKED) { /* out of every order already: only its activation id */
+  if (s->quotas & SHMS__QUOTAS_PARKED) { /* out of every order already: only its activation id */
     act_unlink(k, i);
-    s->options &= ~SHMS__OPT_PARKED;
+    shms__store_32(&s->quotas, s->quotas & ~SHMS__QUOTAS_PARKED);
     return;
   }
   uint32_t ref = out_of_order(k, i);
@@ -201,7 +202,7 @@ void shms__index_park(const struct shms__cls *k, uint32_t i, uint32_t full) {
   /* Still INDEXED (its activation id stays live, a cancel asks for an unlink), but no tenant
    * record holds it: its tenant may go idle, and takes no turn for it. */
   s->tenant = 0;
-  s->options |= SHMS__OPT_PARKED;
+  shms__store_32(&s->quotas, s->quotas | SHMS__QUOTAS_PARKED);
   k->ctl->quota_parked |= 1u << full;
   shms__index_corrupt |= shms__ring_update(k, ref);
   shms__index_corrupt |= shms__tenant_put_if_idle(k, ref);
@@ -215,7 +216,7 @@ static int unpark(const struct shms__cls *k, uint32_t i) {
   uint32_t ref = shms__tenant_get(k, s->tenant_name);
   if (ref == 0)
     return 0;
-  s->options &= ~SHMS__OPT_PARKED;
+  shms__store_32(&s->quotas, s->quotas & ~SHMS__QUOTAS_PARKED);
   into_order(k, i, ref);
   SHMS__STEP();
   /* Back in the class's list by time too: the pass's own update of the end of overtaking, at
@@ -237,9 +238,9 @@ void shms__index_unpark_room(const struct shms__cls *k) {
   for (uint32_t i = 0; i < k->nslots; i++) {
     struct shms__slot *s = shms__slot_at(k, i);
     uint64_t w = shms__load_64(&s->word);
-    uint32_t m = s->quotas;
+    uint32_t m = SHMS__QUOTAS_NAMED(s->quotas);
     if (SHMS__SLOT_STATE(w) != SHMS__SLOT_QUEUED || !(w & SHMS__SLOT_INDEXED) ||
-        !(s->options & SHMS__OPT_PARKED))
+        !(s->quotas & SHMS__QUOTAS_PARKED))
       continue;
     if ((m & ~room) != 0 || !unpark(k, i))
       still |= m & ~room ? m & ~room : m;

@@ -125,9 +125,9 @@ uint32_t shms__quota_waiters(const struct shms *h, uint32_t q) {
       continue;
     for (uint32_t i = 0; i < k->nslots; i++) {
       const struct shms__slot *s = shms__slot_at(k, i);
-      uint32_t o = shms__load_32((uint32_t *)&s->options);
+      uint32_t qw = shms__load_32((uint32_t *)&s->quotas);
       n += SHMS__SLOT_STATE(shms__load_64((uint64_t *)&s->word)) == SHMS__SLOT_QUEUED &&
-           (o & SHMS__OPT_PARKED) && (shms__load_32((uint32_t *)&s->quotas) & (1u << q));
+           (qw & SHMS__QUOTAS_PARKED) && (qw & (1u << q));
     }
   }
   return n;

@@ -274,7 +274,7 @@ struct shms__slot {
   char key[SHMS_KEY_MAX + 1] SHMS__ALIGNED;
   uint64_t waiters;
   /* A lease-mode request's quotas, as bits of the quota table: the enqueuer's, before it
-   * publishes (docs/protocol.md, "Quotas"). */
+   * publishes; and SHMS__QUOTAS_PARKED, the baton holder's (docs/protocol.md, "Quotas"). */
   uint32_t quotas;
 } SHMS__ALIGNED;
 
@@ -529,9 +529,12 @@ enum {
 #define SHMS__OPT_CELLS_RAW(o) (((o) >> SHMS__OPT_CELLS_SHIFT) & 0x1fffu)
 #define SHMS__OPT_CELLS(o)     (SHMS__OPT_CELLS_RAW(o) ? SHMS__OPT_CELLS_RAW(o) : 1u)
 _Static_assert(SHMS_CELLS_MAX <= 0x1fff, "a request's cells fit their field of the options");
-/* PARKED: the baton holder keeps a lease-mode request out of its tenant's order because one of
- * its quotas (shms__slot.quotas) is full (core/index.c, docs/protocol.md "Quotas"). */
-#define SHMS__OPT_PARKED (1u << 31)
+/* A slot's quotas word: the quotas it names (bits of the quota table), and PARKED while the baton
+ * holder keeps the request out of its tenant's order because one of them is full (core/index.c,
+ * docs/protocol.md "Quotas"). PARKED is the word's only bit that changes after publication, by
+ * the baton holder alone: the options word stays as its enqueuer wrote it. */
+#define SHMS__QUOTAS_PARKED   (1u << 31)
+#define SHMS__QUOTAS_NAMED(q) ((q)&0xffffu)
 _Static_assert(SHMS_QUOTAS_MAX <= 32, "a request's quotas fit their word of the slot");
 /* While a request is QUEUED or GRANTED its reason byte counts the revocations of its grants
  * (core/revoke.c), so that two grants of one request never read as the same word: a settler
