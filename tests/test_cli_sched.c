@@ -232,6 +232,55 @@ START_TEST(print_ticket_then_cancel) {
 }
 END_TEST
 
+/* Several tickets in one call, as arguments or on stdin: every one checked before any is
+ * cancelled, and the exit status is the first failure's. */
+START_TEST(cancel_several_tickets) {
+  const char *name = cli_segment("cmany", "standard:cells=1,queue=8", NULL);
+  shms_t *h;
+  shms_lease held;
+  shms_ticket t[4];
+  char text[4][SHMS_TICKET_STRLEN];
+  ck_assert_shms_ok(shms_attach(name, 0, &h));
+  ck_assert_shms_ok(
+      shms_try_acquire(h, &(shms_request){.cls = SHMS_CLASS_STANDARD, .tenant = "x"}, &held));
+  for (int i = 0; i < 4; i++) {
+    ck_assert_shms_ok(
+        shms_enqueue(h, &(shms_request){.cls = SHMS_CLASS_STANDARD, .tenant = "y"}, &t[i]));
+    shms_ticket_format(&t[i], text[i]);
+  }
+  /* A malformed ticket after a good one: usage error, and the good one is still queued. */
+  ck_assert_int_eq(CLI("cancel", name, text[0], "standard.1.2"), 2);
+  assert_error_line(err, "invalid-argument", "nothing cancelled");
+  assert_status(name, "queue_depth", "4");
+  ck_assert_int_eq(CLI("cancel", name, text[0], text[1]), 0);
+  ck_assert_msg(strstr(out, text[0]) != NULL && strstr(out, text[1]) != NULL, "%s", out);
+  assert_status(name, "queue_depth", "2");
+  /* From stdin, with blank lines and blanks around: one already cancelled (exit 1, naming it),
+   * the other two cancelled all the same. */
+  struct cli_proc p;
+  CLI_SPAWN(&p, "cancel", name, "-");
+  dprintf(p.in, "%s\n\n  %s \n%s\n", text[2], text[1], text[3]);
+  ck_assert_int_eq(cli_reap(&p, 1, out, sizeof out, NULL, err, sizeof err), 1);
+  ck_assert_msg(strstr(out, text[2]) != NULL && strstr(out, text[3]) != NULL, "%s", out);
+  assert_error_line(err, "cancelled", text[1]);
+  assert_status(name, "queue_depth", "0");
+  /* Nothing on stdin, or a bad line: usage errors naming why. */
+  CLI_SPAWN(&p, "cancel", name, "-");
+  dprintf(p.in, "\n%s\nnot-a-ticket\n", text[0]);
+  ck_assert_int_eq(cli_reap(&p, 1, out, sizeof out, NULL, err, sizeof err), 2);
+  assert_error_line(err, "invalid-argument", "standard input line 3");
+  CLI_SPAWN(&p, "cancel", name, "-");
+  ck_assert_int_eq(cli_reap(&p, 1, out, sizeof out, NULL, err, sizeof err), 2);
+  assert_error_line(err, "invalid-argument", "no ticket on standard input");
+  for (int i = 0; i < 4; i++) {
+    shms_lease l;
+    ck_assert_int_eq(shms_wait(h, &t[i], 0, &l), SHMS_ECANCELLED);
+  }
+  ck_assert_shms_ok(shms_release(h, &held));
+  shms_detach(h);
+}
+END_TEST
+
 /* Cancel as seen from a second process: installed once, then "already cancelled". */
 START_TEST(cancel_outcomes) {
   const char *name = cli_segment("cout", "standard:cells=1,queue=4", NULL);
@@ -527,7 +576,8 @@ static const struct {
     {{"run", "@", "-c", "standard", "-t", "bad name", "--", "true"}, "tenant"},
     {{"run", "@", "-c", "standard", "-t", "a", "-a", "", "--", "true"}, "activation"},
     {{"cancel", "@"}, "cancel: missing TICKET"},
-    {{"cancel", "@", "standard.1.2.0000000000000000", "x"}, "unexpected argument 'x'"},
+    {{"cancel", "@", "standard.1.2.0000000000000000", "x"}, "ticket 'x': expected CLASS"},
+    {{"cancel", "@", "-", "x"}, "unexpected argument 'x' after '-'"},
     {{"explain", "@", "standard.1.2.3"}, "expected CLASS.SLOT.SEQ.INCARNATION"},
     {{"drain"}, "drain: missing NAME"},
     {{"repair", "@"}, "repair: missing --class"},
@@ -809,6 +859,7 @@ static Suite *cli_sched_suite(void) {
   tc = harness_tcase("tickets");
   tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);
   tcase_add_test(tc, print_ticket_then_cancel);
+  tcase_add_test(tc, cancel_several_tickets);
   tcase_add_test(tc, cancel_outcomes);
   tcase_add_test(tc, explain_queued);
   tcase_add_test(tc, ticket_of_a_held_lease);
