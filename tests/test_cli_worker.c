@@ -396,6 +396,15 @@ START_TEST(keyed_join_and_supersede) {
   cli_read_line(b.err, tb, sizeof tb);
   ck_assert_str_eq(ta, tb); /* the same job: no worker, so it is still queued */
   assert_status(name, "queue_depth", "1");
+  /* b's submit joined a's job: counted in status (text and JSON) and in metrics. */
+  assert_status(name, "joined", "1");
+  ck_assert_int_eq(CLI("status", name, "--json"), 0);
+  ck_assert_msg(strstr(out, "\n      \"joined\": 1,\n") != NULL, "%s", out);
+  char sample[256];
+  snprintf(sample, sizeof sample,
+           "\nshmsched_jobs_joined_total{segment=\"%s\",class=\"small\"} 1\n", name);
+  ck_assert_int_eq(CLI("metrics", name), 0);
+  ck_assert_msg(strstr(out, sample) != NULL, "metrics lack %s:\n%s", sample, out);
   ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "c", "--key", "k", "--supersede",
                        "--wait", "--timeout", "20ms"),
                    75);
@@ -405,6 +414,7 @@ START_TEST(keyed_join_and_supersede) {
   ck_assert_int_eq(reap(&b), 75);
   assert_error_line(err, "superseded", "tenant 'b'");
   assert_status(name, "queue_depth", "0");
+  assert_status(name, "joined", "1"); /* a supersede joins nothing */
 }
 END_TEST
 

@@ -346,10 +346,14 @@ START_TEST(no_interval_across_incarnations) {
   struct top_sample old, now;
   sample(&old, 7, 1000000000, 10);
   sample(&now, 7, 2000000000, 15);
+  old.st[SHMS_CLASS_STANDARD].joined = 2;
+  now.st[SHMS_CLASS_STANDARD].joined = 5;
   struct top_frame f;
   ck_assert_shms_ok(top_frame_make("jobs", &old, &now, TOP_SORT_GRANTS, 0, &f));
   ck_assert(f.interval_s > 0.99 && f.interval_s < 1.01);
   ck_assert(f.classes[SHMS_CLASS_STANDARD].grants_per_s > 4.99);
+  ck_assert(f.classes[SHMS_CLASS_STANDARD].joins_per_s > 2.99);
+  ck_assert(f.classes[SHMS_CLASS_STANDARD].joins_per_s < 3.01);
   ck_assert_uint_eq(f.incarnation, 7);
   top_frame_free(&f);
   top_sample_free(&now);
@@ -357,6 +361,7 @@ START_TEST(no_interval_across_incarnations) {
   ck_assert_shms_ok(top_frame_make("jobs", &old, &now, TOP_SORT_GRANTS, 0, &f));
   ck_assert(f.interval_s == 0);
   ck_assert(f.classes[SHMS_CLASS_STANDARD].grants_per_s == 0);
+  ck_assert(f.classes[SHMS_CLASS_STANDARD].joins_per_s == 0);
   ck_assert_uint_eq(f.incarnation, 8);
   top_frame_free(&f);
   top_sample_free(&old);

@@ -20,8 +20,8 @@ from .errors import (AllCellsQuarantined, AlreadyExists, Busy, Cancelled, ClassD
                      SystemFailure, TimedOut, WorkerLost, WouldBlock, error_for)
 from .requests import Job, Lease, Prepared, Ticket
 from .segment import Segment, create, destroy
-from .types import (CLASSES, ClassConfig, ClassStats, Explanation, JobResult, SegmentConfig,
-                    SegmentInfo, TenantRecord, TenantStats)
+from .types import (CLASSES, ClassConfig, ClassStats, Explanation, JobResult, QuotaStats,
+                    SegmentConfig, SegmentInfo, TenantRecord, TenantStats)
 from .worker import Worker, WorkerJob
 
 __version__ = _shmsched.LIBRARY_VERSION
@@ -31,8 +31,8 @@ __all__ = [
     "ClassConfig", "ClassDenied", "ClassStats", "DeadlineExceeded", "DuplicateActivation",
     "Explanation", "HandleForked", "IncompatibleSegment", "InvalidArgument", "InvariantViolated",
     "Job", "JobResult", "Lease", "LeaseMismatch", "NoSpace", "NotFound", "OutOfMemory",
-    "OwnerLost", "PermissionDenied", "Prepared", "QueueFull", "Segment", "SegmentConfig",
-    "SegmentInfo",
+    "OwnerLost", "PermissionDenied", "Prepared", "QueueFull", "QuotaStats", "Segment",
+    "SegmentConfig", "SegmentInfo",
     "SegmentNotFound", "SequenceExhausted", "ShmschedError", "Shutdown", "StalePrepared",
     "Superseded", "SystemFailure",
     "TenantRecord", "TenantStats", "Ticket", "TimedOut", "Worker", "WorkerJob", "WorkerLost", "WouldBlock",

@@ -43,7 +43,7 @@ class AsyncLease:
 
     async def _acquire(self) -> Lease:
         seg = self._segment
-        if seg._unlimited(self._args[0]) and len(self._args) == 5:  # one cell
+        if seg._unlimited(self._args[0]) and self._args[5] == 1:  # one cell
             t = seg._h.try_acquire(*self._args)
             if t is not None:
                 return Lease(seg, t)

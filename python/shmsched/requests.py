@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import collections.abc
 import math
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Type
 
 from . import _shmsched as _c
 from .errors import InvalidArgument, TimedOut
@@ -65,14 +66,30 @@ def request_args(cls_index: int, tenant: str, priority: int, deadline: Optional[
     return cls_index, tenant, priority, deadline_ns, activation
 
 
-def with_cells(args: Tuple[int, str, int, int, Optional[str]],
-               cells: int) -> Tuple[Any, ...]:
-    """A request's arguments asking for ``cells`` cells at once (1 leaves them as they are)."""
+def quota_args(quotas: Sequence[str], what: str = "quotas") -> Tuple[str, ...]:
+    """Check the quotas a request names and give them as the C layer takes them: a tuple of
+    names, at most eight (the library judges the names: each must be in the segment's table,
+    none twice)."""
+    if isinstance(quotas, (str, bytes)) or not isinstance(quotas, collections.abc.Sequence):
+        raise TypeError(f"{what} must be a sequence of quota names (a list or tuple of str), "
+                        f"not {type(quotas).__name__}")
+    for q in quotas:
+        if not isinstance(q, str):
+            raise TypeError(f"{what}: a quota name is a str, not {type(q).__name__}")
+    if len(quotas) > _c.REQUEST_QUOTAS_MAX:
+        raise InvalidArgument(f"{what}: a request names at most {_c.REQUEST_QUOTAS_MAX} quotas, "
+                              f"got {len(quotas)}")
+    return tuple(quotas)
+
+
+def with_cells(args: Tuple[int, str, int, int, Optional[str]], cells: int,
+               quotas: Sequence[str] = ()) -> Tuple[Any, ...]:
+    """A request's arguments asking for ``cells`` cells at once and naming ``quotas``."""
     if isinstance(cells, bool) or not isinstance(cells, int):
         raise TypeError(f"cells must be an int, not {type(cells).__name__}")
     if cells < 1:
         raise InvalidArgument(f"cells must be at least 1, got {cells}")
-    return args if cells == 1 else (*args, cells)
+    return (*args, cells, quota_args(quotas))
 
 
 class Prepared:
@@ -231,14 +248,21 @@ class Ticket(_Request):
 
 
 class Job(_Request):
-    """A job submitted by :meth:`Segment.submit`: its worker's result comes from :meth:`result`."""
+    """A job submitted by :meth:`Segment.submit`: its worker's result comes from :meth:`result`.
 
-    __slots__ = ("_result", "_cap")
+    ``joined`` is True when a keyed submit (``submit(..., key=K)``) joined the live job of its
+    key instead of queueing one: the ticket is that job's, and :meth:`result` gives this
+    submitter the same status and bytes as every other waiter; :meth:`cancel` then only takes
+    this submitter's share back (the job is cancelled when its last waiter leaves)."""
 
-    def __init__(self, segment: "Segment", t: Tuple[int, int, int, int], cap: int) -> None:
+    __slots__ = ("_result", "_cap", "joined")
+
+    def __init__(self, segment: "Segment", t: Tuple[int, int, int, int], cap: int,
+                 joined: bool = False) -> None:
         super().__init__(segment, t)
         self._result: Optional[JobResult] = None
         self._cap = cap
+        self.joined = joined
 
     def result(self, timeout: Optional[float] = None) -> JobResult:
         """Wait for the job to end and return the worker's status and result bytes.
@@ -246,7 +270,8 @@ class Job(_Request):
         ``timeout`` raises :class:`TimedOut` with the job still queued or running. ^C cancels
         the job: a queued one ends at once; a running one is flagged for its worker, and the
         wait stops within a second (call :meth:`result` again to collect its end). Other
-        outcomes raise: :class:`Cancelled`, :class:`WorkerLost`, :class:`DeadlineExceeded`...
+        outcomes raise: :class:`Cancelled`, :class:`WorkerLost`, :class:`DeadlineExceeded`,
+        :class:`Superseded` (a keyed job a newer submit of its key replaced)...
         The result is kept: later calls return it again.
         """
         if self._result is None:

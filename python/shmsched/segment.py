@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple,
 
 from . import _shmsched as _c
 from .errors import Busy, IncompatibleSegment, InvalidArgument, StalePrepared, TimedOut
-from .requests import (Job, Lease, Prepared, Ticket, request_args, timeout_ns, with_cells,
-                       withdrawn)
-from .types import (CLASSES, ClassConfig, ClassStats, SegmentConfig, SegmentInfo, TenantRecord,
-                    TenantStats, class_index)
+from .requests import (Job, Lease, Prepared, Ticket, quota_args, request_args, timeout_ns,
+                       with_cells, withdrawn)
+from .types import (CLASSES, ClassConfig, ClassStats, QuotaStats, SegmentConfig, SegmentInfo,
+                    TenantRecord, TenantStats, class_index)
 
 if TYPE_CHECKING:
     from .aio import AsyncLease
@@ -27,6 +27,10 @@ _TENANT = ("any", "user", "group")
 _FAIRNESS = (None, "grants", "time")  # shms_fairness_t: DEFAULT (0), GRANTS, TIME
 _SEG_STATES = {1: "active", 2: "draining", 3: "destroying"}
 _DEFAULT_PAYLOAD = 4096
+_QUOTA_UNITS_MAX = 4095  # SHMS_QUOTA_UNITS_MAX
+#: submit's supersede= values: the SHMS_SUBMIT_* flags each one sets
+_SUPERSEDE = {"queued": _c.SUBMIT_SUPERSEDE,
+              "running": _c.SUBMIT_SUPERSEDE | _c.SUBMIT_SUPERSEDE_RUNNING}
 
 
 SegmentName = Union[str, "os.PathLike[str]"]
@@ -87,7 +91,7 @@ def _class_tuple(name: str, k: ClassConfig) -> tuple:
 def create(name: SegmentName, classes: Mapping[str, Union[ClassConfig, Mapping[str, object]]], *,
            starvation_after: float = 5.0, max_tenants: int = 1024, max_processes: int = 1024,
            mode: int = 0o600, group: Optional[int] = None,
-           admin_group: Optional[int] = None) -> None:
+           admin_group: Optional[int] = None, quotas: Optional[Mapping[str, int]] = None) -> None:
     """Create the segment NAME, as ``shmsched create`` does (docs/config.md).
 
     A plain name is the file /dev/shm/NAME, or $SHMSCHED_DIR/NAME when that is set; a name
@@ -96,7 +100,9 @@ def create(name: SegmentName, classes: Mapping[str, Union[ClassConfig, Mapping[s
     that share a segment an absolute one).
 
     ``classes`` maps class names to :class:`ClassConfig` (or to dicts of its fields):
-    ``create("jobs", {"standard": ClassConfig(cells=4, queue=256)})``. Raises
+    ``create("jobs", {"standard": ClassConfig(cells=4, queue=256)})``. ``quotas`` maps quota
+    names to their maximum (``{"gpu": 2}``: at most 16 quotas, each 1..4095), as
+    ``create --quota NAME=MAX``; :meth:`Segment.set_quota` changes or adds one later. Raises
     :class:`AlreadyExists` (the existing segment untouched) or :class:`InvalidArgument`
     naming the field at fault, :class:`SegmentNotFound` when the path's directory does not
     exist; nothing is created on error.
@@ -118,7 +124,30 @@ def create(name: SegmentName, classes: Mapping[str, Union[ClassConfig, Mapping[s
         table[class_index(cname)] = _class_tuple(cname, k)
     _c.create(name, table, timeout_ns(starvation_after, "starvation_after"), max_tenants,
               max_processes, mode, -1 if group is None else group,
-              -1 if admin_group is None else admin_group)
+              -1 if admin_group is None else admin_group, _quota_table(quotas))
+
+
+def _quota_max(quota: str, maximum: int) -> int:
+    if isinstance(maximum, bool) or not isinstance(maximum, int):
+        raise TypeError(f"quota {quota}: max must be an int, not {type(maximum).__name__}")
+    if not 1 <= maximum <= _QUOTA_UNITS_MAX:
+        raise InvalidArgument(f"quota {quota}: max: must be 1..{_QUOTA_UNITS_MAX}, got {maximum}")
+    return maximum
+
+
+def _quota_table(quotas: Optional[Mapping[str, int]]) -> Tuple[Tuple[str, int], ...]:
+    """create's quotas as the C layer takes them: ((name, max), ...)."""
+    if quotas is None:
+        return ()
+    if not isinstance(quotas, collections.abc.Mapping):
+        raise TypeError("quotas must be a mapping of quota names to their maximum, as "
+                        f"{{'gpu': 2}}, not {type(quotas).__name__}")
+    table = []
+    for q, m in quotas.items():
+        if not isinstance(q, str):
+            raise TypeError(f"a quota name is a str, not {type(q).__name__}")
+        table.append((q, _quota_max(q, m)))
+    return tuple(table)
 
 
 def destroy(name: SegmentName, *, force: bool = False) -> None:
@@ -282,6 +311,19 @@ class Segment:
                              team=team or None, kind="team" if f & 8 else "tenant")
                 for n, w, f, cells, team in self._h.policy_list()]
 
+    def set_quota(self, quota: str, maximum: int) -> None:
+        """Set a quota's maximum (1..4095), adding the quota if new (at most 16), as ``shmsched
+        policy NAME --quota Q --max N``: an admin's right, recorded in the event ring. It takes
+        effect at the next grant: a lower maximum takes no unit back from leases holding one."""
+        if not isinstance(quota, str):
+            raise TypeError(f"a quota name is a str, not {type(quota).__name__}")
+        self._h.policy_quota(quota, _quota_max(quota, maximum))
+
+    def quotas(self) -> List[QuotaStats]:
+        """The segment's quotas (``shmsched status``'s ``quota.NAME.*``): each one's maximum
+        now, the units held, and the requests set aside waiting for one of theirs."""
+        return [QuotaStats(n, m, u, w) for n, m, u, w in self._h.quota_list()]
+
     # ---- leases ---------------------------------------------------------------------------
 
     def _unlimited(self, c: int) -> bool:
@@ -290,42 +332,47 @@ class Segment:
 
     def try_acquire(self, cls: str, *, tenant: str, priority: int = 0,
                     deadline: Optional[float] = None, activation: Optional[str] = None,
-                    cells: int = 1) -> Optional[Lease]:
-        """A lease now if a cell (``cells`` cells) is free and nobody is queued, else None.
-        Leaves nothing queued."""
+                    cells: int = 1, quotas: Sequence[str] = ()) -> Optional[Lease]:
+        """A lease now if a cell (``cells`` cells) is free, nobody is queued and every quota
+        named has a unit free, else None. Leaves nothing queued."""
         t = self._h.try_acquire(*with_cells(request_args(class_index(cls), tenant, priority,
-                                                         deadline, activation), cells))
+                                                         deadline, activation), cells, quotas))
         return None if t is None else Lease(self, t)
 
     def enqueue(self, cls: str, *, tenant: str, priority: int = 0,
                 deadline: Optional[float] = None, activation: Optional[str] = None,
-                cells: int = 1) -> Ticket:
+                cells: int = 1, quotas: Sequence[str] = ()) -> Ticket:
         """Queue a request; :meth:`Ticket.wait` takes its lease.
 
         ``priority``: higher first within its tenant's turn; ``deadline``: seconds from now
         after which it gives up unless granted; ``activation``: an id unique among the
         class's live requests; ``cells``: how many cells the lease holds at once (all or
-        none; up to the class's cells, in a class without tenant-max-active). Raises
+        none; up to the class's cells, in a class without tenant-max-active); ``quotas``: names
+        of the segment's quotas (at most 8, lease classes, one cell): granted only while each
+        has a unit free, the lease holds one unit of each until it ends. Raises
         :class:`QueueFull`, :class:`ClassDenied`, :class:`DuplicateActivation`,
-        :class:`Shutdown`...; on error nothing was queued.
+        :class:`Shutdown`, :class:`InvalidArgument` (a quota the segment does not have)...; on
+        error nothing was queued.
         """
         args = with_cells(request_args(class_index(cls), tenant, priority, deadline, activation),
-                          cells)
+                          cells, quotas)
         return Ticket(self, self._h.enqueue(*args))
 
     def lease(self, cls: str, *, tenant: str, priority: int = 0, deadline: Optional[float] = None,
               activation: Optional[str] = None, timeout: Optional[float] = None,
-              cells: int = 1) -> Lease:
+              cells: int = 1, quotas: Sequence[str] = ()) -> Lease:
         """Wait for a lease on a cell of ``cls``: at once if one is free and nobody is
         queued, else in line (tenants take turns). Use it as ``with seg.lease(...) as lease:``.
 
         ``timeout`` (seconds) raises :class:`TimedOut` and withdraws the request; ^C raises
         KeyboardInterrupt at once, with the request cancelled and any lease that raced in
         released. ``cells=K`` holds K cells at once (:attr:`Lease.cells`), always through the
-        queue. Other arguments and errors as :meth:`enqueue` and :meth:`Ticket.wait`.
+        queue. ``quotas=("gpu",)`` waits also for a unit of each quota named, and holds it
+        until the lease ends (``shmsched run --quota``). Other arguments and errors as
+        :meth:`enqueue` and :meth:`Ticket.wait`.
         """
         args = with_cells(request_args(class_index(cls), tenant, priority, deadline, activation),
-                          cells)
+                          cells, quotas)
         limit = timeout_ns(timeout)
         if self._unlimited(args[0]) and cells == 1:
             t = self._h.try_acquire(*args)
@@ -375,14 +422,16 @@ class Segment:
 
     def lease_async(self, cls: str, *, tenant: str, priority: int = 0,
                     deadline: Optional[float] = None, activation: Optional[str] = None,
-                    timeout: Optional[float] = None, cells: int = 1) -> "AsyncLease":
+                    timeout: Optional[float] = None, cells: int = 1,
+                    quotas: Sequence[str] = ()) -> "AsyncLease":
         """:meth:`lease` for asyncio: ``async with seg.lease_async(...) as lease:`` (or
         ``lease = await seg.lease_async(...)``). Cancelling the task cancels the request
         (and releases a lease that raced in). The wait runs in a thread of its own."""
         from .aio import AsyncLease
 
         return AsyncLease(self, with_cells(request_args(class_index(cls), tenant, priority,
-                                                        deadline, activation), cells),
+                                                        deadline, activation), cells,
+                                                   quotas),
                           timeout_ns(timeout))
 
     def ticket(self, text: str) -> Ticket:
@@ -404,29 +453,55 @@ class Segment:
 
     def submit(self, cls: str, payload: bytes, *, tenant: str, priority: int = 0,
                deadline: Optional[float] = None, activation: Optional[str] = None,
-               retry_once: bool = False) -> Job:
+               retry_once: bool = False, quotas: Sequence[str] = (), key: Optional[str] = None,
+               supersede: Union[bool, str] = False) -> Job:
         """Queue a job for the workers of a worker class; :meth:`Job.result` waits for it.
 
         ``payload``: bytes (at most the class's payload size). ``retry_once``: if its worker
         dies mid-job, queue it once more instead of ending it :class:`WorkerLost`.
+        ``quotas``: quota names, as :meth:`enqueue`'s.
+
+        ``key`` (1..31 graphic ASCII bytes) makes the job single-flight: while a job of the same
+        key is queued or running in the class, this submit joins it instead of queueing another
+        (:attr:`Job.joined` is True; the job runs once, with its first submitter's payload,
+        priority and deadline, and every waiter gets its result). ``supersede`` (with ``key``):
+        ``"queued"`` (or True) ends the key's queued jobs :class:`Superseded` and queues this
+        one; ``"running"`` also asks the worker of the key's running job to stop it; False
+        (the default) joins.
         """
         args = request_args(class_index(cls), tenant, priority, deadline, activation)
+        flags = 1 if retry_once else 0
+        if key is not None and not isinstance(key, str):
+            raise TypeError(f"key must be a str or None, not {type(key).__name__}")
+        if key is not None and "\0" in key:
+            raise InvalidArgument(f"key {key!r} contains a NUL byte")
+        if supersede is not False and supersede is not None:
+            if supersede is True:
+                supersede = "queued"
+            if supersede not in _SUPERSEDE:
+                raise InvalidArgument(f"supersede must be False, True, 'queued' or 'running', "
+                                      f"got {supersede!r}")
+            if key is None:
+                raise InvalidArgument("supersede needs a key: it replaces the jobs of that key")
+            flags |= _SUPERSEDE[supersede]  # type: ignore[index]
+        q = quota_args(quotas)
         cap = self._payload_max(cls)
         if not isinstance(payload, (bytes, bytearray, memoryview)):
             raise TypeError(f"payload must be bytes, not {type(payload).__name__}")
         if len(payload) > cap:
             raise InvalidArgument(f"a payload of {len(payload)} bytes is larger than class "
                                   f"{cls}'s payload size ({cap})")
-        t = self._h.submit(*args, payload, 1 if retry_once else 0)
-        return Job(self, t, cap)
+        t, joined = self._h.submit(*args, payload, flags, q, key)
+        return Job(self, t, cap, joined)
 
     def submit_batch(self, cls: str, jobs: Sequence[Union[Mapping[str, Any], Tuple[str, bytes]]],
                      *, tenant: Optional[str] = None, retry_once: bool = False) -> List[Job]:
         """Queue jobs for the workers of a worker class, all or none; one :class:`Job` each,
         in order.
 
-        Each job is a dict with ``payload`` (bytes) and optionally ``tenant``, ``priority`` and
-        ``deadline`` (seconds), or a ``(tenant, payload)`` tuple; ``tenant`` is the default for
+        Each job is a dict with ``payload`` (bytes) and optionally ``tenant``, ``priority``,
+        ``deadline`` (seconds) and ``quotas`` (as :meth:`submit`'s), or a ``(tenant, payload)``
+        tuple; ``tenant`` is the default for
         dicts without one. A refusal (a full queue, a bad job, a denied tenant) raises, names
         the job (``job 2: ...``), and queues nothing. :meth:`cancel_batch` cancels the jobs
         that have not started.
@@ -440,9 +515,19 @@ class Segment:
             if not isinstance(j, Mapping):
                 raise TypeError(f"job {n}: a dict or a (tenant, payload) tuple, "
                                 f"not {type(j).__name__}")
-            unknown = set(j) - {"tenant", "payload", "priority", "deadline"}
+            unknown = set(j) - {"tenant", "payload", "priority", "deadline", "quotas"}
             if unknown:
                 raise InvalidArgument(f"job {n}: unknown field {sorted(unknown)[0]!r}")
+            try:
+                quotas = quota_args(j.get("quotas", ()), "quotas")
+            except (InvalidArgument, TypeError) as e:
+                raise type(e)(f"job {n}: {e.detail if isinstance(e, InvalidArgument) else e}") \
+                    from None
+            if quotas:
+                # A batch's jobs carry no quotas in this library yet (shms_batch_job has no
+                # such field): refused as the library refuses a worker job's quotas.
+                raise InvalidArgument(f"job {n}: class {cls} is a worker class: quotas are for "
+                                      "lease classes")
             payload = j.get("payload", b"")
             if not isinstance(payload, (bytes, bytearray, memoryview)):
                 raise TypeError(f"job {n}: payload must be bytes, not {type(payload).__name__}")

@@ -12,7 +12,7 @@ from typing import Dict, Optional, Tuple
 CLASSES: Tuple[str, ...] = ("tiny", "small", "standard", "large", "extra-large")
 """The class names, in the C enum's order."""
 
-_BLOCKS = ("no-cell", "tenant-limit", "no-worker", "draining", "turn", "gather")
+_BLOCKS = ("no-cell", "tenant-limit", "no-worker", "draining", "turn", "gather", "quota")
 _STATES = {1: "queued", 2: "granted", 3: "ended", 4: "running", 5: "held"}
 
 
@@ -103,6 +103,8 @@ class ClassStats:
     oldest_grant_age_ns: int
     revoked: int
     reserved: int  #: cells held for a request of several cells gathering them
+    #: worker classes: keyed submits that joined the live job of their key (Segment.submit's key)
+    joined: int = 0
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,16 @@ class TenantStats:
     cell_seconds: float = 0.0  #: cell-time its leases held in the class (fair by time)
     #: its part of the class now by the fairness rule, among the tenants taking turns
     entitled_share: float = 0.0
+
+
+@dataclass(frozen=True)
+class QuotaStats:
+    """One quota of the segment's table (:meth:`Segment.quotas`)."""
+
+    name: str
+    max: int  #: its maximum now (:meth:`Segment.set_quota`)
+    used: int  #: units held: by leases, and by quarantined cells until repaired
+    waiters: int  #: queued requests naming it that are set aside waiting for a quota
 
 
 @dataclass(frozen=True)
@@ -165,6 +177,8 @@ class Explanation:
     holder_pidns: Optional[int] = None
     #: "held": the holder's pid namespace is not this one's nor one below it: holder_pid is None
     holder_foreign: Optional[bool] = None
+    #: "queued", blocked by "quota": the first quota it names that has no unit free
+    quota: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -179,7 +193,7 @@ def _explanation(t: tuple) -> Explanation:
     from . import _shmsched as _c
 
     (state, outcome, tenant, priority, waited_ns, aged, ahead, ring, ahead_t, tq, blocked, cell,
-     pid, alive, held_ns, cells, gathered, ns_pid, foreign, pidns) = t
+     pid, alive, held_ns, cells, gathered, ns_pid, foreign, pidns, quota) = t
     held = _STATES.get(state) == "held"
     return Explanation(
         state=_STATES.get(state, f"unknown-{state}"),
@@ -202,4 +216,5 @@ def _explanation(t: tuple) -> Explanation:
         holder_ns_pid=(ns_pid or None) if held else None,
         holder_pidns=(pidns or None) if held else None,
         holder_foreign=bool(foreign) if held else None,
+        quota=quota or None,
     )

@@ -171,14 +171,14 @@ static PyObject *handle_observe(HandleObject *self, PyObject *arg) {
   PYSHMS_HANDLE_CALL(self, rc = shms_observe(self->h, (shms_class_t)c, &s));
   if (rc != SHMS_OK)
     return pyshms_raise_last(rc);
-  return Py_BuildValue("(IIIIIIIIKKKKKKKIKKI)", s.cells, s.available, s.leased, s.quarantined,
+  return Py_BuildValue("(IIIIIIIIKKKKKKKIKKIK)", s.cells, s.available, s.leased, s.quarantined,
                        s.offline, s.queue_capacity, s.queue_depth, s.queued_tenants,
                        (unsigned long long)s.granted, (unsigned long long)s.rejected,
                        (unsigned long long)s.cancelled, (unsigned long long)s.expired,
                        (unsigned long long)s.total_wait_ns, (unsigned long long)s.max_wait_ns,
                        (unsigned long long)s.oldest_lease_age_ns, s.granted_unaccepted,
                        (unsigned long long)s.oldest_grant_age_ns, (unsigned long long)s.revoked,
-                       s.reserved);
+                       s.reserved, (unsigned long long)s.joined);
 }
 
 static PyObject *tenant_list(const shms_tenant_stats *t, uint32_t n) {
@@ -324,6 +324,41 @@ static PyObject *handle_policy_list(HandleObject *self, PyObject *unused) {
   return rc == SHMS_OK ? list : pyshms_raise_last(rc);
 }
 
+static PyObject *handle_policy_quota(HandleObject *self, PyObject *args) {
+  const char *quota;
+  unsigned int max;
+  if (!PyArg_ParseTuple(args, "sI", &quota, &max) || pyshms_handle_usable(self, 1) < 0)
+    return NULL;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_policy_quota(self->h, quota, max));
+  return rc == SHMS_OK ? Py_NewRef(Py_None) : pyshms_raise_last(rc);
+}
+
+/* The quota table: a list of (name, max, used, waiters). */
+static PyObject *handle_quota_list(HandleObject *self, PyObject *unused) {
+  (void)unused;
+  if (pyshms_handle_usable(self, 0) < 0)
+    return NULL;
+  shms_quota_row rows[SHMS_QUOTAS_MAX]; /* the table never holds more */
+  uint32_t n = 0;
+  int rc;
+  PYSHMS_HANDLE_CALL(self, rc = shms_quota_list(self->h, rows, SHMS_QUOTAS_MAX, &n));
+  if (rc != SHMS_OK)
+    return pyshms_raise_last(rc);
+  if (n > SHMS_QUOTAS_MAX)
+    n = SHMS_QUOTAS_MAX;
+  PyObject *list = PyList_New(n);
+  for (uint32_t i = 0; list != NULL && i < n; i++) {
+    PyObject *row =
+        Py_BuildValue("(sIII)", rows[i].name, rows[i].max, rows[i].used, rows[i].waiters);
+    if (row == NULL)
+      Py_CLEAR(list);
+    else
+      PyList_SET_ITEM(list, i, row);
+  }
+  return list;
+}
+
 static PyObject *handle_usable(HandleObject *self, PyObject *unused) {
   (void)unused;
   return pyshms_handle_usable(self, 0) < 0 ? NULL : Py_NewRef(Py_None);
@@ -360,8 +395,11 @@ static PyMethodDef handle_methods[] = {
          "shms_policy_tenant_team(tenant, team or None)."),
     METH("policy_list", handle_policy_list, METH_NOARGS,
          "shms_policy_list: [(name, weight, flags, (cell_ns per class), team)]."),
+    METH("policy_quota", handle_policy_quota, METH_VARARGS, "shms_policy_quota(quota, max)."),
+    METH("quota_list", handle_quota_list, METH_NOARGS,
+         "shms_quota_list: [(name, max, used, waiters)]."),
     METH("enqueue", pyshms_enqueue, METH_VARARGS,
-         "enqueue(cls, tenant, priority, deadline_ns, activation[, cells])."),
+         "enqueue(cls, tenant, priority, deadline_ns, activation[, cells[, (quota, ...)]])."),
     METH("try_acquire", pyshms_try_acquire, METH_VARARGS, "A lease tuple, or None (would-block)."),
     METH("prepare", pyshms_prepare, METH_VARARGS, "shms_request_prepare: the prepared bytes."),
     METH("try_acquire_prepared", pyshms_try_acquire_prepared, METH_O,
@@ -376,7 +414,8 @@ static PyMethodDef handle_methods[] = {
     METH("quarantine", pyshms_quarantine, METH_VARARGS, "quarantine(lease, reason)."),
     METH("explain", pyshms_explain, METH_O, "explain(ticket), as a tuple."),
     METH("submit", pyshms_submit, METH_VARARGS,
-         "submit(cls, tenant, priority, deadline_ns, activation, payload, flags)."),
+         "submit(cls, tenant, priority, deadline_ns, activation, payload, flags[, (quota, ...)[, "
+         "key]]) -> (ticket, joined)."),
     METH("submit_batch", pyshms_submit_batch, METH_VARARGS,
          "submit_batch(cls, [(tenant, priority, deadline_ns, payload), ...], flags) -> "
          "[ticket, ...], all or none."),

@@ -6,31 +6,76 @@
 
 #include <string.h>
 
-/* Parse (cls, tenant, priority, deadline_ns, activation[, cells]) into req; strings borrowed
- * from args. */
-static int parse_request(PyObject *args, shms_request *req, Py_buffer *payload, unsigned *flags) {
+/* The quotas a request names: a tuple of str (the package checked its length and types), as
+ * C strings borrowed from it into names (room for SHMS_REQUEST_QUOTAS_MAX). */
+static int quota_names(PyObject *tuple, const char **names, uint32_t *n) {
+  *n = 0;
+  if (tuple == NULL)
+    return 0;
+  Py_ssize_t len = PyTuple_GET_SIZE(tuple);
+  if (len > SHMS_REQUEST_QUOTAS_MAX) {
+    pyshms_raise_inval("a request names at most %d quotas, got %zd", SHMS_REQUEST_QUOTAS_MAX, len);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < len; i++) {
+    PyObject *q = PyTuple_GET_ITEM(tuple, i);
+    Py_ssize_t qlen;
+    const char *name = PyUnicode_Check(q) ? PyUnicode_AsUTF8AndSize(q, &qlen) : NULL;
+    if (name == NULL) {
+      if (!PyErr_Occurred())
+        PyErr_Format(PyExc_TypeError, "a quota name is a str, not %.100s", Py_TYPE(q)->tp_name);
+      return -1;
+    }
+    if ((size_t)qlen != strlen(name)) {
+      pyshms_raise_inval("quota %R contains a NUL byte", q);
+      return -1;
+    }
+    names[i] = name;
+  }
+  *n = (uint32_t)len;
+  return 0;
+}
+
+/*
+ * Parse (cls, tenant, priority, deadline_ns, activation[, cells[, quotas]]) into req, or with a
+ * payload (cls, tenant, priority, deadline_ns, activation, payload, flags[, quotas[, key]]);
+ * strings borrowed from args, quota names into qbuf (SHMS_REQUEST_QUOTAS_MAX entries).
+ */
+static int parse_request(PyObject *args, shms_request *req, const char **qbuf, Py_buffer *payload,
+                         unsigned *flags, const char **key) {
   int cls, priority;
   unsigned long long deadline;
   unsigned int cells = 1;
   const char *tenant, *activation;
-  int ok = payload == NULL ? PyArg_ParseTuple(args, "isiKz|I", &cls, &tenant, &priority, &deadline,
-                                              &activation, &cells)
-                           : PyArg_ParseTuple(args, "isiKzy*I", &cls, &tenant, &priority, &deadline,
-                                              &activation, payload, flags);
+  PyObject *quotas = NULL;
+  int ok = payload == NULL
+               ? PyArg_ParseTuple(args, "isiKz|IO!", &cls, &tenant, &priority, &deadline,
+                                  &activation, &cells, &PyTuple_Type, &quotas)
+               : PyArg_ParseTuple(args, "isiKzy*I|O!z", &cls, &tenant, &priority, &deadline,
+                                  &activation, payload, flags, &PyTuple_Type, &quotas, key);
   if (!ok)
     return -1;
+  uint32_t nquotas;
+  if (quota_names(quotas, qbuf, &nquotas) < 0) {
+    if (payload != NULL)
+      PyBuffer_Release(payload);
+    return -1;
+  }
   *req = (shms_request){.cls = (shms_class_t)cls,
                         .tenant = tenant,
                         .priority = priority,
                         .deadline_ns = deadline,
                         .activation = activation,
-                        .cells = cells};
+                        .cells = cells,
+                        .quotas = nquotas > 0 ? qbuf : NULL,
+                        .nquotas = nquotas};
   return 0;
 }
 
 PyObject *pyshms_enqueue(HandleObject *self, PyObject *args) {
   shms_request req;
-  if (parse_request(args, &req, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
+  const char *q[SHMS_REQUEST_QUOTAS_MAX];
+  if (parse_request(args, &req, q, NULL, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
     return NULL;
   shms_ticket t;
   int rc;
@@ -40,7 +85,8 @@ PyObject *pyshms_enqueue(HandleObject *self, PyObject *args) {
 
 PyObject *pyshms_try_acquire(HandleObject *self, PyObject *args) {
   shms_request req;
-  if (parse_request(args, &req, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
+  const char *q[SHMS_REQUEST_QUOTAS_MAX];
+  if (parse_request(args, &req, q, NULL, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
     return NULL;
   shms_lease l;
   int rc;
@@ -52,7 +98,8 @@ PyObject *pyshms_try_acquire(HandleObject *self, PyObject *args) {
 
 PyObject *pyshms_prepare(HandleObject *self, PyObject *args) {
   shms_request req;
-  if (parse_request(args, &req, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
+  const char *q[SHMS_REQUEST_QUOTAS_MAX];
+  if (parse_request(args, &req, q, NULL, NULL, NULL) < 0 || pyshms_handle_usable(self, 1) < 0)
     return NULL;
   shms_prepared p;
   int rc;
@@ -213,26 +260,35 @@ PyObject *pyshms_explain(HandleObject *self, PyObject *arg) {
   PYSHMS_HANDLE_CALL(self, rc = shms_explain(self->h, &t, &x));
   if (rc != SHMS_OK)
     return pyshms_raise_last(rc);
-  return Py_BuildValue("(IisiKIIIIIIIiIKIIiIK)", x.state, x.outcome, x.tenant, x.priority,
+  return Py_BuildValue("(IisiKIIIIIIIiIKIIiIKs)", x.state, x.outcome, x.tenant, x.priority,
                        (unsigned long long)x.waited_ns, x.aged, x.tenants_ahead, x.ring_length,
                        x.ahead_in_tenant, x.tenant_queued, x.blocked_by, x.cell, x.holder_pid,
                        x.holder_alive, (unsigned long long)x.held_ns, x.cells, x.gathered,
-                       x.holder_ns_pid, x.holder_foreign, (unsigned long long)x.holder_pidns);
+                       x.holder_ns_pid, x.holder_foreign, (unsigned long long)x.holder_pidns,
+                       x.quota);
 }
 
+/* Returns (ticket, joined): joined is True when a key's live job was joined (shms_submit_key). */
 PyObject *pyshms_submit(HandleObject *self, PyObject *args) {
   shms_request req;
+  const char *q[SHMS_REQUEST_QUOTAS_MAX], *key = NULL;
   Py_buffer payload;
   unsigned flags = 0;
-  if (parse_request(args, &req, &payload, &flags) < 0)
+  if (parse_request(args, &req, q, &payload, &flags, &key) < 0)
     return NULL;
   PyObject *out = NULL;
   if (pyshms_handle_usable(self, 1) == 0) {
     shms_ticket t;
-    int rc;
-    PYSHMS_HANDLE_CALL(
-        self, rc = shms_submit(self->h, &req, payload.buf, (size_t)payload.len, flags, &t));
-    out = rc == SHMS_OK ? pyshms_ticket_tuple(&t) : pyshms_raise_last(rc);
+    int rc, joined = 0;
+    if (key != NULL)
+      PYSHMS_HANDLE_CALL(self, rc = shms_submit_key(self->h, &req, key, payload.buf,
+                                                    (size_t)payload.len, flags, &t, &joined));
+    else
+      PYSHMS_HANDLE_CALL(
+          self, rc = shms_submit(self->h, &req, payload.buf, (size_t)payload.len, flags, &t));
+    out = rc == SHMS_OK
+              ? Py_BuildValue("(NO)", pyshms_ticket_tuple(&t), joined ? Py_True : Py_False)
+              : pyshms_raise_last(rc);
   }
   PyBuffer_Release(&payload);
   return out;

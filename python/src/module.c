@@ -137,6 +137,31 @@ static int class_from_tuple(PyObject *t, shms_class_config *k) {
   return 0;
 }
 
+/* The quota table from the package's tuple of (name, max); shms_config_validate judges them. */
+static int quotas_from_tuple(PyObject *t, shms_config *cfg) {
+  Py_ssize_t n = PyTuple_GET_SIZE(t);
+  if (n > SHMS_QUOTAS_MAX) {
+    pyshms_raise_inval("quotas: at most %d, got %zd", SHMS_QUOTAS_MAX, n);
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    const char *name;
+    Py_ssize_t len;
+    unsigned int max;
+    if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, i), "s#I;a quota is (name, max)", &name, &len, &max))
+      return -1;
+    if (len > SHMS_TENANT_MAX || shms_tenant_check(name) != SHMS_OK) {
+      pyshms_raise_inval("quota %R: name: 1..%d graphic ASCII bytes",
+                         PyTuple_GET_ITEM(PyTuple_GET_ITEM(t, i), 0), SHMS_TENANT_MAX);
+      return -1;
+    }
+    memcpy(cfg->quotas[i].name, name, (size_t)len + 1);
+    cfg->quotas[i].max = max;
+  }
+  cfg->quota_count = (uint32_t)n;
+  return 0;
+}
+
 static PyObject *create(PyObject *mod, PyObject *args) {
   (void)mod;
   const char *name;
@@ -144,8 +169,9 @@ static PyObject *create(PyObject *mod, PyObject *args) {
   unsigned long long starve;
   unsigned int tenants, procs, mode;
   long long group, admin_group;
-  if (!PyArg_ParseTuple(args, "sO!KIIILL", &name, &PyDict_Type, &classes, &starve, &tenants, &procs,
-                        &mode, &group, &admin_group))
+  PyObject *quotas = NULL;
+  if (!PyArg_ParseTuple(args, "sO!KIIILL|O!", &name, &PyDict_Type, &classes, &starve, &tenants,
+                        &procs, &mode, &group, &admin_group, &PyTuple_Type, &quotas))
     return NULL;
   shms_config cfg;
   shms_config_init(&cfg);
@@ -166,6 +192,8 @@ static PyObject *create(PyObject *mod, PyObject *args) {
     if (class_from_tuple(value, &cfg.classes[c]) < 0)
       return NULL;
   }
+  if (quotas != NULL && quotas_from_tuple(quotas, &cfg) < 0)
+    return NULL;
   int rc;
   PYSHMS_UNLOCKED(rc = shms_create(name, &cfg));
   if (rc != SHMS_OK)
@@ -238,7 +266,7 @@ static PyMethodDef methods[] = {
     {"_register_errors", register_errors, METH_O, "Register the code -> exception class table."},
     {"create", create, METH_VARARGS,
      "create(name, classes, starvation_after_ns, max_tenants, max_processes, mode, group, "
-     "admin_group)"},
+     "admin_group[, ((quota, max), ...)])"},
     {"destroy", destroy, METH_VARARGS, "destroy(name, force)"},
     {"ticket_parse", ticket_parse, METH_O,
      "A ticket's text form -> (cls, slot, seq, incarnation)."},
@@ -273,7 +301,11 @@ static int add_constants(PyObject *m) {
       PyModule_AddIntConstant(m, "FORKED", PYSHMS_FORKED) < 0 ||
       PyModule_AddStringConstant(m, "LIBRARY_VERSION", SHMS_VERSION_STRING) < 0 ||
       PyModule_AddIntConstant(m, "TENANT_MAX", SHMS_TENANT_MAX) < 0 ||
-      PyModule_AddIntConstant(m, "PAYLOAD_MAX", SHMS_PAYLOAD_MAX) < 0)
+      PyModule_AddIntConstant(m, "PAYLOAD_MAX", SHMS_PAYLOAD_MAX) < 0 ||
+      PyModule_AddIntConstant(m, "REQUEST_QUOTAS_MAX", SHMS_REQUEST_QUOTAS_MAX) < 0 ||
+      PyModule_AddIntConstant(m, "KEY_MAX", SHMS_KEY_MAX) < 0 ||
+      PyModule_AddIntConstant(m, "SUBMIT_SUPERSEDE", SHMS_SUBMIT_SUPERSEDE) < 0 ||
+      PyModule_AddIntConstant(m, "SUBMIT_SUPERSEDE_RUNNING", SHMS_SUBMIT_SUPERSEDE_RUNNING) < 0)
     return -1;
   return 0;
 }

@@ -161,6 +161,8 @@ static void emit_class(int c, const shms_class_config *k, const shms_class_stats
   s->u64(s->ctx, "cancelled", st->cancelled);
   s->u64(s->ctx, "expired", st->expired);
   s->u64(s->ctx, "revoked", st->revoked);
+  /* Keyed submits that joined a live job of their key (0 in a lease class: no jobs, no keys). */
+  s->u64(s->ctx, "joined", st->joined);
   s->u64(s->ctx, "total_wait_ns", st->total_wait_ns);
   s->u64(s->ctx, "max_wait_ns", st->max_wait_ns);
   s->u64(s->ctx, "oldest_lease_age_ns", st->oldest_lease_age_ns);

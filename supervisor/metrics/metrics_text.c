@@ -304,6 +304,21 @@ static uint64_t v_max_wait(const shms_class_stats *st) { return st->max_wait_ns;
 static uint64_t v_oldest_lease(const shms_class_stats *st) { return st->oldest_lease_age_ns; }
 static uint64_t v_oldest_grant(const shms_class_stats *st) { return st->oldest_grant_age_ns; }
 
+/* Keyed submits that joined a live job: one sample per worker class (a lease class has no jobs,
+ * so no series). */
+static void write_joins(const struct out *o) {
+  family(o, "shmsched_jobs_joined_total", "counter",
+         "Keyed submits that joined the queued or running job of their key instead of queueing "
+         "one (worker classes).");
+  for (int i = 0; i < o->n; i++)
+    for (int c = 0; o->segs[i].up && c < SHMS_CLASS_COUNT; c++)
+      if (o->segs[i].cfg.classes[c].configured &&
+          o->segs[i].cfg.classes[c].mode == SHMS_MODE_WORKER) {
+        open_sample(o->f, "shmsched_jobs_joined_total", &o->segs[i], c);
+        close_u64(o->f, o->segs[i].st[c].joined);
+      }
+}
+
 static void write_class_info(const struct out *o) {
   family(o, "shmsched_class_info", "gauge",
          "A configured class and its mode, as a label; always 1.");
@@ -442,6 +457,7 @@ static void write_classes(const struct out *o) {
          "What recoveries settled: dead processes' leases, grants, requests, jobs and batons, "
          "and classes recomputed.");
   per_class(o, "shmsched_recoveries_total", 0, v_recovered);
+  write_joins(o);
   write_wait_histogram(o);
   family(o, "shmsched_wait_max_seconds", "gauge", "The longest wait of a grant from the queue.");
   per_class(o, "shmsched_wait_max_seconds", 1, v_max_wait);

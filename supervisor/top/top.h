@@ -70,6 +70,7 @@ struct top_class {
   uint32_t cells, available, granted, leased, quarantined, offline, reserved;
   uint32_t depth, capacity, queued_tenants;
   double grants_per_s, rejections_per_s, cancellations_per_s, expirations_per_s;
+  double joins_per_s;    /* keyed submits that joined a live job (worker classes): JSON only */
   uint64_t wait_mean_ns; /* of the grants from the queue in the interval, TOP_NONE if none */
   uint64_t wait_max_ns;  /* their longest, TOP_NONE if none */
   int wait_max_bound;    /* wait_max_ns is a histogram bucket's bound, not exact */

@@ -238,6 +238,7 @@ int top_frame_make(const char *name, const struct top_sample *prev, const struct
       r->rejections_per_s = (double)delta(b->rejected, a->rejected) / dt;
       r->cancellations_per_s = (double)delta(b->cancelled, a->cancelled) / dt;
       r->expirations_per_s = (double)delta(b->expired, a->expired) / dt;
+      r->joins_per_s = (double)delta(b->joined, a->joined) / dt;
     }
     uint64_t waits = delta(bucket_sum(b->wait_buckets), bucket_sum(a->wait_buckets));
     r->wait_mean_ns = waits ? delta(b->total_wait_ns, a->total_wait_ns) / waits : TOP_NONE;

@@ -383,6 +383,7 @@ static void json_class(struct json_out *j, const struct top_class *r) {
   json_double(j, "rejections_per_s", r->rejections_per_s);
   json_double(j, "cancellations_per_s", r->cancellations_per_s);
   json_double(j, "expirations_per_s", r->expirations_per_s);
+  json_double(j, "joins_per_s", r->joins_per_s);
   json_wait(j, "wait_mean_ns", r->wait_mean_ns);
   json_wait(j, "wait_max_ns", r->wait_max_ns);
   json_bool(j, "wait_max_is_bound", r->wait_max_bound);
