@@ -83,8 +83,7 @@ struct shared {
  * A worker process: take one job, count it running, say so on got[1] (its index), wait for a byte
  * on go, count it ended, complete it. hold: never complete (until killed).
  */
-static pid_t spawn_worker(const char *name, struct shared *sh, int idx, int got, int go,
-                          int hold) {
+static pid_t spawn_worker(const char *name, struct shared *sh, int idx, int got, int go, int hold) {
   pid_t pid = fork();
   ck_assert_int_ge(pid, 0);
   if (pid != 0)
@@ -247,7 +246,7 @@ START_TEST(quarantine_keeps_the_unit_until_repair) {
   ck_assert_shms_ok(shms_worker_close(w));
   ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
   t = submit(h, "t", 1);
-  assert_used(h, 1);                    /* granted to w, not taken */
+  assert_used(h, 1);                       /* granted to w, not taken */
   ck_assert_shms_ok(shms_worker_close(w)); /* its job back to the queue, the unit back */
   assert_used(h, 0);
   ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
@@ -300,8 +299,8 @@ START_TEST(a_killed_workers_granted_job_gives_its_unit_back) {
   if (a == 0) {
     shms_t *c;
     shms_worker_t *w;
-    if (shms_attach(name, 0, &c) != SHMS_OK || shms_worker_open(c, SHMS_CLASS_SMALL, &w) != SHMS_OK ||
-        write(ready[1], "r", 1) != 1)
+    if (shms_attach(name, 0, &c) != SHMS_OK ||
+        shms_worker_open(c, SHMS_CLASS_SMALL, &w) != SHMS_OK || write(ready[1], "r", 1) != 1)
       _exit(1);
     for (;;)
       pause(); /* bound, never taking */
@@ -366,10 +365,9 @@ START_TEST(keyed_and_batched_jobs_hold_their_units) {
   ck_assert_int_eq(joined, 0);
   ck_assert_shms_ok(shms_submit_key(h, &r, "build", "x", 1, 0, &k2, &joined));
   ck_assert_int_eq(joined, 1);
-  shms_batch_job jobs[3] = {
-      {.tenant = "u", .payload = "a", .len = 1, .quotas = gpu, .nquotas = 1},
-      {.tenant = "u", .payload = "b", .len = 1},
-      {.tenant = "v", .payload = "c", .len = 1, .quotas = gpu, .nquotas = 1}};
+  shms_batch_job jobs[3] = {{.tenant = "u", .payload = "a", .len = 1, .quotas = gpu, .nquotas = 1},
+                            {.tenant = "u", .payload = "b", .len = 1},
+                            {.tenant = "v", .payload = "c", .len = 1, .quotas = gpu, .nquotas = 1}};
   shms_ticket bt[3];
   ck_assert_shms_ok(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 3, 0, bt, NULL));
   shms_worker_t *w[2];
