@@ -1169,7 +1169,7 @@ SHMS_EXTERN int shms_policy_list(shms_t *h, shms_policy_row *out, uint32_t max, 
 typedef struct {
   char name[SHMS_TENANT_MAX + 1];
   uint32_t max;  /* its maximum now */
-  uint32_t used; /* units held: by leases, and by quarantined cells until repaired */
+  uint32_t used; /* units held: by leases and jobs, and by quarantined cells until repaired */
   /* Requests and jobs queued that name it and wait for a quota (set aside until one of
    * theirs has a unit free: docs/contract.md, "Quotas"). */
   uint32_t waiters;

@@ -395,6 +395,42 @@ START_TEST(keyed_and_batched_jobs_hold_their_units) {
 }
 END_TEST
 
+/* A job's end ends its tenant's count: with tenant-max-active 1, the tenant's next job runs once
+ * the first completes (the count a quota's job takes too). */
+START_TEST(a_completed_job_ends_its_tenants_count) {
+  const char *name;
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){.configured = 1,
+                                                      .cells = 2,
+                                                      .queue = 8,
+                                                      .mode = SHMS_MODE_WORKER,
+                                                      .payload = PAYLOAD,
+                                                      .tenant_max_active = 1};
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_worker_t *w[2];
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w[0]));
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w[1]));
+  for (int round = 0; round < 3; round++) {
+    shms_ticket a = submit(h, "t", 0), b = submit(h, "t", 0);
+    shms_job ja, jb;
+    int first = shms_worker_take(w[0], 0, &ja) == SHMS_OK ? 0 : 1;
+    if (first == 1)
+      ck_assert_shms_ok(shms_worker_take(w[1], 0, &ja));
+    ck_assert_uint_eq(ja.ticket.seq, a.seq);
+    ck_assert_int_eq(shms_worker_take(w[1 - first], 0, &jb), SHMS_ETIMEDOUT); /* at its limit */
+    ck_assert_shms_ok(shms_worker_complete(w[first], &ja, 0, NULL, 0));
+    int got = shms_worker_take(w[0], 0, &jb) == SHMS_OK ? 0 : 1;
+    if (got == 1)
+      ck_assert_shms_ok(shms_worker_take(w[1], 0, &jb));
+    ck_assert_uint_eq(jb.ticket.seq, b.seq);
+    ck_assert_shms_ok(shms_worker_complete(w[got], &jb, 0, NULL, 0));
+    assert_audit_clean(h);
+  }
+  sched_close(h, name);
+}
+END_TEST
+
 START_TEST(bad_quotas_are_refused_and_change_nothing) {
   const char *name;
   shms_t *h = open_workers(&name, 1, 1);
@@ -445,6 +481,7 @@ int main(void) {
   tcase_add_test(tc, a_killed_workers_granted_job_gives_its_unit_back);
   tcase_add_test(tc, a_gone_submitters_job_gives_its_unit_back);
   tcase_add_test(tc, keyed_and_batched_jobs_hold_their_units);
+  tcase_add_test(tc, a_completed_job_ends_its_tenants_count);
   tcase_add_test(tc, bad_quotas_are_refused_and_change_nothing);
   suite_add_tcase(s, tc);
   return harness_run(s);
