@@ -395,6 +395,47 @@ START_TEST(keyed_and_batched_jobs_hold_their_units) {
 }
 END_TEST
 
+/* A quota shared by a lease class and a worker class: a lease and a job never hold its one unit
+ * at once, and each one's end lets the other's waiter in (by its class's next pass: a worker's or
+ * waiter's poll at the latest). */
+START_TEST(a_quota_is_shared_with_lease_classes) {
+  const char *name;
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
+      .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = PAYLOAD};
+  cfg.classes[SHMS_CLASS_STANDARD] = (shms_class_config){.configured = 1, .cells = 1, .queue = 4};
+  cfg.quota_count = 1;
+  strcpy(cfg.quotas[0].name, "gpu");
+  cfg.quotas[0].max = 1;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_request lr = {.cls = SHMS_CLASS_STANDARD, .tenant = "l", .quotas = gpu, .nquotas = 1};
+  shms_lease l;
+  ck_assert_shms_ok(shms_acquire(h, &lr, &l));
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  shms_ticket t = submit(h, "j", 1);
+  shms_job job;
+  ck_assert_int_eq(shms_worker_take(w, 0, &job), SHMS_ETIMEDOUT);
+  ck_assert_uint_eq(gpu_row(h).waiters, 1);
+  ck_assert_shms_ok(shms_release(h, &l));
+  ck_assert_shms_ok(shms_worker_take(w, UINT64_MAX, &job));
+  ck_assert_uint_eq(job.ticket.seq, t.seq);
+  assert_used(h, 1);
+  shms_ticket lt;
+  ck_assert_shms_ok(shms_enqueue(h, &lr, &lt));
+  ck_assert_int_eq(shms_wait(h, &lt, 0, &l), SHMS_ETIMEDOUT);
+  ck_assert_uint_eq(gpu_row(h).waiters, 1);
+  ck_assert_shms_ok(shms_worker_complete(w, &job, 0, NULL, 0));
+  ck_assert_shms_ok(shms_wait(h, &lt, UINT64_MAX, &l));
+  assert_used(h, 1);
+  ck_assert_shms_ok(shms_release(h, &l));
+  assert_used(h, 0);
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
 /* A job's end ends its tenant's count: with tenant-max-active 1, the tenant's next job runs once
  * the first completes (the count a quota's job takes too). */
 START_TEST(a_completed_job_ends_its_tenants_count) {
@@ -481,6 +522,7 @@ int main(void) {
   tcase_add_test(tc, a_killed_workers_granted_job_gives_its_unit_back);
   tcase_add_test(tc, a_gone_submitters_job_gives_its_unit_back);
   tcase_add_test(tc, keyed_and_batched_jobs_hold_their_units);
+  tcase_add_test(tc, a_quota_is_shared_with_lease_classes);
   tcase_add_test(tc, a_completed_job_ends_its_tenants_count);
   tcase_add_test(tc, bad_quotas_are_refused_and_change_nothing);
   suite_add_tcase(s, tc);
