@@ -31,8 +31,12 @@ struct batch {
 };
 
 static shms_request job_request(shms_class_t c, const shms_batch_job *j) {
-  return (shms_request){
-      .cls = c, .tenant = j->tenant, .priority = j->priority, .deadline_ns = j->deadline_ns};
+  return (shms_request){.cls = c,
+                        .tenant = j->tenant,
+                        .priority = j->priority,
+                        .deadline_ns = j->deadline_ns,
+                        .quotas = j->quotas,
+                        .nquotas = j->nquotas};
 }
 
 /* Fail as rc, the detail prefixed with the job's index. */
@@ -48,7 +52,8 @@ static int check_jobs(struct shms *h, shms_class_t c, struct batch *b, shms_tick
   for (size_t j = 0; j < b->n; j++) {
     const shms_batch_job *job = &b->jobs[j];
     shms_request req = job_request(c, job);
-    int rc = shms__check_job(h, &req, job->payload, job->len, tickets, &b->k);
+    uint32_t quotas;
+    int rc = shms__check_job(h, &req, job->payload, job->len, tickets, &b->k, &quotas);
     if (rc != SHMS_OK) {
       *bad = j;
       return job_fail(rc, j);
@@ -99,8 +104,12 @@ static void fill_all(struct shms *h, const struct batch *b) {
   for (size_t j = 0; j < b->n; j++) {
     const shms_batch_job *job = &b->jobs[j];
     shms_request req = job_request((shms_class_t)b->k->id, job);
+    /* Checked already: a live quota's name never changes, so the bits are the check's. */
+    uint32_t quotas = 0;
+    if (req.nquotas != 0)
+      shms__check_quotas(b->k, &req, &quotas);
     SHMS__STEP();
-    shms__slot_fill(h, shms__slot_at(b->k, b->slot[j]), &req, job->len, b->options, NULL, 0,
+    shms__slot_fill(h, shms__slot_at(b->k, b->slot[j]), &req, job->len, b->options, NULL, quotas,
                     b->seq[j]);
     if (job->len > 0)
       memcpy(shms__slot_payload(b->k, b->slot[j]), job->payload, job->len);

@@ -168,10 +168,7 @@ int shms__not_ours(void) {
 }
 
 int shms__check_quotas(const struct shms__cls *k, const shms_request *req, uint32_t *mask) {
-  const char *cn = shms_class_name(k->id);
   *mask = 0;
-  if (k->cfg->mode != SHMS_MODE_LEASE)
-    return shms__fail(SHMS_EINVAL, "class %s is a worker class: quotas are for lease classes", cn);
   if (req->cells > 1)
     return shms__fail(SHMS_EINVAL, "a request of %u cells names no quotas (one cell holds a unit)",
                       req->cells);

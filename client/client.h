@@ -47,12 +47,12 @@ void shms__job_collect(struct shms *h, const struct shms__cls *k, uint32_t i, ui
  * left the job: SHMS_ECANCELLED, its record of leaving then gone; its outcome taken). */
 int shms__keyed_share(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
 /*
- * What every job is checked for before it is queued (shms_submit, shms_submit_key): the request
- * for a worker class (shms__check_request), its payload within the class's size, and no quotas
- * (they are for lease classes). The class into *k.
+ * What every job is checked for before it is queued (shms_submit, shms_submit_key, a batch's):
+ * the request for a worker class (shms__check_request), its payload within the class's size, and
+ * the quotas it names (shms__check_quotas). The class into *k, the quotas' bits into *quotas.
  */
 int shms__check_job(struct shms *h, const shms_request *req, const void *payload, size_t len,
-                    const shms_ticket *ticket, struct shms__cls **k);
+                    const shms_ticket *ticket, struct shms__cls **k, uint32_t *quotas);
 /* Fill claimed slot s (its sequence seq) from req for a payload of len bytes (copied in by the
  * caller), with its single-flight key (NULL: none) and its quotas (shms__check_quotas). */
 void shms__slot_fill(struct shms *h, struct shms__slot *s, const shms_request *req, size_t len,
@@ -63,7 +63,7 @@ void shms__recheck_after_publish(struct shms *h, const struct shms__cls *k, uint
 /*
  * The quotas req names, as bits of the quota table, into *mask: SHMS_EINVAL, with the detail
  * naming the one at fault, for an unknown name, a name given twice, more than
- * SHMS_REQUEST_QUOTAS_MAX, a worker class or a request of several cells.
+ * SHMS_REQUEST_QUOTAS_MAX, or a request of several cells.
  */
 int shms__check_quotas(const struct shms__cls *k, const shms_request *req, uint32_t *mask);
 /*

@@ -124,7 +124,8 @@ static int look(struct shms *h, struct shms__cls *k, const shms_request *req, co
 int shms_submit_key(shms_t *h, const shms_request *req, const char *key, const void *payload,
                     size_t len, unsigned flags, shms_ticket *ticket, int *joined) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_job(h, req, payload, len, ticket, &k);
+  uint32_t quotas; /* the job's: a joiner takes no units of its own */
+  int rc = shms__check_job(h, req, payload, len, ticket, &k, &quotas);
   if (rc != SHMS_OK)
     return rc;
   if ((rc = check_key(key)) != SHMS_OK || (rc = check_flags(req, flags)) != SHMS_OK)
@@ -139,7 +140,7 @@ int shms_submit_key(shms_t *h, const shms_request *req, const char *key, const v
   for (int tries = 0; tries < KEYED_TRIES; tries++) {
     if ((rc = look(h, k, req, key, flags, ticket, joined)) != SHMS_ENOTFOUND)
       return rc;
-    rc = shms__enqueue_slot(h, k, req, payload, len, options, key, 0, ticket);
+    rc = shms__enqueue_slot(h, k, req, payload, len, options, key, quotas, ticket);
     if (rc != SHMS_EWOULDBLOCK) /* another job of the key went first: look for it again */
       return rc;
   }

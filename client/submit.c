@@ -11,7 +11,8 @@
 #include "client.h"
 
 int shms__check_job(struct shms *h, const shms_request *req, const void *payload, size_t len,
-                    const shms_ticket *ticket, struct shms__cls **k) {
+                    const shms_ticket *ticket, struct shms__cls **k, uint32_t *quotas) {
+  *quotas = 0;
   int rc = shms__check_request(h, req, SHMS_MODE_WORKER, ticket, "ticket", k, NULL);
   if (rc != SHMS_OK)
     return rc;
@@ -20,22 +21,20 @@ int shms__check_job(struct shms *h, const shms_request *req, const void *payload
                       shms_class_name((*k)->id), len, (*k)->cfg->payload);
   if (len > 0 && payload == NULL)
     return shms__fail(SHMS_EINVAL, "payload is NULL");
-  if (req->nquotas != 0)
-    return shms__fail(SHMS_EINVAL, "class %s is a worker class: quotas are for lease classes",
-                      shms_class_name((*k)->id));
-  return SHMS_OK;
+  return req->nquotas != 0 ? shms__check_quotas(*k, req, quotas) : SHMS_OK;
 }
 
 int shms_submit(shms_t *h, const shms_request *req, const void *payload, size_t len, unsigned flags,
                 shms_ticket *ticket) {
   struct shms__cls *k = NULL;
-  int rc = shms__check_job(h, req, payload, len, ticket, &k);
+  uint32_t quotas;
+  int rc = shms__check_job(h, req, payload, len, ticket, &k, &quotas);
   if (rc != SHMS_OK)
     return rc;
   if (flags & ~(unsigned)SHMS_SUBMIT_RETRY_ONCE)
     return shms__fail(SHMS_EINVAL, "unknown submit flags 0x%x", flags);
   unsigned options = (flags & SHMS_SUBMIT_RETRY_ONCE) ? SHMS__OPT_RETRY_ONCE : 0;
-  return shms__enqueue_slot(h, k, req, payload, len, options, NULL, 0, ticket);
+  return shms__enqueue_slot(h, k, req, payload, len, options, NULL, quotas, ticket);
 }
 
 /* The job completed: hand over status and result (the one copy out), then retire the ticket. */

@@ -580,11 +580,22 @@ int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {
 
 int shms__cell_job_done(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker) {
   SHMS__ASSERT(shms__in_op(k));
-  ck_pr_cas_64(&k->cells[c].word, expect,
-               SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, worker, SHMS__CELL_AVAILABLE));
+  struct ending e;
+  ending_of(k, &k->cells[c], SHMS__CELL_GEN(expect), &e);
+  /* Only the CAS's winner ends the job's count and gives its quotas back: the generation moves
+   * on, so no copy of this word can end them again. */
+  int done =
+      ck_pr_cas_64(&k->cells[c].word, expect,
+                   SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, worker, SHMS__CELL_AVAILABLE));
   SHMS__STEP();
+  if (done) {
+    ended(k, &e, 1);
+    quotas_back(k, e.quotas);
+  }
   uint64_t fast = shms__fast_put(k, c);
-  return SHMS__FAST_QUEUED(fast) != 0;
+  /* A counted job's end kicks as a counted lease's release does: its tenant record is settled,
+   * and requests parked for its quotas are looked at. */
+  return SHMS__FAST_QUEUED(fast) != 0 || (done && e.tenant != 0);
 }
 
 int shms__cell_bind(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker) {
@@ -603,8 +614,20 @@ int shms__cell_bind(const struct shms__cls *k, uint32_t c, uint64_t expect, uint
 }
 
 int shms__cell_offline(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t state) {
-  return ck_pr_cas_64(&k->cells[c].word, expect,
-                      SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, state));
+  /* A grant never taken (its job queued again) ends its count and gives its quotas back, as a
+   * returned grant does: the job takes them again at its next grant. */
+  struct ending e = {0};
+  if (SHMS__CELL_STATE(expect) == SHMS__CELL_GRANTED)
+    ending_of(k, &k->cells[c], SHMS__CELL_GEN(expect), &e);
+  if (!ck_pr_cas_64(&k->cells[c].word, expect,
+                    SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, state)))
+    return 0;
+  if (SHMS__CELL_STATE(expect) == SHMS__CELL_GRANTED) {
+    SHMS__STEP();
+    ended(k, &e, 0);
+    quotas_back(k, e.quotas);
+  }
+  return 1;
 }
 
 int shms__cell_unquarantine(const struct shms__cls *k, uint32_t c, uint64_t expect,

@@ -121,7 +121,7 @@ uint32_t shms__quota_waiters(const struct shms *h, uint32_t q) {
   uint32_t n = 0;
   for (int c = 0; c < SHMS_CLASS_COUNT; c++) {
     const struct shms__cls *k = &h->cls[c];
-    if (k->id < 0 || k->cfg->mode != SHMS_MODE_LEASE)
+    if (k->id < 0)
       continue;
     for (uint32_t i = 0; i < k->nslots; i++) {
       const struct shms__slot *s = shms__slot_at(k, i);

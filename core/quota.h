@@ -34,7 +34,7 @@ uint32_t shms__quota_count(const struct shms__cls *k, uint32_t q);
  * many fields were off. */
 uint32_t shms__quota_recount(const struct shms__cls *k);
 
-/* Observers: requests queued in h's lease classes that name quota q and are parked (waiting
+/* Observers: requests and jobs queued in h's classes that name quota q and are parked (waiting
  * for a quota). Read racily, one slot at a time. */
 struct shms;
 uint32_t shms__quota_waiters(const struct shms *h, uint32_t q);

@@ -285,14 +285,14 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
 /* LEASED -> AVAILABLE (generation + 1) for a departed owner's lease (core/recover.c): 1 if done;
  * the caller kicks. */
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect);
-/* LEASED -> AVAILABLE (generation + 1, still worker's) once its job completed: 1 if someone is
- * queued (the caller kicks). */
+/* LEASED -> AVAILABLE (generation + 1, still worker's) once its job completed, the job's count and
+ * quotas ended: 1 if someone is queued or the job was counted (the caller kicks). */
 int shms__cell_job_done(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker);
 /* OFFLINE -> AVAILABLE (generation + 1), bound to worker and counted free: 1 if done; the caller
  * kicks. */
 int shms__cell_bind(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t worker);
 /* A worker cell from word expect to state (OFFLINE, or QUARANTINED's worker-lost), generation + 1,
- * no owner. 1 if done. */
+ * no owner; a grant's count and quotas end with it. 1 if done. */
 int shms__cell_offline(const struct shms__cls *k, uint32_t c, uint64_t expect, uint32_t state);
 /* QUARANTINED -> state (AVAILABLE, or a worker class's OFFLINE), generation + 1, reason and
  * worker cleared: 1 if done. The caller counts an AVAILABLE cell free and kicks. */

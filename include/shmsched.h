@@ -542,10 +542,11 @@ typedef struct {
    * without tenant-max-active; docs/contract.md, "Multi-cell requests"). */
   uint32_t cells;
   /* Quotas the request names, each a name of the segment's table (shms_quota_set), at most
-   * SHMS_REQUEST_QUOTAS_MAX, none twice; NULL/0 for none. Lease classes only, one cell, not
-   * prepared. Granted a cell only while every one has a unit free; the lease holds one unit of
-   * each until it ends (docs/contract.md, "Quotas"). A request naming none never waits for
-   * one, nor for a request that does. */
+   * SHMS_REQUEST_QUOTAS_MAX, none twice; NULL/0 for none. One cell, not prepared. Granted a
+   * cell only while every one has a unit free; the lease (or the job, on a worker class: from
+   * its grant until it ends, however it ends) holds one unit of each until it ends
+   * (docs/contract.md, "Quotas"). A request naming none never waits for one, nor for a request
+   * that does. */
   const char *const *quotas;
   uint32_t nquotas;
 } shms_request;
@@ -913,6 +914,9 @@ typedef struct {
   uint64_t deadline_ns; /* absolute CLOCK_MONOTONIC; 0 = none */
   const void *payload;  /* len bytes, copied into the job's slot */
   size_t len;
+  /* Quotas of the segment the job holds a unit of while it runs, as shms_request's (0..8). */
+  const char *const *quotas;
+  uint32_t nquotas;
 } shms_batch_job;
 
 /* The most jobs one batch may hold (a class's queue holds at most SHMS_QUEUE_MAX anyway). */
@@ -1165,8 +1169,8 @@ SHMS_EXTERN int shms_policy_list(shms_t *h, shms_policy_row *out, uint32_t max, 
 typedef struct {
   char name[SHMS_TENANT_MAX + 1];
   uint32_t max;  /* its maximum now */
-  uint32_t used; /* units held: by leases, and by quarantined cells until repaired */
-  /* Requests queued in lease classes that name it and wait for a quota (set aside until one of
+  uint32_t used; /* units held: by leases and jobs, and by quarantined cells until repaired */
+  /* Requests and jobs queued that name it and wait for a quota (set aside until one of
    * theirs has a unit free: docs/contract.md, "Quotas"). */
   uint32_t waiters;
 } shms_quota_row;

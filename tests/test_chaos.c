@@ -2,7 +2,7 @@
  * Chaos: processes churn random operations on two lease classes (one fair by grants, one by
  * time, with a weighted tenant and a team of two; a request in four asks for both cells of its
  * class at once, and a request of one cell in three names a quota of 1 that the two classes
- * share) and a worker class while the test SIGKILLs them
+ * share) and a worker class (a job in three names that quota too) while the test SIGKILLs them
  * at random and recovers after each death, as the supervisor would. After every recovery the audit
  * must be clean, while the survivors keep running; at the end, with everyone gone, nothing is lost.
  *
@@ -67,6 +67,10 @@ static void lease_step(shms_t *h, unsigned *seed) {
 
 static void client_step(shms_t *h, unsigned *seed) {
   shms_request r = {.cls = SHMS_CLASS_SMALL, .tenant = tenants[rand_r(seed) % 3]};
+  if (rand_r(seed) % 3 == 0) {
+    r.quotas = quota_q;
+    r.nquotas = 1;
+  }
   shms_ticket t;
   char buf[16];
   shms_result res;

@@ -113,8 +113,10 @@ static const struct {
     {"\n\n", "the batch is empty"},
     {"{}\n{}\n{\"key\": \"build-42\"}\n",
      "line 3: \"key\": a batch's jobs carry no key (submit a keyed job alone: --key)"},
-    {"{\"quota\": \"ci\"}\n",
-     "line 1: \"quota\": quotas are for lease classes, and a batch's are jobs"},
+    {"{\"quota\": 7}\n", "line 1: \"quota\" must be a quota's name or an array of 1 to 8"},
+    {"{\"quota\": []}\n", "line 1: \"quota\" must be a quota's name or an array of 1 to 8"},
+    {"{}\n{\"quota\": [\"ci\", \"ci\"]}\n", "line 2: \"quota\": 'ci' is named twice"},
+    {"{\"quota\": [\"ci\", 1]}\n", "line 1: \"quota\" must be a string"},
     {"{\"key\": \"has space\"}\n", "line 1: \"key\": 1 to 31"},
 };
 

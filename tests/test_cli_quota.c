@@ -1,13 +1,16 @@
 /*
  * Quotas through <build>/bin/shmsched: `create --quota`, `run --quota`, `policy --quota --max`,
- * `status` and `explain`. Synchronisation is by pipes, waitpid and observing the segment (its
- * status), never by sleeping: the commands' own `sleep` only gives them a duration, and what
- * they overlapped is judged from the times they recorded.
+ * `submit --quota` and a batch line's "quota", `status` and `explain`. Synchronisation is by pipes,
+ * waitpid and observing the segment (its status), never by sleeping: the commands' own `sleep` only
+ * gives them a duration, and what they overlapped is judged from the times they recorded.
  */
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_proc.h"
@@ -97,6 +100,86 @@ START_TEST(run_quota_bounds_concurrency_without_blocking_others) {
 }
 END_TEST
 
+/* Let job n's command go: opening its gate (a FIFO) for writing returns once the command opened
+ * it to read, that is once the job runs. */
+static void open_gate(const char *n) {
+  char file[16], path[256];
+  snprintf(file, sizeof file, "gate%s", n);
+  int fd = open(cli_path(path, sizeof path, file), O_WRONLY);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+}
+
+/*
+ * Worker-class jobs naming a quota of 1 (a batch's lines, one by name, one as an array, and a
+ * single `submit --quota`) run one at a time on a class of two workers; a job naming none runs
+ * while one of them waits for the quota.
+ */
+START_TEST(submit_quota_bounds_worker_jobs) {
+  const char *name = CLI_SEGMENT(
+      "wquota", "--class", "small:cells=2,queue=16,mode=worker,payload=16", "--quota", "gpu=1");
+  char path[256], script[512];
+  const char *gates[] = {"A", "B", "C", "D"};
+  for (int i = 0; i < 4; i++) {
+    char file[16];
+    snprintf(file, sizeof file, "gate%s", gates[i]);
+    ck_assert_int_eq(mkfifo(cli_path(path, sizeof path, file), 0600), 0);
+  }
+  snprintf(script, sizeof script,
+           "n=$(cat); date +%%s%%N > %s/s$n; cat %s/gate$n >/dev/null; date +%%s%%N > %s/e$n; "
+           "echo $n",
+           cli_dir(), cli_dir(), cli_dir());
+  struct cli_proc w[2], b, one;
+  for (int i = 0; i < 2; i++)
+    CLI_SPAWN(&w[i], "worker", name, "--class", "small", "--", "sh", "-c", script);
+  FILE *f = fopen(cli_path(path, sizeof path, "jobs"), "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("{\"payload\": \"A\", \"quota\": \"gpu\"}\n{\"payload\": \"B\", \"quota\": [\"gpu\"]}\n"
+        "{\"tenant\": \"b\", \"payload\": \"C\"}\n",
+        f);
+  fclose(f);
+  CLI_SPAWN(&b, "submit", name, "-c", "small", "-t", "a", "--batch", path, "--wait");
+  while (status_figure(name, "quota.gpu.waiters") != 1) /* B waits while A runs */
+    ;
+  ck_assert_uint_eq(status_figure(name, "quota.gpu.used"), 1);
+  open_gate("C"); /* C, naming no quota, runs on the other worker meanwhile */
+  ck_assert_uint_eq(status_figure(name, "quota.gpu.waiters"), 1);
+  open_gate("A");
+  open_gate("B");
+  char bout[4096], berr[4096];
+  int rc = cli_reap(&b, 1, bout, sizeof bout, NULL, berr, sizeof berr);
+  ck_assert_msg(rc == 0, "submit --batch exited %d: %s", rc, berr);
+  ck_assert_msg(stamp("sB") >= stamp("eA"), "B started before A ended");
+  ck_assert_msg(stamp("sC") < stamp("eA"), "C waited for A");
+  CLI_SPAWN(&one, "submit", name, "-c", "small", "-t", "a", "-P", "D", "--quota", "gpu", "--wait");
+  open_gate("D");
+  rc = cli_reap(&one, 1, bout, sizeof bout, NULL, berr, sizeof berr);
+  ck_assert_msg(rc == 0 && strcmp(bout, "D\n") == 0, "submit --quota exited %d: %s%s", rc, bout,
+                berr);
+  ck_assert_uint_eq(status_figure(name, "quota.gpu.used"), 0);
+  ck_assert_int_eq(CLI("check", name), 0);
+  /* Bad input: nothing is queued. */
+  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "-P", "x", "--quota", "nope"), 2);
+  ck_assert_msg(strstr(err, "no quota 'nope' in the segment") != NULL, "%s", err);
+  ck_assert_int_eq(
+      CLI("submit", name, "-c", "small", "-t", "a", "--quota", "gpu", "--quota", "gpu"), 2);
+  ck_assert_msg(strstr(err, "named twice") != NULL, "%s", err);
+  f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("{\"quota\": \"gpu\"}\n{\"quota\": [\"gpu\", \"nope\"]}\n", f);
+  fclose(f);
+  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--batch", path), 2);
+  ck_assert_msg(strstr(err, "line 2: no quota 'nope' in the segment") != NULL &&
+                    strstr(err, "nothing was submitted") != NULL,
+                "%s", err);
+  ck_assert_uint_eq(status_figure(name, "queue_depth"), 0);
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq(kill(w[i].pid, SIGTERM), 0);
+    ck_assert_int_eq(cli_reap(&w[i], 1, bout, sizeof bout, NULL, berr, sizeof berr), 0);
+  }
+}
+END_TEST
+
 /* policy --quota --max changes the maximum (adding a quota if new); bad input changes nothing. */
 START_TEST(policy_and_create_quota_errors) {
   const char *name = CLI_SEGMENT("qpol", "--class", "standard:cells=2,queue=8", "--quota", "gpu=1");
@@ -179,6 +262,7 @@ int main(void) {
   TCase *tc = harness_tcase("quota");
   tcase_add_unchecked_fixture(tc, cli_left_setup, cli_left_teardown);
   tcase_add_test(tc, run_quota_bounds_concurrency_without_blocking_others);
+  tcase_add_test(tc, submit_quota_bounds_worker_jobs);
   tcase_add_test(tc, policy_and_create_quota_errors);
   tcase_add_test(tc, config_file_quota_sections);
   suite_add_tcase(s, tc);

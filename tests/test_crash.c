@@ -30,14 +30,15 @@ struct run {
   int has_ticket;
 };
 
-enum { LEASE, WORKER, TIMED, MULTI, WORKER_ONE_TENANT, QUOTA };
+enum { LEASE, WORKER, TIMED, MULTI, WORKER_ONE_TENANT, QUOTA, WORKER_QUOTA };
 
 struct scenario {
   const char *what;
   int kind; /* LEASE: a lease class; WORKER: a worker class; TIMED: a lease class fair by time;
                MULTI: a lease class of 3 cells fair by time, for requests of 2 cells;
                WORKER_ONE_TENANT: a worker class in a segment of one tenant a class;
-               QUOTA: a lease class whose requests (lease_req) name a quota of 1 */
+               QUOTA: a lease class whose requests (lease_req) name a quota of 1;
+               WORKER_QUOTA: a worker class whose jobs (job_req) name a quota of 1 */
   void (*before)(struct run *);               /* survivor, before the victim starts */
   void (*victim_pre)(struct run *, shms_t *); /* victim, unarmed */
   void (*middle)(struct run *);               /* survivor, after victim_pre */
@@ -54,10 +55,10 @@ static void recv_msg(int fd, void *p, size_t n) {
     _exit(91);
 }
 
-/* A QUOTA scenario's run names the quota in it (set before the victim forks). */
+/* A QUOTA (WORKER_QUOTA) scenario's run names the quota in it (set before the victim forks). */
 static shms_request lease_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "t"};
 static const char *const quota_q[] = {"q"};
-static const shms_request job_req = {.cls = SHMS_CLASS_SMALL, .tenant = "t"};
+static shms_request job_req = {.cls = SHMS_CLASS_SMALL, .tenant = "t"};
 static const shms_request pair_req = {.cls = SHMS_CLASS_STANDARD, .tenant = "p", .cells = 2};
 
 static shms_t *fresh(struct run *r, int kind) {
@@ -65,7 +66,7 @@ static shms_t *fresh(struct run *r, int kind) {
   shms_config_init(&cfg);
   if (kind == WORKER_ONE_TENANT)
     cfg.max_tenants = 1; /* a batch of two tenants is refused at the index */
-  if (kind == WORKER || kind == WORKER_ONE_TENANT)
+  if (kind == WORKER || kind == WORKER_ONE_TENANT || kind == WORKER_QUOTA)
     cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
         .configured = 1, .cells = 1, .queue = 4, .mode = SHMS_MODE_WORKER, .payload = 64};
   else
@@ -75,13 +76,15 @@ static shms_t *fresh(struct run *r, int kind) {
         .queue = 4,
         .on_holder_death = SHMS_ON_DEATH_RELEASE,
         .fairness = kind == TIMED || kind == MULTI ? SHMS_FAIRNESS_TIME : SHMS_FAIRNESS_DEFAULT};
-  if (kind == QUOTA) {
+  if (kind == QUOTA || kind == WORKER_QUOTA) {
     cfg.quota_count = 1;
     strcpy(cfg.quotas[0].name, "q");
     cfg.quotas[0].max = 1;
   }
   lease_req.quotas = kind == QUOTA ? quota_q : NULL;
   lease_req.nquotas = kind == QUOTA ? 1 : 0;
+  job_req.quotas = kind == WORKER_QUOTA ? quota_q : NULL;
+  job_req.nquotas = kind == WORKER_QUOTA ? 1 : 0;
   return sched_open(&r->name, 0, 0, &cfg);
 }
 
@@ -569,6 +572,95 @@ static void after_batch(struct run *r) {
   ck_assert_uint_eq(cancelled, 4);
 }
 
+/* ---- Worker jobs naming a quota of 1 ---- */
+
+/* The quota's unit is back (a quarantined cell repaired by after_job) and nothing is amiss. */
+static void assert_quota_free(struct run *r) {
+  shms_quota_row q;
+  uint32_t nq = 0;
+  ck_assert_shms_ok(shms_quota_list(r->h, &q, 1, &nq));
+  ck_assert_uint_eq(nq, 1);
+  ck_assert_msg(q.used == 0 && q.waiters == 0, "quota %s: %u units used, %u waiters", q.name,
+                q.used, q.waiters);
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(r->h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+}
+
+static void after_quota_job(struct run *r) {
+  after_job(r);
+  assert_quota_free(r);
+}
+
+/* The survivor's own worker, bound before the victim submits (its kick grants to it). */
+static shms_worker_t *survivor_worker;
+
+static void survivor_opens_worker(struct run *r) {
+  ck_assert_shms_ok(shms_worker_open(r->h, SHMS_CLASS_SMALL, &survivor_worker));
+}
+
+static void op_submit_quota_job(struct run *r, shms_t *v) {
+  (void)r;
+  shms_ticket t;
+  if (shms_submit(v, &job_req, "job", 3, 0, &t) != SHMS_OK)
+    _exit(104);
+}
+
+/* The dead submitter's job never ran (recovery ended it owner-lost) and its unit is back; the
+ * survivor's worker runs the next job. */
+static void after_submitter_gone(struct run *r) {
+  shms_job job;
+  ck_assert_int_eq(shms_worker_take(survivor_worker, 0, &job), SHMS_ETIMEDOUT);
+  assert_quota_free(r);
+  ck_assert_shms_ok(shms_submit(r->h, &job_req, "job", 3, 0, &r->ticket));
+  ck_assert_shms_ok(shms_worker_take(survivor_worker, 0, &job));
+  ck_assert_shms_ok(shms_worker_complete(survivor_worker, &job, 0, NULL, 0));
+  ck_assert_shms_ok(shms_worker_close(survivor_worker));
+  assert_quota_free(r);
+}
+
+static void op_worker_close(struct run *r, shms_t *v) {
+  (void)v;
+  shms_worker_t *w;
+  memcpy(&w, &r->held, sizeof w);
+  if (shms_worker_close(w) != SHMS_OK)
+    _exit(105);
+}
+
+/* The job granted to the closing worker is queued again, its unit back: a new worker runs it. */
+static void after_worker_closed(struct run *r) {
+  shms_worker_t *w;
+  shms_job job;
+  ck_assert_shms_ok(shms_worker_open(r->h, SHMS_CLASS_SMALL, &w));
+  ck_assert_shms_ok(shms_worker_take(w, 0, &job));
+  ck_assert_uint_eq(job.ticket.seq, r->ticket.seq);
+  ck_assert_shms_ok(shms_worker_complete(w, &job, 7, "JOB", 3));
+  shms_result res;
+  char buf[8];
+  ck_assert_shms_ok(shms_wait_result(r->h, &r->ticket, 0, buf, sizeof buf, &res));
+  ck_assert_shms_ok(shms_worker_close(w));
+  assert_quota_free(r);
+}
+
+static void op_submit_quota_batch(struct run *r, shms_t *v) {
+  (void)r;
+  shms_batch_job jobs[2] = {
+      {.tenant = "t", .payload = "a", .len = 1, .quotas = quota_q, .nquotas = 1},
+      {.tenant = "u", .payload = "b", .len = 1, .quotas = quota_q, .nquotas = 1}};
+  shms_ticket t[2];
+  if (shms_submit_batch(v, SHMS_CLASS_SMALL, jobs, 2, 0, t, NULL) != SHMS_OK)
+    _exit(106);
+}
+
+static void after_quota_batch(struct run *r) {
+  shms_job job;
+  ck_assert_int_eq(shms_worker_take(survivor_worker, 0, &job), SHMS_ETIMEDOUT);
+  ck_assert_shms_ok(shms_worker_close(survivor_worker));
+  after_batch(r);
+  assert_quota_free(r);
+}
+
 static const struct scenario scenarios[] = {
     {"acquire and release", 0, NULL, NULL, NULL, op_acquire_release, after_idle},
     {"prepared acquire and release", 0, NULL, victim_prepares, NULL, op_prepared_acquire_release,
@@ -619,6 +711,15 @@ static const struct scenario scenarios[] = {
      NULL, op_cancel, after_cancel_granted},
     {"quota: revoke a late grant", QUOTA, survivor_queues_and_is_granted, victim_runs_late, NULL,
      op_revoke_acquire, after_revoke},
+    /* Worker jobs naming a quota of 1: the unit taken at the grant, back at the job's end. */
+    {"quota: worker take and complete", WORKER_QUOTA, NULL, victim_opens_worker, survivor_submits,
+     op_take_complete, after_quota_job},
+    {"quota: submit a job granted at once", WORKER_QUOTA, survivor_opens_worker, NULL, NULL,
+     op_submit_quota_job, after_submitter_gone},
+    {"quota: worker closes with a job granted", WORKER_QUOTA, NULL, victim_opens_worker,
+     survivor_submits, op_worker_close, after_worker_closed},
+    {"quota: worker batch submit", WORKER_QUOTA, survivor_opens_worker, NULL, NULL,
+     op_submit_quota_batch, after_quota_batch},
 };
 
 START_TEST(every_crash_point_recovers) { run_all_points(&scenarios[_i]); }

@@ -394,7 +394,7 @@ START_TEST(bad_keys_and_flags_are_refused_and_change_nothing) {
   quota.quotas = gpu;
   quota.nquotas = 1;
   ck_assert_shms_err(shms_submit_key(h, &quota, "k", "p", 1, 0, &t, NULL), SHMS_EINVAL,
-                     "quotas are for lease classes");
+                     "no quota 'gpu' in the segment");
   memset(longest, 'k', SHMS_KEY_MAX);
   longest[SHMS_KEY_MAX] = '\0';
   ck_assert_uint_eq(stats(h).queue_depth, 0);

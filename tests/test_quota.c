@@ -365,7 +365,7 @@ START_TEST(config_is_validated) {
   ck_assert_shms_err(shms_config_validate(&cfg), SHMS_EINVAL, "quota 2: name");
   cfg.quota_count = SHMS_QUOTAS_MAX + 1;
   ck_assert_shms_err(shms_config_validate(&cfg), SHMS_EINVAL, "the table holds 16");
-  /* A worker class takes no quota. */
+  /* A worker class's jobs name quotas too (tests/test_worker_quota.c), checked the same way. */
   harness_config(&cfg, 2, 4);
   cfg.classes[SHMS_CLASS_STANDARD].mode = SHMS_MODE_WORKER;
   cfg.classes[SHMS_CLASS_STANDARD].payload = 64;
@@ -376,7 +376,11 @@ START_TEST(config_is_validated) {
   shms_t *h = sched_open(&name, 0, 0, &cfg);
   shms_request r = quota_req("a", 0);
   shms_ticket t;
-  ck_assert_shms_err(shms_submit(h, &r, "", 0, 0, &t), SHMS_EINVAL, "quotas are for lease");
+  ck_assert_shms_ok(shms_submit(h, &r, "", 0, 0, &t));
+  const char *const twice[] = {"gpu", "gpu"};
+  r.quotas = twice;
+  r.nquotas = 2;
+  ck_assert_shms_err(shms_submit(h, &r, "", 0, 0, &t), SHMS_EINVAL, "named twice");
   sched_close(h, name);
 }
 END_TEST

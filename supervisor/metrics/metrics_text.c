@@ -263,8 +263,8 @@ static void write_quotas(const struct out *o) {
                                        "shmsched_quota_waiters"};
   static const char *const help[3] = {
       "The quota's maximum: units its requests may hold at once, in every class together.",
-      "Units of the quota held: by leases, and by quarantined cells until repaired.",
-      "Queued requests naming the quota that wait for a quota to have a unit free."};
+      "Units of the quota held: by leases and jobs, and by quarantined cells until repaired.",
+      "Queued requests and jobs naming the quota that wait for a quota to have a unit free."};
   for (int m = 0; m < 3; m++) {
     family(o, names[m], "gauge", help[m]);
     for (int i = 0; i < o->n; i++)

@@ -18,8 +18,9 @@ struct batch_line {
   uint64_t deadline; /* the line's, else --deadline's, relative (ns); 0: none */
   void *payload;     /* len bytes, owned (NULL when empty) */
   size_t len;
-  char *key;   /* "key": a single-flight key, or NULL */
-  char *quota; /* "quota": a quota to charge, or NULL */
+  char *key;                            /* "key": a single-flight key, or NULL */
+  char *quota[SHMS_REQUEST_QUOTAS_MAX]; /* "quota": the quotas it holds a unit of, */
+  uint32_t nquota;                      /* the first nquota (0: --quota's) */
 };
 
 struct batch_input {

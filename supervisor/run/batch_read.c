@@ -40,14 +40,11 @@ __attribute__((format(printf, 2, 3))) static int bad_line(const struct reader *r
 
 /*
  * Fields read and checked like every other, but refused, here and only here: a batch's jobs join
- * no keyed job (a keyed job is submitted alone, `submit --key`), and a worker class's jobs name
- * no quota (quotas are for lease classes).
+ * no keyed job (a keyed job is submitted alone, `submit --key`).
  */
 static int needs_unbuilt(const struct reader *r, const struct batch_line *l) {
   if (l->key != NULL)
     return BAD(r, "\"key\": a batch's jobs carry no key (submit a keyed job alone: --key)");
-  if (l->quota != NULL)
-    return BAD(r, "\"quota\": quotas are for lease classes, and a batch's are jobs");
   return 0;
 }
 
@@ -98,6 +95,28 @@ static int take_name(const struct reader *r, const char *field, json_t *v, char 
     return BAD(r, "\"%s\": 1 to %d graphic ASCII bytes, not '%s'", field, SHMS_TENANT_MAX, s);
   *out = strdup(s);
   return *out == NULL ? BAD(r, "out of memory") : 0;
+}
+
+/* "quota": a name or an array of 1..8 names; whether the segment has them is the submit's check,
+ * which names the line too. */
+static int take_quotas(const struct reader *r, json_t *v, struct batch_line *l) {
+  if (json_is_string(v))
+    return take_name(r, "quota", v, &l->quota[l->nquota++]);
+  if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > SHMS_REQUEST_QUOTAS_MAX)
+    return BAD(r, "\"quota\" must be a quota's name or an array of 1 to %d names",
+               SHMS_REQUEST_QUOTAS_MAX);
+  size_t i;
+  json_t *e;
+  json_array_foreach(v, i, e) {
+    int rc = take_name(r, "quota", e, &l->quota[l->nquota]);
+    if (rc != 0)
+      return rc;
+    for (uint32_t j = 0; j < l->nquota; j++)
+      if (strcmp(l->quota[j], l->quota[l->nquota]) == 0)
+        return BAD(r, "\"quota\": '%s' is named twice", l->quota[l->nquota]);
+    l->nquota++;
+  }
+  return 0;
 }
 
 /* "payload_file": the file's bytes, at most the class's payload size. */
@@ -207,7 +226,7 @@ static int take_fields(const struct reader *r, json_t *o, struct batch_line *l) 
   }
   if ((v = json_object_get(o, "key")) != NULL && (rc = take_name(r, "key", v, &l->key)))
     return rc;
-  if ((v = json_object_get(o, "quota")) != NULL && (rc = take_name(r, "quota", v, &l->quota)))
+  if ((v = json_object_get(o, "quota")) != NULL && (rc = take_quotas(r, v, l)))
     return rc;
   return take_payload(r, o, l);
 }
@@ -291,7 +310,8 @@ void batch_free(struct batch_input *in) {
     free(in->v[i].tenant);
     free(in->v[i].payload);
     free(in->v[i].key);
-    free(in->v[i].quota);
+    for (uint32_t q = 0; q < SHMS_REQUEST_QUOTAS_MAX; q++)
+      free(in->v[i].quota[q]);
   }
   free(in->v);
   *in = (struct batch_input){0};

@@ -63,7 +63,10 @@ static int submit_all(struct batch_wait *w) {
                                .priority = l->priority,
                                .deadline_ns = l->deadline != 0 ? now + l->deadline : 0,
                                .payload = l->payload,
-                               .len = l->len};
+                               .len = l->len,
+                               .quotas = l->nquota != 0 ? (const char *const *)l->quota
+                                                        : w->a->req.quotas,
+                               .nquotas = l->nquota != 0 ? l->nquota : w->a->req.nquotas};
   }
   size_t failed = in->n;
   int rc = shms_submit_batch(w->h, w->a->req.cls, jobs, in->n, w->a->flags, w->t, &failed);
