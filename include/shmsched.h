@@ -906,13 +906,15 @@ SHMS_EXTERN int shms_submit_key(shms_t *h, const shms_request *req, const char *
                                 shms_ticket *ticket, int *joined);
 
 /* One job of a batch (shms_submit_batch): what shms_submit takes, less the class (the
- * batch's) and the activation id (a batch's jobs have none). */
+ * batch's) and the activation id (a batch's jobs have none), and the key shms_submit_key
+ * takes. */
 typedef struct {
   const char *tenant;   /* 1..31 graphic ASCII bytes */
   int32_t priority;     /* higher runs first, within the tenant's turn */
   uint64_t deadline_ns; /* absolute CLOCK_MONOTONIC; 0 = none */
   const void *payload;  /* len bytes, copied into the job's slot */
   size_t len;
+  const char *key; /* single-flight (as shms_submit_key, without supersede); NULL: none */
 } shms_batch_job;
 
 /* The most jobs one batch may hold (a class's queue holds at most SHMS_QUEUE_MAX anyway). */
