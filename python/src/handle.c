@@ -378,7 +378,7 @@ static PyMethodDef handle_methods[] = {
     METH("submit", pyshms_submit, METH_VARARGS,
          "submit(cls, tenant, priority, deadline_ns, activation, payload, flags)."),
     METH("submit_batch", pyshms_submit_batch, METH_VARARGS,
-         "submit_batch(cls, [(tenant, priority, deadline_ns, payload), ...], flags) -> "
+         "submit_batch(cls, [(tenant, priority, deadline_ns, payload, key), ...], flags) -> "
          "[ticket, ...], all or none."),
     METH("cancel_batch", pyshms_cancel_batch, METH_O,
          "cancel_batch([ticket, ...]) -> how many unstarted jobs were cancelled."),

@@ -238,20 +238,22 @@ PyObject *pyshms_submit(HandleObject *self, PyObject *args) {
   return out;
 }
 
-/* One job of submit_batch's list: (tenant, priority, deadline_ns, payload bytes), borrowed. */
+/* One job of submit_batch's list: (tenant, priority, deadline_ns, payload bytes, key or None),
+ * borrowed. */
 static int batch_job(PyObject *item, shms_batch_job *j) {
-  const char *tenant;
+  const char *tenant, *key;
   int priority;
   unsigned long long deadline;
   const char *payload;
   Py_ssize_t len;
-  if (!PyArg_ParseTuple(item, "siKy#", &tenant, &priority, &deadline, &payload, &len))
+  if (!PyArg_ParseTuple(item, "siKy#z", &tenant, &priority, &deadline, &payload, &len, &key))
     return -1;
   *j = (shms_batch_job){.tenant = tenant,
                         .priority = priority,
                         .deadline_ns = deadline,
                         .payload = payload,
-                        .len = (size_t)len};
+                        .len = (size_t)len,
+                        .key = key};
   return 0;
 }
 

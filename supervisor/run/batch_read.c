@@ -39,13 +39,10 @@ __attribute__((format(printf, 2, 3))) static int bad_line(const struct reader *r
 }
 
 /*
- * Fields read and checked like every other, but refused, here and only here: a batch's jobs join
- * no keyed job (a keyed job is submitted alone, `submit --key`), and a worker class's jobs name
- * no quota (quotas are for lease classes).
+ * Fields read and checked like every other, but refused, here and only here: a worker class's
+ * jobs name no quota (quotas are for lease classes).
  */
 static int needs_unbuilt(const struct reader *r, const struct batch_line *l) {
-  if (l->key != NULL)
-    return BAD(r, "\"key\": a batch's jobs carry no key (submit a keyed job alone: --key)");
   if (l->quota != NULL)
     return BAD(r, "\"quota\": quotas are for lease classes, and a batch's are jobs");
   return 0;
@@ -179,6 +176,9 @@ static int take_fields(const struct reader *r, json_t *o, struct batch_line *l) 
   const char *field;
   json_t *v;
   json_object_foreach(o, field, v) {
+    if (strcmp(field, "supersede") == 0)
+      return BAD(r, "\"supersede\": a batch's keyed jobs join or queue, they supersede nothing "
+                    "(supersede a key alone: --key KEY --supersede)");
     if (!known(field))
       return BAD(r,
                  "unknown field \"%s\" (known: tenant, payload, payload_b64, payload_file, "

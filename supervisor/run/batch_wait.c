@@ -63,7 +63,8 @@ static int submit_all(struct batch_wait *w) {
                                .priority = l->priority,
                                .deadline_ns = l->deadline != 0 ? now + l->deadline : 0,
                                .payload = l->payload,
-                               .len = l->len};
+                               .len = l->len,
+                               .key = l->key};
   }
   size_t failed = in->n;
   int rc = shms_submit_batch(w->h, w->a->req.cls, jobs, in->n, w->a->flags, w->t, &failed);
