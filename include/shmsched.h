@@ -930,18 +930,25 @@ typedef struct {
  * flags as shms_submit's, for every job. A dead caller half-way leaves
  * nothing: recovery ends what it had claimed or queued (owner-lost), and a
  * job the call had not finished queuing never ran.
+ * A job with a key is submitted as shms_submit_key would (without supersede):
+ * it joins the live job of its key, or queues one that the batch's later jobs
+ * of the key join; each such job holds its own share, and its ticket is the
+ * job's. A refusal gives back every join the call made (the jobs joined run on
+ * for their other waiters). Each join takes one of the process's
+ * SHMS_KEY_JOINS_MAX join records: a batch needing more than are free is
+ * refused (SHMS_EINVAL when its repeated keys alone need more than
+ * SHMS_KEY_JOINS_MAX, else SHMS_EBUSY), naming the first job that does not fit.
  * A refusal names the job that caused it in *failed (its index), or n when
  * the batch as a whole was refused: SHMS_EINVAL (a bad job: tenant, payload
- * size, NULL payload; n = 0 or over SHMS_BATCH_MAX; unknown flags; a lease
- * class), SHMS_EDENIED (a tenant the class does not allow), SHMS_EDEADLINE
- * (a deadline already passed), SHMS_EQUEUEFULL (the n jobs do not all fit
- * in the queue's free slots, or a tenant new to the class finds its tenant
- * table full), SHMS_ESHUTDOWN, SHMS_EQUARANTINED, SHMS_EBUSY (the class's
- * dispatcher stayed busy for a whole second; nothing was queued),
- * SHMS_ETIMEDOUT (the class was held still by a recovery past the earliest
- * deadline). failed may be NULL. Wait for each job with shms_wait_result and
- * its ticket; the jobs are the caller's, as shms_submit's. Blocks only as
- * shms_enqueue; any thread.
+ * size, NULL payload, key; n = 0 or over SHMS_BATCH_MAX; unknown flags, or
+ * SHMS_SUBMIT_SUPERSEDE; a lease class), SHMS_EDENIED (a tenant the class does not allow),
+ * SHMS_EDEADLINE (a deadline already passed), SHMS_EQUEUEFULL (the n jobs do not all fit in the
+ * queue's free slots, or a tenant new to the class finds its tenant table full), SHMS_ESHUTDOWN,
+ * SHMS_EQUARANTINED, SHMS_EBUSY (the class's dispatcher stayed busy for a whole second; nothing was
+ * queued), SHMS_ETIMEDOUT (the class was held still by a recovery past the earliest deadline),
+ * SHMS_EBUSY also when another job of a key always went first (100 tries). failed may be NULL. Wait
+ * for each job with shms_wait_result and its ticket; the jobs are the caller's, as shms_submit's.
+ * Blocks only as shms_enqueue; any thread.
  */
 SHMS_EXTERN int shms_submit_batch(shms_t *h, shms_class_t c, const shms_batch_job *jobs, size_t n,
                                   unsigned flags, shms_ticket *tickets, size_t *failed);
@@ -953,7 +960,9 @@ SHMS_EXTERN int shms_submit_batch(shms_t *h, shms_class_t c, const shms_batch_jo
  * job). *cancelled (may be NULL) counts the jobs this call cancelled.
  * SHMS_OK, or the first error shms_cancel would give for a ticket (the others
  * are still cancelled); a retired ticket (a job that ended and was collected)
- * is skipped. Any process allowed to cancel them; never blocks
+ * is skipped. A keyed job's ticket gives back the caller's share of it, as
+ * shms_cancel does: the job is cancelled (if not started) only when that share
+ * was its last. Any process allowed to cancel them; never blocks
  * beyond an operation.
  */
 SHMS_EXTERN int shms_cancel_batch(shms_t *h, const shms_ticket *tickets, size_t n,
