@@ -52,7 +52,7 @@ struct batch {
   size_t nfresh;
 };
 
-/* Slot and sequence of the job f-th fresh job took. */
+/* The line of the batch's f-th fresh job (its slot and sequence once claimed). */
 #define FRESH_LINE(b, f) (&(b)->l[(b)->fresh[f]])
 
 static shms_request job_request(shms_class_t c, const shms_batch_job *j) {
