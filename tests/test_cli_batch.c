@@ -229,6 +229,40 @@ START_TEST(a_stop_signal_cancels_the_unstarted_jobs) {
 }
 END_TEST
 
+/* A keyed line joins the running job another `submit --key` queued: it has that job's ticket,
+ * and --wait reports that job's result for it, as the other submit gets it. */
+START_TEST(a_keyed_line_joins_a_running_job_of_its_key) {
+  const char *name = cli_segment("bj", "small:cells=1,queue=8,mode=worker,payload=16", NULL);
+  char gate[128], path[256], first[SHMS_TICKET_STRLEN], joined[SHMS_TICKET_STRLEN], line[256];
+  cli_path(gate, sizeof gate, "gate-join");
+  ck_assert_int_eq(mkfifo(gate, 0600), 0);
+  int fd = open(gate, O_RDWR | O_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  struct cli_proc w, s1, s2;
+  CLI_SPAWN(&w, "worker", name, "--class", "small", "--", "sh", "-c",
+            "exec 3<\"$1\"; echo started >&2; cat <&3; tr a-z A-Z", "sh", gate);
+  CLI_SPAWN(&s1, "submit", name, "-c", "small", "-t", "a", "-P", "first", "--key", "k", "--wait",
+            "--print-ticket");
+  cli_read_line(s1.err, first, sizeof first);
+  cli_read_line(w.err, line, sizeof line);
+  ck_assert_str_eq(line, "started");
+  batch_file("join", "{\"payload\": \"second\", \"key\": \"k\"}\n", path, sizeof path);
+  CLI_SPAWN(&s2, "submit", name, "-c", "small", "-t", "b", "--batch", path, "--wait",
+            "--print-ticket");
+  cli_read_line(s2.err, joined, sizeof joined);
+  ck_assert_str_eq(joined, first);
+  close(fd); /* the job ends */
+  ck_assert_int_eq(cli_reap(&s1, 1, out, sizeof out, NULL, err, sizeof err), 0);
+  ck_assert_str_eq(out, "FIRST");
+  ck_assert_int_eq(cli_reap(&s2, 1, out, sizeof out, NULL, err, sizeof err), 0);
+  ck_assert_msg(strstr(out, "{\"line\":1,") && strstr(out, "\"status\":0,\"result\":\"FIRST\"}\n"),
+                "%s", out);
+  assert_status(name, "queue_depth", "0");
+  ck_assert_int_eq(kill(w.pid, SIGTERM), 0);
+  ck_assert_int_eq(cli_reap(&w, 1, out, sizeof out, NULL, err, sizeof err), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_batch");
   TCase *tc = harness_tcase("batch");
@@ -238,6 +272,7 @@ int main(void) {
                       (int)(sizeof bad_lines / sizeof bad_lines[0]));
   tcase_add_test(tc, a_refused_batch_changes_nothing);
   tcase_add_test(tc, lines_of_one_key_run_once_and_each_reports_the_result);
+  tcase_add_test(tc, a_keyed_line_joins_a_running_job_of_its_key);
   tcase_add_test(tc, a_stop_signal_cancels_the_unstarted_jobs);
   suite_add_tcase(s, tc);
   return harness_run(s);
