@@ -40,6 +40,11 @@ int shms__acquire_queued(struct shms *h, const shms_request *req, shms_lease *le
 int shms__enqueue_slot(struct shms *h, struct shms__cls *k, const shms_request *req,
                        const void *payload, size_t len, unsigned options, const char *key,
                        uint32_t quotas, shms_ticket *ticket);
+/* A job's key: 1..SHMS_KEY_MAX graphic ASCII bytes, else SHMS_EINVAL with the detail. */
+int shms__check_key(const char *key);
+/* The newest job of key that a submit may join: indexed in the queue, granted, or running and
+ * not asked to stop. 1 with its slot and sequence, 0 if there is none. Inside an operation. */
+int shms__key_find_live(const struct shms__cls *k, const char *key, uint32_t *index, uint64_t *seq);
 /* The caller took the outcome of its request i (seq): collect it, or for a keyed job take its
  * share back (the last share collects it). Inside an operation. */
 void shms__job_collect(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);

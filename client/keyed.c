@@ -14,7 +14,7 @@
 /* Submits lost to another job of the key (each then looks for it again) before giving up. */
 #define KEYED_TRIES 100
 
-static int check_key(const char *key) {
+int shms__check_key(const char *key) {
   if (key == NULL)
     return shms__fail(SHMS_EINVAL, "key is NULL");
   size_t n = strnlen(key, SHMS_KEY_MAX + 1);
@@ -34,9 +34,8 @@ static int has_key(const struct shms__slot *s, const char *key) {
   return (shms__load_32(&s->options) & SHMS__OPT_KEYED) && strncmp(s->key, key, sizeof s->key) == 0;
 }
 
-/* The newest job of key that a submit may join: indexed in the queue, granted, or running and
- * not asked to stop. 1 with its slot and sequence, 0 if there is none. */
-static int find_live(const struct shms__cls *k, const char *key, uint32_t *index, uint64_t *seq) {
+int shms__key_find_live(const struct shms__cls *k, const char *key, uint32_t *index,
+                        uint64_t *seq) {
   int found = 0;
   for (uint32_t i = 0; i < k->nslots; i++) {
     const struct shms__slot *s = shms__slot_at(k, i);
@@ -107,7 +106,7 @@ static int look(struct shms *h, struct shms__cls *k, const shms_request *req, co
   rc = SHMS_ENOTFOUND;
   if (flags & SHMS_SUBMIT_SUPERSEDE)
     supersede(h, k, key, (flags & SHMS_SUBMIT_SUPERSEDE_RUNNING) != 0);
-  else if (find_live(k, key, &i, &seq))
+  else if (shms__key_find_live(k, key, &i, &seq))
     rc = shms__join(h, k, i, seq);
   shms__op_leave(h, k);
   if (rc == SHMS_EBUSY)
@@ -128,7 +127,7 @@ int shms_submit_key(shms_t *h, const shms_request *req, const char *key, const v
   int rc = shms__check_job(h, req, payload, len, ticket, &k, &quotas);
   if (rc != SHMS_OK)
     return rc;
-  if ((rc = check_key(key)) != SHMS_OK || (rc = check_flags(req, flags)) != SHMS_OK)
+  if ((rc = shms__check_key(key)) != SHMS_OK || (rc = check_flags(req, flags)) != SHMS_OK)
     return rc;
   int dummy;
   if (joined == NULL)
@@ -162,16 +161,18 @@ void shms__job_collect(struct shms *h, const struct shms__cls *k, uint32_t i, ui
 }
 
 int shms__keyed_share(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq) {
-  enum shms__share share = shms__share_of(h, k, i, seq);
-  if (share == SHMS__SHARE_OWNER || share == SHMS__SHARE_JOINED)
-    return SHMS_OK;
-  if (share == SHMS__SHARE_LEFT) {
-    /* Said once: a joiner's record of leaving goes (its submitter's mark stays on the job). */
-    SHMS__OP_VOID(h, k, shms__joiner_leave(h, k, i, seq, 0));
+  /* Said once: a joiner's record of leaving goes (its submitter's mark stays on the job). */
+  if (shms__share_left(h, k, i, seq, 0) && SHMS__OP(h, k, shms__share_left(h, k, i, seq, 1)))
     return shms__fail(SHMS_ECANCELLED,
                       "this process left the job (cancelled its share): the job goes on for its "
                       "other waiters");
-  }
+  enum shms__share share = shms__share_of(h, k, i, seq);
+  if (share == SHMS__SHARE_OWNER || share == SHMS__SHARE_JOINED)
+    return SHMS_OK;
+  if (share == SHMS__SHARE_LEFT)
+    return shms__fail(SHMS_ECANCELLED,
+                      "this process left the job (cancelled its share): the job goes on for its "
+                      "other waiters");
   return shms__fail(SHMS_ENOTFOUND, "this process no longer waits for the job (its outcome was "
                                     "taken): the ticket is retired");
 }

@@ -18,6 +18,8 @@
 #include "report.h"
 #include "sched.h"
 
+_Static_assert(SHMS__JOINS == SHMS_KEY_JOINS_MAX, "the public bound is the table's size");
+
 /* The process's threads share one table: a lock of the process, as for the owned list. */
 static pthread_mutex_t joins_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t joins_once = PTHREAD_ONCE_INIT;
@@ -60,49 +62,84 @@ int shms__share_close(const struct shms__cls *k, uint32_t i, uint64_t seq, enum 
   }
 }
 
-int shms__join(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq) {
-  SHMS__ASSERT(shms__in_op(k));
-  uint64_t *t = table(h), entry = SHMS__JOIN_ENTRY(SHMS__OWNED_REF(k->id, i), seq);
+/* Free places in table t into at[] (n of them, plain zeros first, then records of shares already
+ * left, which are gone): how many were found, at most n. Under the lock. */
+static size_t free_places(const uint64_t *t, size_t n, int *at) {
+  size_t got = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int j = 0; j < SHMS__JOINS && got < n; j++) {
+      uint64_t e = shms__load_64(&t[j]);
+      int taken = 0;
+      for (size_t g = 0; g < got; g++)
+        taken |= at[g] == j;
+      if (!taken && (pass == 0 ? e == 0 : e != 0 && ((uint32_t)(e >> 32) & SHMS__JOIN_LEFT)))
+        at[got++] = j;
+    }
+  return got;
+}
+
+int shms__joins_reserve(struct shms *h, const uint64_t *entries, size_t n, int *at,
+                        size_t *free_count) {
+  uint64_t *t = table(h);
   lock();
-  /* A free entry, else one whose joiner left and never looked again: its share is gone. */
-  int e = -1;
-  for (int j = 0; j < SHMS__JOINS && e < 0; j++)
-    if (shms__load_64(&t[j]) == 0)
-      e = j;
-  for (int j = 0; j < SHMS__JOINS && e < 0; j++)
-    if ((uint32_t)(shms__load_64(&t[j]) >> 32) & SHMS__JOIN_LEFT)
-      e = j;
-  if (e < 0) {
+  size_t got = free_places(t, n, at);
+  if (free_count != NULL)
+    *free_count = got;
+  if (got < n) {
     unlock();
     return SHMS_EBUSY;
   }
-  /* The record first: a death before the CAS leaves a share a recount counts. */
-  shms__store_64(&t[e], entry);
+  for (size_t j = 0; j < n; j++)
+    shms__store_64(&t[at[j]], entries[j]);
   unlock();
-  SHMS__STEP();
-  uint64_t *wp = &shms__slot_at(k, i)->waiters, w = shms__load_64(wp);
-  for (;;) {
-    if (!waited_for(w, seq) || SHMS__WAIT_COUNT(w) == SHMS__WAIT_COUNT_MAX) {
-      lock();
-      shms__store_64(&t[e], 0);
-      unlock();
-      return SHMS_ENOTFOUND; /* ended and let go meanwhile: not joinable */
-    }
-    if (ck_pr_cas_64_value(wp, w, w + 1, &w))
-      break;
-  }
-  SHMS__STEP();
-  ck_pr_inc_64(&k->ctl->joined);
-  shms__note_request(h, k, SHMS_EVENT_JOB_JOINED, i, seq, -1, 0, SHMS__WAIT_COUNT(w) + 1);
   return SHMS_OK;
 }
 
-/* Our record of slot i of k as sequence seq, or -1. */
-static int find(const uint64_t *t, const struct shms__cls *k, uint32_t i, uint64_t seq) {
+int shms__join_add(const struct shms__cls *k, uint32_t i, uint64_t seq, uint32_t *count) {
+  SHMS__ASSERT(shms__in_op(k));
+  uint64_t *wp = &shms__slot_at(k, i)->waiters, w = shms__load_64(wp);
+  for (;;) {
+    if (!waited_for(w, seq) || SHMS__WAIT_COUNT(w) == SHMS__WAIT_COUNT_MAX)
+      return SHMS_ENOTFOUND; /* ended and let go meanwhile: not joinable */
+    if (ck_pr_cas_64_value(wp, w, w + 1, &w))
+      break;
+  }
+  *count = SHMS__WAIT_COUNT(w) + 1;
+  return SHMS_OK;
+}
+
+void shms__join_noted(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                      uint32_t count) {
+  ck_pr_inc_64(&k->ctl->joined);
+  shms__note_request(h, k, SHMS_EVENT_JOB_JOINED, i, seq, -1, 0, count);
+}
+
+int shms__join(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq) {
+  SHMS__ASSERT(shms__in_op(k));
+  uint64_t entry = SHMS__JOIN_ENTRY(SHMS__OWNED_REF(k->id, i), seq);
+  int at;
+  /* The record first: a death before the CAS leaves a share a recount counts. */
+  if (shms__joins_reserve(h, &entry, 1, &at, NULL) != SHMS_OK)
+    return SHMS_EBUSY;
+  SHMS__STEP();
+  uint32_t count;
+  if (shms__join_add(k, i, seq, &count) != SHMS_OK) {
+    shms__join_undo(h, k, at, i, seq, 0);
+    return SHMS_ENOTFOUND;
+  }
+  SHMS__STEP();
+  shms__join_noted(h, k, i, seq, count);
+  return SHMS_OK;
+}
+
+/* Our record of slot i of k as sequence seq, still waiting (left 0) or left (left 1), or -1.
+ * A process holds one record per share: it may have joined the same job more than once. */
+static int find(const uint64_t *t, const struct shms__cls *k, uint32_t i, uint64_t seq, int left) {
   uint32_t ref = SHMS__OWNED_REF(k->id, i);
   for (int j = 0; j < SHMS__JOINS; j++) {
     uint64_t e = shms__load_64(&t[j]);
-    if (e != 0 && SHMS__JOIN_REF(e) == ref && (uint32_t)e == (uint32_t)seq)
+    if (e != 0 && SHMS__JOIN_REF(e) == ref && (uint32_t)e == (uint32_t)seq &&
+        !((uint32_t)(e >> 32) & SHMS__JOIN_LEFT) == !left)
       return j;
   }
   return -1;
@@ -111,21 +148,20 @@ static int find(const uint64_t *t, const struct shms__cls *k, uint32_t i, uint64
 enum shms__share shms__share_of(const struct shms *h, const struct shms__cls *k, uint32_t i,
                                 uint64_t seq) {
   const struct shms__slot *s = shms__slot_at(k, i);
-  if (shms__self_index(h) != UINT32_MAX) {
-    const uint64_t *t = table(h);
-    int j = find(t, k, i, seq);
-    if (j >= 0)
-      return ((uint32_t)(shms__load_64(&t[j]) >> 32) & SHMS__JOIN_LEFT) ? SHMS__SHARE_LEFT
-                                                                        : SHMS__SHARE_JOINED;
-  }
-  if (shms__load_32(&s->owner) != h->owner)
-    return SHMS__SHARE_NONE;
+  const uint64_t *t = shms__self_index(h) != UINT32_MAX ? table(h) : NULL;
+  /* A share still held goes before one left: a process holding several (it joined its own job,
+   * or one job twice) takes them back one by one. */
+  if (t != NULL && find(t, k, i, seq, 0) >= 0)
+    return SHMS__SHARE_JOINED;
+  enum shms__share own = SHMS__SHARE_NONE;
   uint64_t w = shms__load_64(&s->waiters);
-  if (SHMS__WAIT_SEQ(w) != (uint32_t)seq)
-    return SHMS__SHARE_NONE;
-  return (w & SHMS__WAIT_OWNER)  ? SHMS__SHARE_OWNER
-         : (w & SHMS__WAIT_LEFT) ? SHMS__SHARE_LEFT
-                                 : SHMS__SHARE_NONE;
+  if (shms__load_32(&s->owner) == h->owner && SHMS__WAIT_SEQ(w) == (uint32_t)seq)
+    own = (w & SHMS__WAIT_OWNER)  ? SHMS__SHARE_OWNER
+          : (w & SHMS__WAIT_LEFT) ? SHMS__SHARE_LEFT
+                                  : SHMS__SHARE_NONE;
+  if (own != SHMS__SHARE_OWNER && t != NULL && find(t, k, i, seq, 1) >= 0)
+    return SHMS__SHARE_LEFT;
+  return own;
 }
 
 /* Take one joiner's share off slot i's word: 1 if it was the last of all. */
@@ -170,13 +206,41 @@ int shms__joiner_leave(struct shms *h, const struct shms__cls *k, uint32_t i, ui
     return 0; /* an observer handle joins nothing */
   uint64_t *t = table(h);
   lock();
-  int j = find(t, k, i, seq);
+  int j = find(t, k, i, seq, 0);
   uint64_t e = j >= 0 ? shms__load_64(&t[j]) : 0;
   int had = j >= 0 && !((uint32_t)(e >> 32) & SHMS__JOIN_LEFT);
   if (j >= 0) /* a leaver's record stays, marked, so that its wait can say it left */
     shms__store_64(&t[j], left && had ? e | ((uint64_t)SHMS__JOIN_LEFT << 32) : 0);
   unlock();
   if (!had)
+    return 0;
+  SHMS__STEP();
+  return drop_joiner(k, i, seq);
+}
+
+int shms__share_left(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                     int clear) {
+  if (shms__self_index(h) == UINT32_MAX)
+    return 0;
+  uint64_t *t = table(h);
+  lock();
+  int j = find(t, k, i, seq, 1);
+  if (j >= 0 && clear)
+    shms__store_64(&t[j], 0);
+  unlock();
+  return j >= 0;
+}
+
+int shms__join_undo(struct shms *h, const struct shms__cls *k, int at, uint32_t i, uint64_t seq,
+                    int counted) {
+  uint64_t *t = table(h), want = SHMS__JOIN_ENTRY(SHMS__OWNED_REF(k->id, i), seq);
+  lock();
+  /* Records of one job are alike: another thread's leave may have cleared ours for its own. */
+  int j = shms__load_64(&t[at]) == want ? at : find(t, k, i, seq, 0);
+  if (j >= 0)
+    shms__store_64(&t[j], 0);
+  unlock();
+  if (!counted)
     return 0;
   SHMS__STEP();
   return drop_joiner(k, i, seq);

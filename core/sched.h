@@ -517,6 +517,22 @@ uint64_t shms__waiters_first(uint64_t seq, unsigned options);
  * inside an operation. SHMS_OK, SHMS_ENOTFOUND (nobody waits for it any more: not joinable) or
  * SHMS_EBUSY (our table of joins is full). */
 int shms__join(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq);
+/* The steps of a join, for a batch making several as one: records for n joins (entries, each
+ * SHMS__JOIN_ENTRY) taken in our process entry all or none, their places into at[] (SHMS_EBUSY
+ * with none taken when fewer are free, how many into *free_count, which may be NULL); */
+int shms__joins_reserve(struct shms *h, const uint64_t *entries, size_t n, int *at,
+                        size_t *free_count);
+/* then the joiner counted on job i (seq), the waiters after into *count (SHMS_ENOTFOUND: not
+ * joinable any more); inside an operation; */
+int shms__join_add(const struct shms__cls *k, uint32_t i, uint64_t seq, uint32_t *count);
+/* once the join stands, its event and count. */
+void shms__join_noted(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                      uint32_t count);
+/* A join taken back before it stood: its record (at) cleared, then, if it was counted, its
+ * share off the job's word; 1 if that was the job's last share (the caller ends the job:
+ * shms__job_abandon). Inside an operation. */
+int shms__join_undo(struct shms *h, const struct shms__cls *k, int at, uint32_t i, uint64_t seq,
+                    int counted);
 /* What share of keyed job i (seq) the calling process holds. */
 enum shms__share {
   SHMS__SHARE_NONE = 0, /* none: never held, or its outcome taken */
@@ -526,6 +542,11 @@ enum shms__share {
 };
 enum shms__share shms__share_of(const struct shms *h, const struct shms__cls *k, uint32_t i,
                                 uint64_t seq);
+/* Whether the calling process holds a record of a joiner's share of job i (seq) it left, and
+ * (clear) the record then goes: its wait said so. A process holding several shares of a job
+ * (it joined it more than once) hears of the one it left before it waits with another. */
+int shms__share_left(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
+                     int clear);
 /* Whether the caller's share (OWNER or JOINED) is the last of job i (seq): then nobody may
  * join it any more (CLOSED), and the caller cancels the job itself. */
 int shms__share_close(const struct shms__cls *k, uint32_t i, uint64_t seq, enum shms__share share);

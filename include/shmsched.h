@@ -907,7 +907,8 @@ SHMS_EXTERN int shms_submit_key(shms_t *h, const shms_request *req, const char *
                                 shms_ticket *ticket, int *joined);
 
 /* One job of a batch (shms_submit_batch): what shms_submit takes, less the class (the
- * batch's) and the activation id (a batch's jobs have none). */
+ * batch's) and the activation id (a batch's jobs have none), and the key shms_submit_key
+ * takes. */
 typedef struct {
   const char *tenant;   /* 1..31 graphic ASCII bytes */
   int32_t priority;     /* higher runs first, within the tenant's turn */
@@ -917,6 +918,7 @@ typedef struct {
   /* Quotas of the segment the job holds a unit of while it runs, as shms_request's (0..8). */
   const char *const *quotas;
   uint32_t nquotas;
+  const char *key; /* single-flight (as shms_submit_key, without supersede); NULL: none */
 } shms_batch_job;
 
 /* The most jobs one batch may hold (a class's queue holds at most SHMS_QUEUE_MAX anyway). */
@@ -932,18 +934,25 @@ typedef struct {
  * flags as shms_submit's, for every job. A dead caller half-way leaves
  * nothing: recovery ends what it had claimed or queued (owner-lost), and a
  * job the call had not finished queuing never ran.
+ * A job with a key is submitted as shms_submit_key would (without supersede):
+ * it joins the live job of its key, or queues one that the batch's later jobs
+ * of the key join; each such job holds its own share, and its ticket is the
+ * job's. A refusal gives back every join the call made (the jobs joined run on
+ * for their other waiters). Each join takes one of the process's
+ * SHMS_KEY_JOINS_MAX join records: a batch needing more than are free is
+ * refused (SHMS_EINVAL when its repeated keys alone need more than
+ * SHMS_KEY_JOINS_MAX, else SHMS_EBUSY), naming the first job that does not fit.
  * A refusal names the job that caused it in *failed (its index), or n when
  * the batch as a whole was refused: SHMS_EINVAL (a bad job: tenant, payload
- * size, NULL payload; n = 0 or over SHMS_BATCH_MAX; unknown flags; a lease
- * class), SHMS_EDENIED (a tenant the class does not allow), SHMS_EDEADLINE
- * (a deadline already passed), SHMS_EQUEUEFULL (the n jobs do not all fit
- * in the queue's free slots, or a tenant new to the class finds its tenant
- * table full), SHMS_ESHUTDOWN, SHMS_EQUARANTINED, SHMS_EBUSY (the class's
- * dispatcher stayed busy for a whole second; nothing was queued),
- * SHMS_ETIMEDOUT (the class was held still by a recovery past the earliest
- * deadline). failed may be NULL. Wait for each job with shms_wait_result and
- * its ticket; the jobs are the caller's, as shms_submit's. Blocks only as
- * shms_enqueue; any thread.
+ * size, NULL payload, key; n = 0 or over SHMS_BATCH_MAX; unknown flags, or
+ * SHMS_SUBMIT_SUPERSEDE; a lease class), SHMS_EDENIED (a tenant the class does not allow),
+ * SHMS_EDEADLINE (a deadline already passed), SHMS_EQUEUEFULL (the n jobs do not all fit in the
+ * queue's free slots, or a tenant new to the class finds its tenant table full), SHMS_ESHUTDOWN,
+ * SHMS_EQUARANTINED, SHMS_EBUSY (the class's dispatcher stayed busy for a whole second; nothing was
+ * queued), SHMS_ETIMEDOUT (the class was held still by a recovery past the earliest deadline),
+ * SHMS_EBUSY also when another job of a key always went first (100 tries). failed may be NULL. Wait
+ * for each job with shms_wait_result and its ticket; the jobs are the caller's, as shms_submit's.
+ * Blocks only as shms_enqueue; any thread.
  */
 SHMS_EXTERN int shms_submit_batch(shms_t *h, shms_class_t c, const shms_batch_job *jobs, size_t n,
                                   unsigned flags, shms_ticket *tickets, size_t *failed);
@@ -955,7 +964,9 @@ SHMS_EXTERN int shms_submit_batch(shms_t *h, shms_class_t c, const shms_batch_jo
  * job). *cancelled (may be NULL) counts the jobs this call cancelled.
  * SHMS_OK, or the first error shms_cancel would give for a ticket (the others
  * are still cancelled); a retired ticket (a job that ended and was collected)
- * is skipped. Any process allowed to cancel them; never blocks
+ * is skipped. A keyed job's ticket gives back the caller's share of it, as
+ * shms_cancel does: the job is cancelled (if not started) only when that share
+ * was its last. Any process allowed to cancel them; never blocks
  * beyond an operation.
  */
 SHMS_EXTERN int shms_cancel_batch(shms_t *h, const shms_ticket *tickets, size_t n,

@@ -15,6 +15,7 @@
 #include "core/sched.h"
 #include "sched_util.h"
 #include "shm/handle.h"
+#include "shm/proc.h"
 
 #define PAYLOAD 64
 
@@ -302,6 +303,235 @@ START_TEST(a_worker_never_sees_part_of_a_batch) {
 }
 END_TEST
 
+/* ---- Keyed jobs in a batch ---- */
+
+static shms_batch_job keyed(const char *tenant, const char *payload, const char *key) {
+  shms_batch_job j = job(tenant, payload);
+  j.key = key;
+  return j;
+}
+
+static uint64_t waiters_of(shms_t *h, const shms_ticket *t) {
+  return ck_pr_load_64(&shms__slot_at(&h->cls[SHMS_CLASS_SMALL], t->slot)->waiters);
+}
+
+static int same_ticket(const shms_ticket *a, const shms_ticket *b) {
+  return a->slot == b->slot && a->seq == b->seq;
+}
+
+/* Our process entry's join records in use. */
+static int join_records(shms_t *h) {
+  const struct shms__proc *p = shms__proc_at(h, shms__self_index(h));
+  int n = 0;
+  for (int j = 0; j < SHMS__JOINS; j++)
+    n += ck_pr_load_64((uint64_t *)&p->joins[j]) != 0;
+  return n;
+}
+
+/* The next job (its payload expect) completes with status 7 and "R:" and its payload. */
+static void run_one(shms_worker_t *w, const char *expect) {
+  shms_job j;
+  ck_assert_shms_ok(shms_worker_take(w, 0, &j));
+  ck_assert_uint_eq(j.payload_len, strlen(expect));
+  ck_assert(memcmp(j.payload, expect, j.payload_len) == 0);
+  char out[PAYLOAD];
+  int n = snprintf(out, sizeof out, "R:%s", expect);
+  ck_assert_shms_ok(shms_worker_complete(w, &j, 7, out, (size_t)n));
+}
+
+static void result_is(shms_t *h, const shms_ticket *t, const char *expect) {
+  char buf[PAYLOAD];
+  shms_result r;
+  ck_assert_shms_ok(shms_wait_result(h, t, 0, buf, sizeof buf, &r));
+  ck_assert_int_eq(r.status, 7);
+  ck_assert_uint_eq(r.result_len, strlen(expect));
+  ck_assert(memcmp(buf, expect, r.result_len) == 0);
+}
+
+/* Another process's keyed job runs; a batch line of its key joins it and gets its result, the
+ * other lines queue as ever. */
+START_TEST(a_keyed_line_joins_the_running_job_of_its_key) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 8, 0);
+  int tk[2], res[2];
+  ck_assert_int_eq(pipe(tk), 0);
+  ck_assert_int_eq(pipe(res), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    shms_t *v;
+    shms_request r = {.cls = SHMS_CLASS_SMALL, .tenant = "a"};
+    shms_ticket t;
+    char buf[PAYLOAD];
+    shms_result out;
+    if (shms_attach(name, 0, &v) != SHMS_OK ||
+        shms_submit_key(v, &r, "k", "orig", 4, 0, &t, NULL) != SHMS_OK ||
+        write(tk[1], &t, sizeof t) != (ssize_t)sizeof t ||
+        shms_wait_result(v, &t, UINT64_MAX, buf, sizeof buf, &out) != SHMS_OK)
+      _exit(90);
+    _exit(out.result_len == 6 && memcmp(buf, "R:orig", 6) == 0 ? out.status : 91);
+  }
+  shms_ticket theirs, t[2];
+  ck_assert_int_eq(read(tk[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  shms_job running;
+  ck_assert_shms_ok(shms_worker_take(w, 0, &running));
+  uint64_t joined_before = ck_pr_load_64(&h->cls[SHMS_CLASS_SMALL].ctl->joined);
+  shms_batch_job jobs[2] = {keyed("b", "other", "k"), job("b", "plain")};
+  ck_assert_shms_ok(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 2, 0, t, NULL));
+  ck_assert(same_ticket(&t[0], &theirs));
+  ck_assert_uint_eq(SHMS__WAIT_COUNT(waiters_of(h, &t[0])), 1);
+  ck_assert_uint_eq(ck_pr_load_64(&h->cls[SHMS_CLASS_SMALL].ctl->joined), joined_before + 1);
+  assert_queue(h, 1, 2); /* the plain job queued; the keyed one runs */
+  ck_assert_shms_ok(shms_worker_complete(w, &running, 7, "R:orig", 6));
+  result_is(h, &t[0], "R:orig");
+  run_one(w, "plain");
+  result_is(h, &t[1], "R:plain");
+  ck_assert_int_eq(waitpid(pid, &(int){0}, 0), pid);
+  assert_queue(h, 0, 0);
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
+/* Two lines of one key: the later joins the job the earlier queues; it runs once, and each line
+ * gets its result. A cancel of the batch takes both shares back and cancels it. */
+START_TEST(two_lines_of_a_key_run_once) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 8, 0);
+  shms_batch_job jobs[3] = {keyed("a", "first", "k"), keyed("a", "second", "k"), job("a", "p")};
+  shms_ticket t[3];
+  ck_assert_shms_ok(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 3, 0, t, NULL));
+  ck_assert(same_ticket(&t[0], &t[1]));
+  assert_queue(h, 2, 2);
+  ck_assert_uint_eq(SHMS__WAIT_COUNT(waiters_of(h, &t[0])), 1);
+  ck_assert(waiters_of(h, &t[0]) & SHMS__WAIT_OWNER);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  run_one(w, "first");
+  run_one(w, "p");
+  shms_job none;
+  ck_assert_int_eq(shms_worker_take(w, 0, &none), SHMS_ETIMEDOUT);
+  result_is(h, &t[0], "R:first");
+  result_is(h, &t[1], "R:first");
+  result_is(h, &t[2], "R:p");
+  ck_assert_int_eq(join_records(h), 0);
+  assert_queue(h, 0, 0);
+
+  /* Cancelled before it runs: both of the process's shares go, and with them the job. */
+  ck_assert_shms_ok(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 2, 0, t, NULL));
+  ck_assert_shms_ok(shms_cancel_batch(h, t, 2, NULL));
+  for (int i = 0; i < 2; i++) {
+    shms_result r;
+    ck_assert_int_eq(shms_wait_result(h, &t[i], 0, NULL, 0, &r), SHMS_ECANCELLED);
+  }
+  ck_assert_int_eq(shms_worker_take(w, 0, &none), SHMS_ETIMEDOUT);
+  ck_assert_int_eq(join_records(h), 0);
+  assert_queue(h, 0, 0);
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
+/* Refused at the index after its join was made: the joined job is as it was, and not ours. */
+START_TEST(a_refused_batch_leaves_the_joined_job_as_it_was) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 16, 2);
+  shms_request r = {.cls = SHMS_CLASS_SMALL, .tenant = "x"};
+  shms_ticket mine, t[3];
+  ck_assert_shms_ok(shms_submit_key(h, &r, "k", "orig", 4, 0, &mine, NULL));
+  uint64_t before = waiters_of(h, &mine);
+  uint64_t joined_before = ck_pr_load_64(&h->cls[SHMS_CLASS_SMALL].ctl->joined);
+  shms_batch_job jobs[3] = {keyed("y", "1", "k"), job("y", "2"), job("z", "3")};
+  size_t failed = 0;
+  ck_assert_int_eq(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 3, 0, t, &failed), SHMS_EQUEUEFULL);
+  ck_assert_uint_eq(failed, 2);
+  ck_assert_uint_eq(waiters_of(h, &mine), before);
+  ck_assert_int_eq(join_records(h), 0);
+  ck_assert_uint_eq(ck_pr_load_64(&h->cls[SHMS_CLASS_SMALL].ctl->joined), joined_before);
+  assert_queue(h, 1, 1);
+  /* A full queue refuses it before any join. */
+  shms_batch_job many[20];
+  for (int i = 0; i < 20; i++)
+    many[i] = job("x", "q");
+  many[0] = keyed("x", "1", "k");
+  ck_assert_int_eq(shms_submit_batch(h, SHMS_CLASS_SMALL, many, 20, 0, t, &failed),
+                   SHMS_EQUEUEFULL);
+  ck_assert_uint_eq(waiters_of(h, &mine), before);
+  ck_assert_int_eq(join_records(h), 0);
+  /* The job was never ours to cancel: it runs for its submitter. */
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  run_one(w, "orig");
+  result_is(h, &mine, "R:orig");
+  assert_queue(h, 0, 0);
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
+/* More joins than the process may hold refuse the batch whole, naming the first that does not
+ * fit; bad keys and supersede are refused too. */
+START_TEST(too_many_joins_refuse_the_batch_whole) {
+  const char *name;
+  shms_t *h = open_class(&name, 1, 8, 0);
+  shms_batch_job jobs[SHMS_KEY_JOINS_MAX + 2];
+  shms_ticket t[SHMS_KEY_JOINS_MAX + 2];
+  for (int i = 0; i < SHMS_KEY_JOINS_MAX + 2; i++)
+    jobs[i] = keyed("a", "x", "k");
+  size_t failed = 0;
+  ck_assert_int_eq(
+      shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, SHMS_KEY_JOINS_MAX + 2, 0, t, &failed),
+      SHMS_EINVAL);
+  ck_assert_uint_eq(failed, SHMS_KEY_JOINS_MAX + 1);
+  ck_assert_ptr_nonnull(strstr(shms_last_error_detail(), "SHMS_KEY_JOINS_MAX"));
+  assert_queue(h, 0, 0);
+  /* 14 joins held already: 2 are free, and a batch needing 3 is refused. */
+  shms_request r = {.cls = SHMS_CLASS_SMALL, .tenant = "a"};
+  shms_ticket mine, j;
+  ck_assert_shms_ok(shms_submit_key(h, &r, "k", "x", 1, 0, &mine, NULL));
+  for (int i = 0; i < SHMS_KEY_JOINS_MAX - 2; i++)
+    ck_assert_shms_ok(shms_submit_key(h, &r, "k", "x", 1, 0, &j, NULL));
+  uint64_t before = waiters_of(h, &mine);
+  ck_assert_uint_eq(SHMS__WAIT_COUNT(before), SHMS_KEY_JOINS_MAX - 2);
+  ck_assert_int_eq(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 3, 0, t, &failed), SHMS_EBUSY);
+  ck_assert_uint_eq(failed, 2);
+  ck_assert_ptr_nonnull(strstr(shms_last_error_detail(), "job 2: key 'k'"));
+  ck_assert_uint_eq(waiters_of(h, &mine), before);
+  ck_assert_int_eq(join_records(h), SHMS_KEY_JOINS_MAX - 2);
+  assert_queue(h, 1, 1);
+  ck_assert_shms_ok(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 2, 0, t, &failed));
+  ck_assert_uint_eq(SHMS__WAIT_COUNT(waiters_of(h, &mine)), SHMS_KEY_JOINS_MAX);
+  /* Bad keys and supersede: refused, nothing changed. */
+  jobs[1].key = "has space";
+  ck_assert_int_eq(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 2, 0, t, &failed), SHMS_EINVAL);
+  ck_assert_uint_eq(failed, 1);
+  jobs[1].key = "";
+  ck_assert_int_eq(shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 2, 0, t, &failed), SHMS_EINVAL);
+  jobs[1].key = "k";
+  ck_assert_int_eq(
+      shms_submit_batch(h, SHMS_CLASS_SMALL, jobs, 2, SHMS_SUBMIT_SUPERSEDE, t, &failed),
+      SHMS_EINVAL);
+  ck_assert_ptr_nonnull(strstr(shms_last_error_detail(), "supersede"));
+  ck_assert_uint_eq(SHMS__WAIT_COUNT(waiters_of(h, &mine)), SHMS_KEY_JOINS_MAX);
+  assert_queue(h, 1, 1);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  run_one(w, "x");
+  for (int i = 0; i <= SHMS_KEY_JOINS_MAX; i++)
+    result_is(h, &mine, "R:x");
+  ck_assert_int_eq(join_records(h), 0);
+  assert_queue(h, 0, 0);
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   Suite *s = suite_create("batch");
@@ -313,6 +543,10 @@ int main(void) {
   tcase_add_test(tc, a_full_tenant_table_refuses_the_batch);
   tcase_add_test(tc, cancelling_a_batch_cancels_only_what_has_not_started);
   tcase_add_test(tc, a_worker_never_sees_part_of_a_batch);
+  tcase_add_test(tc, a_keyed_line_joins_the_running_job_of_its_key);
+  tcase_add_test(tc, two_lines_of_a_key_run_once);
+  tcase_add_test(tc, a_refused_batch_leaves_the_joined_job_as_it_was);
+  tcase_add_test(tc, too_many_joins_refuse_the_batch_whole);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

@@ -95,6 +95,39 @@ START_TEST(results_in_input_order_and_first_failing_status) {
 }
 END_TEST
 
+/* Two lines of one key: the job runs once (the second line's payload never runs) and --wait
+ * reports its result for both lines, in input order, beside the line without a key. */
+START_TEST(lines_of_one_key_run_once_and_each_reports_the_result) {
+  const char *name = cli_segment("bk", "small:cells=1,queue=8,mode=worker,payload=64", NULL);
+  struct cli_proc w;
+  CLI_SPAWN(&w, "worker", name, "--class", "small", "--", "sh", "-c", upper_exit);
+  char path[256];
+  batch_file("keyed",
+             "{\"payload\": \"one:0\", \"key\": \"build-42\"}\n"
+             "{\"payload\": \"two:3\", \"key\": \"build-42\"}\n"
+             "{\"payload\": \"three:0\"}\n",
+             path, sizeof path);
+  ck_assert_int_eq(CLI("submit", name, "-c", "small", "-t", "a", "--batch", path, "--wait"), 0);
+  const char *want[] = {"{\"line\":1,", "\"status\":0,\"result\":\"ONE\"}\n",
+                        "{\"line\":2,", "\"status\":0,\"result\":\"ONE\"}\n",
+                        "{\"line\":3,", "\"status\":0,\"result\":\"THREE\"}\n"};
+  const char *at = out;
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    const char *found = strstr(at, want[i]);
+    ck_assert_msg(found != NULL, "'%s' missing or out of order in:\n%s", want[i], out);
+    at = found + strlen(want[i]);
+  }
+  ck_assert_msg(strstr(out, "TWO") == NULL, "the second line's job ran:\n%s", out);
+  /* Both lines name one job: one ticket. */
+  const char *t1 = strstr(out, "\"ticket\":\""), *t2 = t1 ? strstr(t1 + 1, "\"ticket\":\"") : NULL;
+  ck_assert_ptr_nonnull(t2);
+  ck_assert_int_eq(strncmp(t1, t2, strcspn(t1 + 10, "\"") + 10), 0);
+  assert_status(name, "queue_depth", "0");
+  ck_assert_int_eq(kill(w.pid, SIGTERM), 0);
+  ck_assert_int_eq(cli_reap(&w, 1, out, sizeof out, NULL, err, sizeof err), 0);
+}
+END_TEST
+
 /* A bad line: exit 2, stderr names the line, and nothing was queued. */
 static const struct {
   const char *text, *needle;
@@ -111,8 +144,8 @@ static const struct {
     {"{\"payload_file\": \"/nonexistent/file\"}\n", "line 1: \"payload_file\" '/nonexistent/file'"},
     {"{\"payload\": \"0123456789abcdefX\"}\n", "line 1: \"payload\": 17 bytes, more than"},
     {"\n\n", "the batch is empty"},
-    {"{}\n{}\n{\"key\": \"build-42\"}\n",
-     "line 3: \"key\": a batch's jobs carry no key (submit a keyed job alone: --key)"},
+    {"{}\n{}\n{\"key\": \"build-42\", \"supersede\": true}\n",
+     "line 3: \"supersede\": a batch's keyed jobs join or queue, they supersede nothing"},
     {"{\"quota\": 7}\n", "line 1: \"quota\" must be a quota's name or an array of 1 to 8"},
     {"{\"quota\": []}\n", "line 1: \"quota\" must be a quota's name or an array of 1 to 8"},
     {"{}\n{\"quota\": [\"ci\", \"ci\"]}\n", "line 2: \"quota\": 'ci' is named twice"},
@@ -198,6 +231,40 @@ START_TEST(a_stop_signal_cancels_the_unstarted_jobs) {
 }
 END_TEST
 
+/* A keyed line joins the running job another `submit --key` queued: it has that job's ticket,
+ * and --wait reports that job's result for it, as the other submit gets it. */
+START_TEST(a_keyed_line_joins_a_running_job_of_its_key) {
+  const char *name = cli_segment("bj", "small:cells=1,queue=8,mode=worker,payload=16", NULL);
+  char gate[128], path[256], first[SHMS_TICKET_STRLEN], joined[SHMS_TICKET_STRLEN], line[256];
+  cli_path(gate, sizeof gate, "gate-join");
+  ck_assert_int_eq(mkfifo(gate, 0600), 0);
+  int fd = open(gate, O_RDWR | O_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  struct cli_proc w, s1, s2;
+  CLI_SPAWN(&w, "worker", name, "--class", "small", "--", "sh", "-c",
+            "exec 3<\"$1\"; echo started >&2; cat <&3; tr a-z A-Z", "sh", gate);
+  CLI_SPAWN(&s1, "submit", name, "-c", "small", "-t", "a", "-P", "first", "--key", "k", "--wait",
+            "--print-ticket");
+  cli_read_line(s1.err, first, sizeof first);
+  cli_read_line(w.err, line, sizeof line);
+  ck_assert_str_eq(line, "started");
+  batch_file("join", "{\"payload\": \"second\", \"key\": \"k\"}\n", path, sizeof path);
+  CLI_SPAWN(&s2, "submit", name, "-c", "small", "-t", "b", "--batch", path, "--wait",
+            "--print-ticket");
+  cli_read_line(s2.err, joined, sizeof joined);
+  ck_assert_str_eq(joined, first);
+  close(fd); /* the job ends */
+  ck_assert_int_eq(cli_reap(&s1, 1, out, sizeof out, NULL, err, sizeof err), 0);
+  ck_assert_str_eq(out, "FIRST");
+  ck_assert_int_eq(cli_reap(&s2, 1, out, sizeof out, NULL, err, sizeof err), 0);
+  ck_assert_msg(strstr(out, "{\"line\":1,") && strstr(out, "\"status\":0,\"result\":\"FIRST\"}\n"),
+                "%s", out);
+  assert_status(name, "queue_depth", "0");
+  ck_assert_int_eq(kill(w.pid, SIGTERM), 0);
+  ck_assert_int_eq(cli_reap(&w, 1, out, sizeof out, NULL, err, sizeof err), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cli_batch");
   TCase *tc = harness_tcase("batch");
@@ -206,6 +273,8 @@ int main(void) {
   tcase_add_loop_test(tc, a_bad_line_refuses_the_batch, 0,
                       (int)(sizeof bad_lines / sizeof bad_lines[0]));
   tcase_add_test(tc, a_refused_batch_changes_nothing);
+  tcase_add_test(tc, lines_of_one_key_run_once_and_each_reports_the_result);
+  tcase_add_test(tc, a_keyed_line_joins_a_running_job_of_its_key);
   tcase_add_test(tc, a_stop_signal_cancels_the_unstarted_jobs);
   suite_add_tcase(s, tc);
   return harness_run(s);

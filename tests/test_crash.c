@@ -572,6 +572,69 @@ static void after_batch(struct run *r) {
   ck_assert_uint_eq(cancelled, 4);
 }
 
+/* The survivor's keyed job, queued: a keyed batch of the victim joins it. */
+static void survivor_submits_keyed(struct run *r) {
+  ck_assert_shms_ok(shms_submit_key(r->h, &job_req, "k", "orig", 4, 0, &r->ticket, NULL));
+  r->has_ticket = 1;
+}
+
+/* Keyed lines: one joins the survivor's job, one queues a job the next joins, one has no key. */
+static void op_submit_keyed_batch(struct run *r, shms_t *v) {
+  (void)r;
+  shms_batch_job jobs[4] = {{.tenant = "t", .payload = "a", .len = 1, .key = "k"},
+                            {.tenant = "t", .payload = "b", .len = 1, .key = "n"},
+                            {.tenant = "t", .payload = "c", .len = 1, .key = "n"},
+                            {.tenant = "t", .payload = "d", .len = 1}};
+  shms_ticket t[4];
+  if (shms_submit_batch(v, SHMS_CLASS_SMALL, jobs, 4, 0, t, NULL) != SHMS_OK)
+    _exit(104);
+}
+
+/* The same, with a tenant the table has no room for: refused at the index, after the joins. */
+static void op_submit_keyed_batch_refused(struct run *r, shms_t *v) {
+  (void)r;
+  shms_batch_job jobs[4] = {{.tenant = "t", .payload = "a", .len = 1, .key = "k"},
+                            {.tenant = "t", .payload = "b", .len = 1, .key = "n"},
+                            {.tenant = "t", .payload = "c", .len = 1, .key = "n"},
+                            {.tenant = "u", .payload = "d", .len = 1}};
+  shms_ticket t[4];
+  size_t failed = 0;
+  if (shms_submit_batch(v, SHMS_CLASS_SMALL, jobs, 4, 0, t, &failed) != SHMS_EQUEUEFULL ||
+      failed != 3)
+    _exit(105);
+}
+
+/* The dead victim's shares are gone and its jobs with them: the survivor's job waits for its
+ * submitter alone, runs once, and gives it its result; then nothing is left. */
+static void after_keyed_batch(struct run *r) {
+  const struct shms__cls *k = &r->h->cls[SHMS_CLASS_SMALL];
+  uint64_t w = ck_pr_load_64(&shms__slot_at(k, r->ticket.slot)->waiters);
+  ck_assert_uint_eq(SHMS__WAIT_COUNT(w), 0);
+  ck_assert(w & SHMS__WAIT_OWNER);
+  shms_class_stats s;
+  ck_assert_shms_ok(shms_observe(r->h, SHMS_CLASS_SMALL, &s));
+  ck_assert_uint_eq(s.queue_depth, 1);
+  ck_assert_uint_eq(ck_pr_load_32(&k->ctl->used), 1);
+  shms_worker_t *wk;
+  shms_job job;
+  ck_assert_shms_ok(shms_worker_open(r->h, SHMS_CLASS_SMALL, &wk));
+  ck_assert_shms_ok(shms_worker_take(wk, 0, &job));
+  ck_assert_uint_eq(job.payload_len, 4);
+  ck_assert_shms_ok(shms_worker_complete(wk, &job, 7, "JOB", 3));
+  ck_assert_int_eq(shms_worker_take(wk, 0, &job), SHMS_ETIMEDOUT);
+  char buf[8];
+  shms_result res;
+  ck_assert_shms_ok(shms_wait_result(r->h, &r->ticket, 0, buf, sizeof buf, &res));
+  ck_assert_int_eq(res.status, 7);
+  ck_assert_shms_ok(shms_worker_close(wk));
+  ck_assert_uint_eq(ck_pr_load_32(&k->ctl->used), 0);
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(r->h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+}
+
+
 /* ---- Worker jobs naming a quota of 1 ---- */
 
 /* The quota's unit is back (a quarantined cell repaired by after_job) and nothing is amiss. */
@@ -587,6 +650,7 @@ static void assert_quota_free(struct run *r) {
   ck_assert_shms_ok(shms_check(r->h, report, sizeof report, &violations));
   ck_assert_msg(violations == 0, "%s", report);
 }
+
 
 static void after_quota_job(struct run *r) {
   after_job(r);
@@ -683,6 +747,10 @@ static const struct scenario scenarios[] = {
     {"worker batch submit", WORKER, NULL, NULL, NULL, op_submit_batch, after_batch},
     {"worker batch refused at the index", WORKER_ONE_TENANT, NULL, NULL, NULL,
      op_submit_batch_refused, after_batch},
+    {"worker keyed batch: joins and queues", WORKER, survivor_submits_keyed, NULL, NULL,
+     op_submit_keyed_batch, after_keyed_batch},
+    {"worker keyed batch refused at the index", WORKER_ONE_TENANT, survivor_submits_keyed, NULL,
+     NULL, op_submit_keyed_batch_refused, after_keyed_batch},
     /* A class fair by time: its grants charge, its lease ends correct the charge. */
     {"by time: release, dispatch and grant", TIMED, NULL, victim_holds, survivor_queues, op_release,
      after_survivor_granted},

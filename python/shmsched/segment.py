@@ -499,12 +499,14 @@ class Segment:
         """Queue jobs for the workers of a worker class, all or none; one :class:`Job` each,
         in order.
 
-        Each job is a dict with ``payload`` (bytes) and optionally ``tenant``, ``priority``,
-        ``deadline`` (seconds) and ``quotas`` (as :meth:`submit`'s), or a ``(tenant, payload)``
-        tuple; ``tenant`` is the default for
-        dicts without one. A refusal (a full queue, a bad job, a denied tenant) raises, names
-        the job (``job 2: ...``), and queues nothing. :meth:`cancel_batch` cancels the jobs
-        that have not started.
+        Each job is a dict with ``payload`` (bytes) and optionally ``tenant``, ``priority`` and
+        ``deadline`` (seconds), ``quotas`` (as :meth:`submit`'s) and ``key`` (single-flight, as ``shmsched submit --key`` without
+        supersede: the job joins the key's live job, or the one an earlier job of the batch
+        with that key queues, and its :class:`Job` gets that job's result), or a
+        ``(tenant, payload)`` tuple; ``tenant`` is the default for dicts without one. A refusal
+        (a full queue, a bad job, a denied tenant, more joins than a process may hold) raises,
+        names the job (``job 2: ...``), and queues or joins nothing. :meth:`cancel_batch`
+        cancels the jobs that have not started (a joined job: this batch's share of it).
         """
         cap = self._payload_max(cls)
         ci = class_index(cls)
@@ -515,7 +517,7 @@ class Segment:
             if not isinstance(j, Mapping):
                 raise TypeError(f"job {n}: a dict or a (tenant, payload) tuple, "
                                 f"not {type(j).__name__}")
-            unknown = set(j) - {"tenant", "payload", "priority", "deadline", "quotas"}
+            unknown = set(j) - {"tenant", "payload", "priority", "deadline", "quotas", "key"}
             if unknown:
                 raise InvalidArgument(f"job {n}: unknown field {sorted(unknown)[0]!r}")
             try:
@@ -523,11 +525,6 @@ class Segment:
             except (InvalidArgument, TypeError) as e:
                 raise type(e)(f"job {n}: {e.detail if isinstance(e, InvalidArgument) else e}") \
                     from None
-            if quotas:
-                # A batch's jobs carry no quotas in this library yet (shms_batch_job has no
-                # such field): refused as the library refuses a worker job's quotas.
-                raise InvalidArgument(f"job {n}: class {cls} is a worker class: quotas are for "
-                                      "lease classes")
             payload = j.get("payload", b"")
             if not isinstance(payload, (bytes, bytearray, memoryview)):
                 raise TypeError(f"job {n}: payload must be bytes, not {type(payload).__name__}")
@@ -542,7 +539,10 @@ class Segment:
                                                               j.get("deadline"), None)
             except (InvalidArgument, TypeError) as e:
                 raise type(e)(f"job {n}: {e}") from None
-            rows.append((t, priority, deadline_ns, bytes(payload)))
+            key = j.get("key")
+            if key is not None and not isinstance(key, str):
+                raise TypeError(f"job {n}: key must be a str, not {type(key).__name__}")
+            rows.append((t, priority, deadline_ns, bytes(payload), key, quotas))
         tickets = self._h.submit_batch(ci, rows, 1 if retry_once else 0)
         return [Job(self, t, cap) for t in tickets]
 

@@ -417,7 +417,7 @@ static PyMethodDef handle_methods[] = {
          "submit(cls, tenant, priority, deadline_ns, activation, payload, flags[, (quota, ...)[, "
          "key]]) -> (ticket, joined)."),
     METH("submit_batch", pyshms_submit_batch, METH_VARARGS,
-         "submit_batch(cls, [(tenant, priority, deadline_ns, payload), ...], flags) -> "
+         "submit_batch(cls, [(tenant, priority, deadline_ns, payload, key), ...], flags) -> "
          "[ticket, ...], all or none."),
     METH("cancel_batch", pyshms_cancel_batch, METH_O,
          "cancel_batch([ticket, ...]) -> how many unstarted jobs were cancelled."),

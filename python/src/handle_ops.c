@@ -294,20 +294,28 @@ PyObject *pyshms_submit(HandleObject *self, PyObject *args) {
   return out;
 }
 
-/* One job of submit_batch's list: (tenant, priority, deadline_ns, payload bytes), borrowed. */
-static int batch_job(PyObject *item, shms_batch_job *j) {
-  const char *tenant;
+/* One job of submit_batch's list: (tenant, priority, deadline_ns, payload bytes, key or None,
+ * quotas tuple), borrowed; its quotas' names into names (room for SHMS_REQUEST_QUOTAS_MAX). */
+static int batch_job(PyObject *item, shms_batch_job *j, const char **names) {
+  const char *tenant, *key;
   int priority;
   unsigned long long deadline;
   const char *payload;
   Py_ssize_t len;
-  if (!PyArg_ParseTuple(item, "siKy#", &tenant, &priority, &deadline, &payload, &len))
+  PyObject *quotas;
+  uint32_t nquotas;
+  if (!PyArg_ParseTuple(item, "siKy#zO!", &tenant, &priority, &deadline, &payload, &len, &key,
+                        &PyTuple_Type, &quotas) ||
+      quota_names(quotas, names, &nquotas) < 0)
     return -1;
   *j = (shms_batch_job){.tenant = tenant,
                         .priority = priority,
                         .deadline_ns = deadline,
                         .payload = payload,
-                        .len = (size_t)len};
+                        .len = (size_t)len,
+                        .quotas = nquotas > 0 ? names : NULL,
+                        .nquotas = nquotas,
+                        .key = key};
   return 0;
 }
 
@@ -321,15 +329,16 @@ PyObject *pyshms_submit_batch(HandleObject *self, PyObject *args) {
   Py_ssize_t n = PyList_GET_SIZE(list);
   shms_batch_job *jobs = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *jobs);
   shms_ticket *t = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *t);
+  const char **names = PyMem_Calloc((n > 0 ? (size_t)n : 1) * SHMS_REQUEST_QUOTAS_MAX, sizeof *names);
   PyObject *out = NULL;
-  if (jobs == NULL || t == NULL) {
+  if (jobs == NULL || t == NULL || names == NULL) {
     PyErr_NoMemory();
     goto done;
   }
   /* The list holds its tuples, and they their strings and bytes, for the whole call: the
    * list is the caller's own (submit_batch builds it), never changed meanwhile. */
   for (Py_ssize_t i = 0; i < n; i++)
-    if (batch_job(PyList_GET_ITEM(list, i), &jobs[i]) < 0)
+    if (batch_job(PyList_GET_ITEM(list, i), &jobs[i], names + i * SHMS_REQUEST_QUOTAS_MAX) < 0)
       goto done;
   int rc;
   size_t failed;
@@ -350,6 +359,7 @@ PyObject *pyshms_submit_batch(HandleObject *self, PyObject *args) {
 done:
   PyMem_Free(jobs);
   PyMem_Free(t);
+  PyMem_Free(names);
   return out;
 }
 

@@ -56,3 +56,23 @@ def test_cancel_batch_cancels_only_the_unstarted(make_segment):
             except shmsched.Cancelled:
                 outcomes.append(None)
         assert sorted(outcomes, key=lambda o: o is None) == [b"done", None, None]
+
+
+def test_jobs_of_one_key_run_once_and_share_the_result(make_segment):
+    s = make_segment(WORK)
+    with s.open() as seg:
+        jobs = seg.submit_batch("small", [{"payload": b"one", "key": "k"},
+                                          {"payload": b"two", "key": "k"},
+                                          {"payload": b"three"}], tenant="a")
+        assert seg.observe("small").queue_depth == 2
+        w = seg.worker("small")
+        for _ in range(2):
+            j = w.take(timeout=10)
+            j.complete(j.payload.upper())
+        w.close()
+        assert [j.result(timeout=10).data for j in jobs] == [b"ONE", b"ONE", b"THREE"]
+        with pytest.raises(TypeError, match="job 0: key must be a str"):
+            seg.submit_batch("small", [{"payload": b"x", "key": 7}], tenant="a")
+        with pytest.raises(shmsched.InvalidArgument, match="job 0: key"):
+            seg.submit_batch("small", [{"payload": b"x", "key": "has space"}], tenant="a")
+        assert seg.observe("small").queue_depth == 0

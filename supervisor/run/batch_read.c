@@ -38,16 +38,6 @@ __attribute__((format(printf, 2, 3))) static int bad_line(const struct reader *r
                    why);
 }
 
-/*
- * Fields read and checked like every other, but refused, here and only here: a batch's jobs join
- * no keyed job (a keyed job is submitted alone, `submit --key`).
- */
-static int needs_unbuilt(const struct reader *r, const struct batch_line *l) {
-  if (l->key != NULL)
-    return BAD(r, "\"key\": a batch's jobs carry no key (submit a keyed job alone: --key)");
-  return 0;
-}
-
 /* Strict standard base64 (RFC 4648, padded) of s into a new buffer of *len bytes, or NULL. */
 static unsigned char *base64_decode(const char *s, size_t n, size_t *len) {
   if (n % 4 != 0)
@@ -198,6 +188,9 @@ static int take_fields(const struct reader *r, json_t *o, struct batch_line *l) 
   const char *field;
   json_t *v;
   json_object_foreach(o, field, v) {
+    if (strcmp(field, "supersede") == 0)
+      return BAD(r, "\"supersede\": a batch's keyed jobs join or queue, they supersede nothing "
+                    "(supersede a key alone: --key KEY --supersede)");
     if (!known(field))
       return BAD(r,
                  "unknown field \"%s\" (known: tenant, payload, payload_b64, payload_file, "
@@ -239,7 +232,7 @@ static int parse_line(const struct reader *r, const char *text, size_t n, struct
     return BAD(r, "not JSON: %s (column %d)", err.text, err.column);
   int rc = json_is_object(o) ? take_fields(r, o, l) : BAD(r, "not a JSON object");
   json_decref(o);
-  return rc != 0 ? rc : needs_unbuilt(r, l);
+  return rc;
 }
 
 static int blank(const char *s, size_t n) {

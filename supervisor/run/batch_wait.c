@@ -66,7 +66,8 @@ static int submit_all(struct batch_wait *w) {
                                .len = l->len,
                                .quotas = l->nquota != 0 ? (const char *const *)l->quota
                                                         : w->a->req.quotas,
-                               .nquotas = l->nquota != 0 ? l->nquota : w->a->req.nquotas};
+                               .nquotas = l->nquota != 0 ? l->nquota : w->a->req.nquotas,
+                               .key = l->key};
   }
   size_t failed = in->n;
   int rc = shms_submit_batch(w->h, w->a->req.cls, jobs, in->n, w->a->flags, w->t, &failed);
