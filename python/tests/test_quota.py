@@ -102,10 +102,10 @@ def test_bad_quotas_are_refused_and_change_nothing(make_segment):
         assert (st.granted, st.queue_depth, st.available) == (0, 0, 2)
         assert seg.quotas() == [shmsched.QuotaStats("gpu", 1, 0, 0)]
     with w.open() as seg:
-        # Worker classes: the library refuses a job's quotas for now; nothing is queued.
-        with pytest.raises(shmsched.InvalidArgument, match="quotas are for lease classes"):
+        # Worker classes: a job's quotas are checked as a lease's; nothing is queued.
+        with pytest.raises(shmsched.InvalidArgument, match="no quota 'gpu' in the segment"):
             seg.submit("small", b"x", tenant="a", quotas=["gpu"])
-        with pytest.raises(shmsched.InvalidArgument, match="job 1: .*quotas are for lease"):
+        with pytest.raises(shmsched.InvalidArgument, match="job 1: no quota 'gpu'"):
             seg.submit_batch("small", [("a", b"1"), {"tenant": "a", "quotas": ["gpu"]}])
         with pytest.raises(TypeError, match="job 0: quotas must be a sequence"):
             seg.submit_batch("small", [{"tenant": "a", "quotas": "gpu"}])
