@@ -455,6 +455,84 @@ END_TEST
 START_TEST(a_joiner_killed_at_each_step_of_its_leave) { killed_at_each_step(1); }
 END_TEST
 
+/*
+ * The worker that ends a dead client's granted job owner-lost collects it on the client's
+ * behalf; the dead client's recovery, run by another process between that settle and that
+ * collection, collects it too. The slot is freed once: the second collection finds it
+ * collected (it used to free it again, and the class's used count wrapped below zero).
+ */
+static shms_t *race_h;
+static const char *race_name;
+static uint32_t race_slot;
+static int race_done;
+
+static void recover_between_settle_and_collect(void) {
+  const struct shms__cls *k = &race_h->cls[SHMS_CLASS_SMALL];
+  uint64_t w = ck_pr_load_64(&shms__slot_at(k, race_slot)->word);
+  if (race_done || SHMS__SLOT_STATE(w) != SHMS__SLOT_SETTLED || (w & SHMS__SLOT_COLLECTED))
+    return;
+  race_done = 1;
+  pid_t c = fork();
+  if (c == 0) {
+    shms_t *ch;
+    _exit(shms_attach(race_name, 0, &ch) == SHMS_OK &&
+                  shms_recover_dead(ch, 0, NULL, NULL, NULL) == SHMS_OK
+              ? 0
+              : 1);
+  }
+  int status;
+  if (c < 0 || waitpid(c, &status, 0) != c || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    abort();
+}
+
+START_TEST(a_dead_client_s_job_is_collected_once_by_worker_and_recovery) {
+  const char *name;
+  shms_t *h = open_class(&name);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  int up[2];
+  ck_assert(pipe(up) == 0);
+  pid_t c = fork();
+  ck_assert_int_ge(c, 0);
+  if (c == 0) {
+    shms_t *ch;
+    shms_ticket t;
+    shms_request r = req("b");
+    if (shms_attach(name, 0, &ch) != SHMS_OK || shms_submit(ch, &r, "job", 3, 0, &t) != SHMS_OK ||
+        write(up[1], &t, sizeof t) != sizeof t)
+      _exit(1);
+    pause(); /* killed while its job is granted to our worker */
+    _exit(2);
+  }
+  shms_ticket t;
+  read_all(up[0], &t, sizeof t);
+  kill(c, SIGKILL);
+  ck_assert_int_eq(waitpid(c, NULL, 0), c);
+  race_h = h;
+  race_name = name;
+  race_slot = t.slot;
+  race_done = 0;
+  shms__test_step_check(recover_between_settle_and_collect);
+  shms_job job;
+  int rc = shms_worker_take(w, 0, &job);
+  shms__test_step_check(NULL);
+  ck_assert_int_eq(rc, SHMS_ETIMEDOUT); /* the job never ran: its client is gone */
+  ck_assert_int_eq(race_done, 1);       /* the recovery did run in between */
+  ck_assert_uint_eq(used(h), 0);
+  ck_assert_uint_eq(stats(h).queue_depth, 0);
+  /* The slot is free once: the class takes as many jobs as it has slots, and no more. */
+  shms_request r = req("a");
+  shms_ticket more[8];
+  for (int j = 0; j < 8; j++)
+    ck_assert_shms_ok(shms_submit(h, &r, "x", 1, 0, &more[j]));
+  ck_assert_int_eq(shms_submit(h, &r, "x", 1, 0, &t), SHMS_EQUEUEFULL);
+  ck_assert_shms_ok(shms_worker_close(w));
+  close(up[0]);
+  close(up[1]);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("keyed");
   TCase *tc = tcase_create("keyed");
@@ -469,6 +547,7 @@ int main(void) {
   tcase_add_test(tc, bad_keys_and_flags_are_refused_and_change_nothing);
   tcase_add_test(tc, a_joiner_killed_at_each_step_of_its_join);
   tcase_add_test(tc, a_joiner_killed_at_each_step_of_its_leave);
+  tcase_add_test(tc, a_dead_client_s_job_is_collected_once_by_worker_and_recovery);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
