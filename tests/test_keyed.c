@@ -533,6 +533,69 @@ START_TEST(a_dead_client_s_job_is_collected_once_by_worker_and_recovery) {
 }
 END_TEST
 
+/* A child that attaches and runs fn, then waits to be killed; its parent waits for it to be
+ * ready. */
+static pid_t ready_child(const char *name, void (*fn)(shms_t *)) {
+  int up[2];
+  ck_assert(pipe(up) == 0);
+  pid_t c = fork();
+  ck_assert_int_ge(c, 0);
+  if (c == 0) {
+    shms_t *ch;
+    if (shms_attach(name, 0, &ch) != SHMS_OK)
+      _exit(1);
+    fn(ch);
+    if (write(up[1], "r", 1) != 1)
+      _exit(2);
+    pause();
+    _exit(3);
+  }
+  char r;
+  read_all(up[0], &r, 1);
+  close(up[0]);
+  close(up[1]);
+  return c;
+}
+
+static void bind_worker(shms_t *ch) {
+  shms_worker_t *w;
+  if (shms_worker_open(ch, SHMS_CLASS_SMALL, &w) != SHMS_OK)
+    _exit(4);
+}
+
+static void submit_keyed(shms_t *ch) {
+  shms_request r = req("b");
+  shms_ticket t;
+  if (shms_submit_key(ch, &r, "k", "job", 3, 0, &t, NULL) != SHMS_OK)
+    _exit(5);
+}
+
+/*
+ * A keyed job granted to a worker that dies before taking it, and whose submitter dies too:
+ * the recovery queues the grant again, and as nobody waits for it any more it ends there (it
+ * used to stay queued for its dead submitter, which the audit reports).
+ */
+START_TEST(a_keyed_grant_to_a_dead_worker_with_its_submitter_dead_ends) {
+  const char *name;
+  shms_t *h = open_class(&name);
+  pid_t worker = ready_child(name, bind_worker);
+  pid_t submitter = ready_child(name, submit_keyed); /* granted at once to the free cell */
+  kill(worker, SIGKILL);
+  kill(submitter, SIGKILL);
+  ck_assert_int_eq(waitpid(worker, NULL, 0), worker);
+  ck_assert_int_eq(waitpid(submitter, NULL, 0), submitter);
+  ck_assert_uint_eq(used(h), 1);
+  ck_assert_shms_ok(shms_recover(h, NULL));
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_uint_eq(stats(h).queue_depth, 0);
+  ck_assert_uint_eq(used(h), 0);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("keyed");
   TCase *tc = tcase_create("keyed");
@@ -548,6 +611,7 @@ int main(void) {
   tcase_add_test(tc, a_joiner_killed_at_each_step_of_its_join);
   tcase_add_test(tc, a_joiner_killed_at_each_step_of_its_leave);
   tcase_add_test(tc, a_dead_client_s_job_is_collected_once_by_worker_and_recovery);
+  tcase_add_test(tc, a_keyed_grant_to_a_dead_worker_with_its_submitter_dead_ends);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
