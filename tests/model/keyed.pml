@@ -34,12 +34,22 @@
  * live shares (OWNER for a live submitter's, the count for the joiners' records); every
  * process ends and the slot ends free (no job left that nobody waits for).
  *
- * Variant that must FAIL:
+ * Options: -DTWO_JOINERS runs J2 as well (without it J2 counts as done); -DNO_DEATH leaves the
+ * Reaper out; -DNO_SUPERSEDE the superseder. The default suite runs one joiner with a death,
+ * and two joiners without a death nor a supersede: both together are beyond a minute.
+ *
+ * Variants that must FAIL (each the code as it was; found by this model):
+ *  -DCOLLECT_UNCHECKED  the collection after a settle sets COLLECTED whatever the word says:
+ *                      the worker that settled a gone waiter's job and the last leaver (or a
+ *                      recovery) that found it settled both collect it, and the slot is freed
+ *                      twice.
  *  -DABANDON_SLOT_SEQ  a dead joiner's recovery abandons the job under the slot's current
  *                      sequence, read after its share's CAS, instead of the sequence its record
  *                      names: the worker completes the unwaited job and frees the slot, R
- *                      claims and queues job 2, and the recovery ends R's job owner-lost (found
- *                      by this model).
+ *                      claims and queues job 2, and the recovery ends R's job owner-lost.
+ *  -DUNWAITED_UNCLOSED the worker's "nobody waits" (a dead submitter, no joiner) leaves the word
+ *                      open: a joiner's CAS, reading the dead submitter's OWNER as a waiter,
+ *                      counts on a job the worker then ends and frees.
  */
 
 /* slot states (shm/layout.h) */
