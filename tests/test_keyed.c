@@ -17,6 +17,7 @@
 #include "sched_util.h"
 #include "shm/crashpoint.h"
 #include "shm/handle.h"
+#include "shm/proc.h"
 
 #define PAYLOAD 64
 
@@ -596,6 +597,75 @@ START_TEST(a_keyed_grant_to_a_dead_worker_with_its_submitter_dead_ends) {
 }
 END_TEST
 
+/*
+ * A joiner paused between its record and its CAS while the worker ends the job for its dead
+ * submitter (nobody waits: no joiner yet). The joiner must not count on that job: it queues one
+ * of its own (it used to join the ended job, whose slot was freed under it).
+ */
+static shms_t *pause_h;
+static int pause_up, pause_down, pause_done;
+
+static void pause_at_join_record(void) {
+  const uint64_t *t = shms__proc_at(pause_h, shms__self_index(pause_h))->joins;
+  int recorded = 0;
+  for (int j = 0; j < SHMS__JOINS; j++)
+    recorded |= ck_pr_load_64(&t[j]) != 0;
+  if (pause_done || !recorded)
+    return;
+  pause_done = 1;
+  char c = 'p';
+  if (write(pause_up, &c, 1) != 1 || read(pause_down, &c, 1) != 1)
+    _exit(6);
+}
+
+START_TEST(a_join_never_counts_on_a_job_ended_for_its_dead_submitter) {
+  const char *name;
+  shms_t *h = open_class(&name);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  pid_t submitter = ready_child(name, submit_keyed); /* granted at once to our worker's cell */
+  kill(submitter, SIGKILL);
+  ck_assert_int_eq(waitpid(submitter, NULL, 0), submitter);
+  int up[2], down[2];
+  ck_assert(pipe(up) == 0 && pipe(down) == 0);
+  pid_t j = fork();
+  ck_assert_int_ge(j, 0);
+  if (j == 0) {
+    shms_ticket t;
+    shms_request r = req("c");
+    int joined = -1;
+    if (shms_attach(name, 0, &pause_h) != SHMS_OK)
+      _exit(1);
+    pause_up = up[1];
+    pause_down = down[0];
+    shms__test_step_check(pause_at_join_record);
+    int rc = shms_submit_key(pause_h, &r, "k", "mine", 4, 0, &t, &joined);
+    shms__test_step_check(NULL);
+    if (rc != SHMS_OK || write(up[1], &joined, sizeof joined) != sizeof joined)
+      _exit(2);
+    _exit(0);
+  }
+  char c;
+  read_all(up[0], &c, 1); /* the joiner has recorded its share, not yet counted it */
+  shms_job job;
+  ck_assert_int_eq(shms_worker_take(w, 0, &job), SHMS_ETIMEDOUT); /* ended owner-lost */
+  ck_assert_int_eq(write(down[1], "g", 1), 1);
+  int joined;
+  read_all(up[0], &joined, sizeof joined);
+  ck_assert_int_eq(child_status(j), 0);
+  ck_assert_int_eq(joined, 0); /* a job of its own */
+  ck_assert_shms_ok(shms_recover(h, NULL));
+  none_left(w); /* the joiner exited without waiting for its own job: recovery ended it */
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_uint_eq(used(h), 0);
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("keyed");
   TCase *tc = tcase_create("keyed");
@@ -612,6 +682,7 @@ int main(void) {
   tcase_add_test(tc, a_joiner_killed_at_each_step_of_its_leave);
   tcase_add_test(tc, a_dead_client_s_job_is_collected_once_by_worker_and_recovery);
   tcase_add_test(tc, a_keyed_grant_to_a_dead_worker_with_its_submitter_dead_ends);
+  tcase_add_test(tc, a_join_never_counts_on_a_job_ended_for_its_dead_submitter);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
