@@ -206,7 +206,9 @@ static void release_entry(struct shms *h, const struct shms__cls *k, struct shms
     /* The slot's sequence is read before the share goes: after it, a worker may drop the
      * unwaited result and free the slot, and a new job claim it under the next sequence. */
     uint64_t seq = shms__load_64(&shms__slot_at(k, i)->seq);
-    if (drop_joiner(k, i, (uint32_t)e) && (uint32_t)seq == (uint32_t)e)
+    int last = drop_joiner(k, i, (uint32_t)e);
+    SHMS__STEP();
+    if (last && (uint32_t)seq == (uint32_t)e)
       shms__job_abandon(h, k, i, seq, SHMS_EOWNERLOST);
   }
 }

@@ -666,6 +666,104 @@ START_TEST(a_join_never_counts_on_a_job_ended_for_its_dead_submitter) {
 }
 END_TEST
 
+/*
+ * A dead joiner was a running job's last waiter (its submitter left it). Its recovery takes its
+ * share back; right then the worker completes the job, drops the result nobody waits for and
+ * frees the slot, and another client queues a job in it. The recovery must leave that job
+ * alone (it used to end it owner-lost, taking the slot's new sequence for the dead joiner's).
+ */
+static shms_t *reuse_h;
+static const char *reuse_name;
+static int reuse_to_worker, reuse_from_worker, reuse_done, reuse_up[2];
+static shms_ticket reuse_ticket;
+static pid_t reuse_pid;
+
+static void complete_and_reuse(void) {
+  const struct shms__slot *s = shms__slot_at(&reuse_h->cls[SHMS_CLASS_SMALL], 0);
+  uint64_t wt = ck_pr_load_64(&s->waiters);
+  if (reuse_done || SHMS__SLOT_STATE(ck_pr_load_64(&s->word)) != SHMS__SLOT_RUNNING ||
+      SHMS__WAIT_COUNT(wt) != 0 || (wt & SHMS__WAIT_OWNER))
+    return;
+  reuse_done = 1;
+  char c = 'g';
+  if (write(reuse_to_worker, &c, 1) != 1 || read(reuse_from_worker, &c, 1) != 1)
+    abort(); /* the worker completed the job */
+  pid_t r = fork();
+  if (r == 0) {
+    shms_t *ch;
+    shms_request rq = req("b");
+    shms_ticket t;
+    if (shms_attach(reuse_name, 0, &ch) != SHMS_OK || shms_submit(ch, &rq, "next", 4, 0, &t) != 0 ||
+        write(reuse_up[1], &t, sizeof t) != sizeof t)
+      _exit(1);
+    pause();
+    _exit(2);
+  }
+  if (r < 0 || read(reuse_up[0], &reuse_ticket, sizeof reuse_ticket) != sizeof reuse_ticket)
+    abort();
+  reuse_pid = r;
+}
+
+START_TEST(a_dead_joiner_s_recovery_leaves_the_slot_s_next_job_alone) {
+  const char *name;
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
+      .configured = 1, .cells = 1, .queue = 1, .mode = SHMS_MODE_WORKER, .payload = PAYLOAD};
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  /* The worker: takes the job, completes it when told. */
+  int go[2], done[2];
+  ck_assert(pipe(go) == 0 && pipe(done) == 0 && pipe(reuse_up) == 0);
+  pid_t wk = fork();
+  ck_assert_int_ge(wk, 0);
+  if (wk == 0) {
+    shms_t *ch;
+    shms_worker_t *w;
+    shms_job job;
+    char c;
+    if (shms_attach(name, 0, &ch) != SHMS_OK || shms_worker_open(ch, SHMS_CLASS_SMALL, &w) != 0 ||
+        shms_worker_take(w, UINT64_MAX, &job) != SHMS_OK || write(done[1], "t", 1) != 1 ||
+        read(go[0], &c, 1) != 1 || shms_worker_complete(w, &job, 7, "R", 1) != SHMS_OK ||
+        write(done[1], "c", 1) != 1)
+      _exit(1);
+    pause();
+    _exit(2);
+  }
+  shms_ticket t = submit_key(h, "k", "job", 0, 0);
+  int to, from;
+  pid_t c = joiner(name, "k", &to, &from);
+  child_joined(from, &t);
+  char b;
+  read_all(done[0], &b, 1);                /* running */
+  ck_assert_int_eq(shms_cancel(h, &t), 1); /* we leave: the joiner is its last waiter */
+  kill(c, SIGKILL);
+  ck_assert_int_eq(waitpid(c, NULL, 0), c);
+  reuse_h = h;
+  reuse_name = name;
+  reuse_to_worker = go[1];
+  reuse_from_worker = done[0];
+  reuse_done = 0;
+  shms__test_step_check(complete_and_reuse);
+  ck_assert_shms_ok(shms_recover_dead(h, 0, NULL, NULL, NULL));
+  shms__test_step_check(NULL);
+  ck_assert_int_eq(reuse_done, 1);
+  ck_assert_uint_eq(reuse_ticket.slot, 0);
+  uint64_t w = ck_pr_load_64(&shms__slot_at(&h->cls[SHMS_CLASS_SMALL], 0)->word);
+  /* Queued, or granted to the worker's free cell: live, not ended. */
+  ck_assert_msg(
+      (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED || SHMS__SLOT_STATE(w) == SHMS__SLOT_GRANTED) &&
+          SHMS__SLOT_SEQ(w) == reuse_ticket.seq,
+      "the next job in the slot: state %u, sequence %u (its ticket's: %llu)",
+      (unsigned)SHMS__SLOT_STATE(w), (unsigned)SHMS__SLOT_SEQ(w),
+      (unsigned long long)reuse_ticket.seq);
+  kill(wk, SIGKILL);
+  kill(reuse_pid, SIGKILL);
+  ck_assert_int_eq(waitpid(wk, NULL, 0), wk);
+  ck_assert_int_eq(waitpid(reuse_pid, NULL, 0), reuse_pid);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("keyed");
   TCase *tc = tcase_create("keyed");
@@ -683,6 +781,7 @@ int main(void) {
   tcase_add_test(tc, a_dead_client_s_job_is_collected_once_by_worker_and_recovery);
   tcase_add_test(tc, a_keyed_grant_to_a_dead_worker_with_its_submitter_dead_ends);
   tcase_add_test(tc, a_join_never_counts_on_a_job_ended_for_its_dead_submitter);
+  tcase_add_test(tc, a_dead_joiner_s_recovery_leaves_the_slot_s_next_job_alone);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
