@@ -175,10 +175,17 @@ static int drop_joiner(const struct shms__cls *k, uint32_t i, uint64_t seq) {
 }
 
 int shms__keyed_unwaited(const struct shms__cls *k, uint32_t i, uint64_t seq, int owner_dead) {
-  uint64_t w = shms__load_64(&shms__slot_at(k, i)->waiters);
-  if (SHMS__WAIT_SEQ(w) != (uint32_t)seq)
-    return owner_dead;
-  return SHMS__WAIT_COUNT(w) == 0 && (!(w & SHMS__WAIT_OWNER) || owner_dead);
+  uint64_t *wp = &shms__slot_at(k, i)->waiters, w = shms__load_64(wp);
+  for (;;) {
+    if (SHMS__WAIT_SEQ(w) != (uint32_t)seq)
+      return owner_dead;
+    if (SHMS__WAIT_COUNT(w) != 0 || ((w & SHMS__WAIT_OWNER) && !owner_dead))
+      return 0;
+    /* Closed in the decision's CAS: a dead submitter's OWNER bit still reads as waited for,
+     * and a join let in after it would wait on a job ended and freed under it. */
+    if ((w & SHMS__WAIT_CLOSED) || ck_pr_cas_64_value(wp, w, w | SHMS__WAIT_CLOSED, &w))
+      return 1;
+  }
 }
 
 void shms__job_abandon(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
@@ -196,7 +203,7 @@ void shms__job_abandon(struct shms *h, const struct shms__cls *k, uint32_t i, ui
   w = shms__load_64(&s->word);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && !(w & SHMS__SLOT_COLLECTED) &&
       SHMS__SLOT_SEQ(w) == (uint32_t)seq)
-    shms__slot_collect(k, i);
+    shms__slot_collect(k, i, seq);
 }
 
 int shms__joiner_leave(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
@@ -260,8 +267,13 @@ static void release_entry(struct shms *h, const struct shms__cls *k, struct shms
     uint32_t i = SHMS__OWNED_INDEX(ref);
     if ((uint32_t)(e >> 32) & SHMS__JOIN_LEFT || i >= k->nslots)
       continue;
-    if (drop_joiner(k, i, (uint32_t)e))
-      shms__job_abandon(h, k, i, shms__load_64(&shms__slot_at(k, i)->seq), SHMS_EOWNERLOST);
+    /* The slot's sequence is read before the share goes: after it, a worker may drop the
+     * unwaited result and free the slot, and a new job claim it under the next sequence. */
+    uint64_t seq = shms__load_64(&shms__slot_at(k, i)->seq);
+    int last = drop_joiner(k, i, (uint32_t)e);
+    SHMS__STEP();
+    if (last && (uint32_t)seq == (uint32_t)e)
+      shms__job_abandon(h, k, i, seq, SHMS_EOWNERLOST);
   }
 }
 

@@ -28,7 +28,7 @@ void shms__reap_unaccepted(struct shms *h, const struct shms__cls *k) {
       continue;
     /* Its waiter is gone: the grant returns its cell, and the outcome is taken on its behalf. */
     if (shms__settle_and_kick(h, k, ref - 1, seq, 1u << SHMS__SLOT_GRANTED, SHMS_EOWNERLOST))
-      shms__slot_collect(k, ref - 1);
+      shms__slot_collect(k, ref - 1, seq);
   }
 }
 
@@ -58,7 +58,7 @@ static void settle_request(struct shms *h, const struct shms__cls *k, uint32_t i
   w = shms__load_64(&s->word);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && !(w & SHMS__SLOT_COLLECTED) &&
       SHMS__SLOT_SEQ(w) == (uint32_t)seq)
-    shms__slot_collect(k, i);
+    shms__slot_collect(k, i, seq);
 }
 
 /* The requests of owner in k: those on its list l, or, without one, every slot's. */

@@ -243,8 +243,10 @@ static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cach
                         struct shms__report *r) {
   struct shms__slot *s = shms__slot_at(k, i);
   uint64_t w = shms__load_64(&s->word);
-  /* A keyed job may have other waiters: the recount (shms__joins_recount) decides for it. */
-  int gone = dead(a, s->owner) && !(s->options & SHMS__OPT_KEYED);
+  /* A keyed job may have other waiters: the recount (shms__joins_recount) counted them, and
+   * a job it left granted to a dead worker is queued again above, unwaited all the same. */
+  int gone = dead(a, s->owner) &&
+             (!(s->options & SHMS__OPT_KEYED) || shms__keyed_unwaited(k, i, s->seq, 1));
   struct shms__item it = {.k = k, .slot_ref = i + 1, .owner = s->owner};
   switch (SHMS__SLOT_STATE(w)) {
   case SHMS__SLOT_CLAIMED: /* torn enqueue: after quiescence its owner must be dead */

@@ -386,8 +386,11 @@ void shms__count_rejected(const struct shms__cls *k, int reason);
  */
 enum shms__settled shms__slot_settle(struct shms *h, const struct shms__cls *k, uint32_t i,
                                      uint64_t seq, unsigned from_mask, int reason);
-/* The waiter has taken the outcome of settled slot i; frees it unless indexed. */
-void shms__slot_collect(const struct shms__cls *k, uint32_t i);
+/* The outcome of settled request i (sequence seq) is taken on its waiter's behalf: COLLECTED
+ * set by one CAS only while the word still shows it settled and uncollected, and the slot freed
+ * (unless indexed) by whoever set it. Two hands that end the same request for a waiter that is
+ * gone (its worker, its recovery, its last joiner) collect it once. */
+void shms__slot_collect(const struct shms__cls *k, uint32_t i, uint64_t seq);
 /* The index no longer references settled slot i; frees it if collected. */
 void shms__slot_unindexed(const struct shms__cls *k, uint32_t i);
 /*
@@ -561,8 +564,9 @@ int shms__owner_drop(const struct shms__cls *k, uint32_t i, uint64_t seq, int le
 int shms__owned_leave(struct shms *h, const struct shms__cls *k, uint32_t i, uint64_t seq,
                       int left);
 /* Whether nobody waits for keyed job i (seq) any more: no joiner, and its submitter left or is
- * dead (owner_dead: the caller found it so). Who decides whether a job's result is dropped
- * asks this of a keyed job instead of the submitter's liveness alone. */
+ * dead (owner_dead: the caller found it so); if so its waiters word is CLOSED by the same CAS,
+ * so that no join counts on it after. Who decides whether a job's result is dropped asks this
+ * of a keyed job instead of the submitter's liveness alone. */
 int shms__keyed_unwaited(const struct shms__cls *k, uint32_t i, uint64_t seq, int owner_dead);
 /* Nobody waits for job i (seq) any more: a queued or granted one ends with reason, a running
  * one's result is dropped (and its worker asked to stop it if reason is SHMS_ECANCELLED), an

@@ -144,8 +144,14 @@ enum shms__settled shms__slot_settle(struct shms *h, const struct shms__cls *k, 
   return SHMS__SETTLED_KICK;
 }
 
-void shms__slot_collect(const struct shms__cls *k, uint32_t i) {
-  uint64_t w = shms__slot_set_collected(k, i);
+void shms__slot_collect(const struct shms__cls *k, uint32_t i, uint64_t seq) {
+  uint64_t *wp = &shms__slot_at(k, i)->word, w = shms__load_64(wp);
+  do {
+    /* Collected by another hand already, and perhaps freed and claimed again: not ours. */
+    if (SHMS__SLOT_STATE(w) != SHMS__SLOT_SETTLED || SHMS__SLOT_SEQ(w) != (uint32_t)seq ||
+        (w & SHMS__SLOT_COLLECTED))
+      return;
+  } while (!ck_pr_cas_64_value(wp, w, w | SHMS__SLOT_COLLECTED, &w));
   SHMS__STEP();
   /* Whoever of waiter and index lets go second frees the slot. */
   if (!(w & SHMS__SLOT_INDEXED))

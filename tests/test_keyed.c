@@ -17,6 +17,7 @@
 #include "sched_util.h"
 #include "shm/crashpoint.h"
 #include "shm/handle.h"
+#include "shm/proc.h"
 
 #define PAYLOAD 64
 
@@ -455,6 +456,314 @@ END_TEST
 START_TEST(a_joiner_killed_at_each_step_of_its_leave) { killed_at_each_step(1); }
 END_TEST
 
+/*
+ * The worker that ends a dead client's granted job owner-lost collects it on the client's
+ * behalf; the dead client's recovery, run by another process between that settle and that
+ * collection, collects it too. The slot is freed once: the second collection finds it
+ * collected (it used to free it again, and the class's used count wrapped below zero).
+ */
+static shms_t *race_h;
+static const char *race_name;
+static uint32_t race_slot;
+static int race_done;
+
+static void recover_between_settle_and_collect(void) {
+  const struct shms__cls *k = &race_h->cls[SHMS_CLASS_SMALL];
+  uint64_t w = ck_pr_load_64(&shms__slot_at(k, race_slot)->word);
+  if (race_done || SHMS__SLOT_STATE(w) != SHMS__SLOT_SETTLED || (w & SHMS__SLOT_COLLECTED))
+    return;
+  race_done = 1;
+  pid_t c = fork();
+  if (c == 0) {
+    shms_t *ch;
+    _exit(shms_attach(race_name, 0, &ch) == SHMS_OK &&
+                  shms_recover_dead(ch, 0, NULL, NULL, NULL) == SHMS_OK
+              ? 0
+              : 1);
+  }
+  int status;
+  if (c < 0 || waitpid(c, &status, 0) != c || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    abort();
+}
+
+START_TEST(a_dead_client_s_job_is_collected_once_by_worker_and_recovery) {
+  const char *name;
+  shms_t *h = open_class(&name);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  int up[2];
+  ck_assert(pipe(up) == 0);
+  pid_t c = fork();
+  ck_assert_int_ge(c, 0);
+  if (c == 0) {
+    shms_t *ch;
+    shms_ticket t;
+    shms_request r = req("b");
+    if (shms_attach(name, 0, &ch) != SHMS_OK || shms_submit(ch, &r, "job", 3, 0, &t) != SHMS_OK ||
+        write(up[1], &t, sizeof t) != sizeof t)
+      _exit(1);
+    pause(); /* killed while its job is granted to our worker */
+    _exit(2);
+  }
+  shms_ticket t;
+  read_all(up[0], &t, sizeof t);
+  kill(c, SIGKILL);
+  ck_assert_int_eq(waitpid(c, NULL, 0), c);
+  race_h = h;
+  race_name = name;
+  race_slot = t.slot;
+  race_done = 0;
+  shms__test_step_check(recover_between_settle_and_collect);
+  shms_job job;
+  int rc = shms_worker_take(w, 0, &job);
+  shms__test_step_check(NULL);
+  ck_assert_int_eq(rc, SHMS_ETIMEDOUT); /* the job never ran: its client is gone */
+  ck_assert_int_eq(race_done, 1);       /* the recovery did run in between */
+  ck_assert_uint_eq(used(h), 0);
+  ck_assert_uint_eq(stats(h).queue_depth, 0);
+  /* The slot is free once: the class takes as many jobs as it has slots, and no more. */
+  shms_request r = req("a");
+  shms_ticket more[8];
+  for (int j = 0; j < 8; j++)
+    ck_assert_shms_ok(shms_submit(h, &r, "x", 1, 0, &more[j]));
+  ck_assert_int_eq(shms_submit(h, &r, "x", 1, 0, &t), SHMS_EQUEUEFULL);
+  ck_assert_shms_ok(shms_worker_close(w));
+  close(up[0]);
+  close(up[1]);
+  sched_close(h, name);
+}
+END_TEST
+
+/* A child that attaches and runs fn, then waits to be killed; its parent waits for it to be
+ * ready. */
+static pid_t ready_child(const char *name, void (*fn)(shms_t *)) {
+  int up[2];
+  ck_assert(pipe(up) == 0);
+  pid_t c = fork();
+  ck_assert_int_ge(c, 0);
+  if (c == 0) {
+    shms_t *ch;
+    if (shms_attach(name, 0, &ch) != SHMS_OK)
+      _exit(1);
+    fn(ch);
+    if (write(up[1], "r", 1) != 1)
+      _exit(2);
+    pause();
+    _exit(3);
+  }
+  char r;
+  read_all(up[0], &r, 1);
+  close(up[0]);
+  close(up[1]);
+  return c;
+}
+
+static void bind_worker(shms_t *ch) {
+  shms_worker_t *w;
+  if (shms_worker_open(ch, SHMS_CLASS_SMALL, &w) != SHMS_OK)
+    _exit(4);
+}
+
+static void submit_keyed(shms_t *ch) {
+  shms_request r = req("b");
+  shms_ticket t;
+  if (shms_submit_key(ch, &r, "k", "job", 3, 0, &t, NULL) != SHMS_OK)
+    _exit(5);
+}
+
+/*
+ * A keyed job granted to a worker that dies before taking it, and whose submitter dies too:
+ * the recovery queues the grant again, and as nobody waits for it any more it ends there (it
+ * used to stay queued for its dead submitter, which the audit reports).
+ */
+START_TEST(a_keyed_grant_to_a_dead_worker_with_its_submitter_dead_ends) {
+  const char *name;
+  shms_t *h = open_class(&name);
+  pid_t worker = ready_child(name, bind_worker);
+  pid_t submitter = ready_child(name, submit_keyed); /* granted at once to the free cell */
+  kill(worker, SIGKILL);
+  kill(submitter, SIGKILL);
+  ck_assert_int_eq(waitpid(worker, NULL, 0), worker);
+  ck_assert_int_eq(waitpid(submitter, NULL, 0), submitter);
+  ck_assert_uint_eq(used(h), 1);
+  ck_assert_shms_ok(shms_recover(h, NULL));
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_uint_eq(stats(h).queue_depth, 0);
+  ck_assert_uint_eq(used(h), 0);
+  sched_close(h, name);
+}
+END_TEST
+
+/*
+ * A joiner paused between its record and its CAS while the worker ends the job for its dead
+ * submitter (nobody waits: no joiner yet). The joiner must not count on that job: it queues one
+ * of its own (it used to join the ended job, whose slot was freed under it).
+ */
+static shms_t *pause_h;
+static int pause_up, pause_down, pause_done;
+
+static void pause_at_join_record(void) {
+  const uint64_t *t = shms__proc_at(pause_h, shms__self_index(pause_h))->joins;
+  int recorded = 0;
+  for (int j = 0; j < SHMS__JOINS; j++)
+    recorded |= ck_pr_load_64(&t[j]) != 0;
+  if (pause_done || !recorded)
+    return;
+  pause_done = 1;
+  char c = 'p';
+  if (write(pause_up, &c, 1) != 1 || read(pause_down, &c, 1) != 1)
+    _exit(6);
+}
+
+START_TEST(a_join_never_counts_on_a_job_ended_for_its_dead_submitter) {
+  const char *name;
+  shms_t *h = open_class(&name);
+  shms_worker_t *w;
+  ck_assert_shms_ok(shms_worker_open(h, SHMS_CLASS_SMALL, &w));
+  pid_t submitter = ready_child(name, submit_keyed); /* granted at once to our worker's cell */
+  kill(submitter, SIGKILL);
+  ck_assert_int_eq(waitpid(submitter, NULL, 0), submitter);
+  int up[2], down[2];
+  ck_assert(pipe(up) == 0 && pipe(down) == 0);
+  pid_t j = fork();
+  ck_assert_int_ge(j, 0);
+  if (j == 0) {
+    shms_ticket t;
+    shms_request r = req("c");
+    int joined = -1;
+    if (shms_attach(name, 0, &pause_h) != SHMS_OK)
+      _exit(1);
+    pause_up = up[1];
+    pause_down = down[0];
+    shms__test_step_check(pause_at_join_record);
+    int rc = shms_submit_key(pause_h, &r, "k", "mine", 4, 0, &t, &joined);
+    shms__test_step_check(NULL);
+    if (rc != SHMS_OK || write(up[1], &joined, sizeof joined) != sizeof joined)
+      _exit(2);
+    _exit(0);
+  }
+  char c;
+  read_all(up[0], &c, 1); /* the joiner has recorded its share, not yet counted it */
+  shms_job job;
+  ck_assert_int_eq(shms_worker_take(w, 0, &job), SHMS_ETIMEDOUT); /* ended owner-lost */
+  ck_assert_int_eq(write(down[1], "g", 1), 1);
+  int joined;
+  read_all(up[0], &joined, sizeof joined);
+  ck_assert_int_eq(child_status(j), 0);
+  ck_assert_int_eq(joined, 0); /* a job of its own */
+  ck_assert_shms_ok(shms_recover(h, NULL));
+  none_left(w); /* the joiner exited without waiting for its own job: recovery ended it */
+  char report[4096];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_uint_eq(used(h), 0);
+  ck_assert_shms_ok(shms_worker_close(w));
+  sched_close(h, name);
+}
+END_TEST
+
+/*
+ * A dead joiner was a running job's last waiter (its submitter left it). Its recovery takes its
+ * share back; right then the worker completes the job, drops the result nobody waits for and
+ * frees the slot, and another client queues a job in it. The recovery must leave that job
+ * alone (it used to end it owner-lost, taking the slot's new sequence for the dead joiner's).
+ */
+static shms_t *reuse_h;
+static const char *reuse_name;
+static int reuse_to_worker, reuse_from_worker, reuse_done, reuse_up[2];
+static shms_ticket reuse_ticket;
+static pid_t reuse_pid;
+
+static void complete_and_reuse(void) {
+  const struct shms__slot *s = shms__slot_at(&reuse_h->cls[SHMS_CLASS_SMALL], 0);
+  uint64_t wt = ck_pr_load_64(&s->waiters);
+  if (reuse_done || SHMS__SLOT_STATE(ck_pr_load_64(&s->word)) != SHMS__SLOT_RUNNING ||
+      SHMS__WAIT_COUNT(wt) != 0 || (wt & SHMS__WAIT_OWNER))
+    return;
+  reuse_done = 1;
+  char c = 'g';
+  if (write(reuse_to_worker, &c, 1) != 1 || read(reuse_from_worker, &c, 1) != 1)
+    abort(); /* the worker completed the job */
+  pid_t r = fork();
+  if (r == 0) {
+    shms_t *ch;
+    shms_request rq = req("b");
+    shms_ticket t;
+    if (shms_attach(reuse_name, 0, &ch) != SHMS_OK || shms_submit(ch, &rq, "next", 4, 0, &t) != 0 ||
+        write(reuse_up[1], &t, sizeof t) != sizeof t)
+      _exit(1);
+    pause();
+    _exit(2);
+  }
+  if (r < 0 || read(reuse_up[0], &reuse_ticket, sizeof reuse_ticket) != sizeof reuse_ticket)
+    abort();
+  reuse_pid = r;
+}
+
+START_TEST(a_dead_joiner_s_recovery_leaves_the_slot_s_next_job_alone) {
+  const char *name;
+  shms_config cfg;
+  shms_config_init(&cfg);
+  cfg.classes[SHMS_CLASS_SMALL] = (shms_class_config){
+      .configured = 1, .cells = 1, .queue = 1, .mode = SHMS_MODE_WORKER, .payload = PAYLOAD};
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  /* The worker: takes the job, completes it when told. */
+  int go[2], done[2];
+  ck_assert(pipe(go) == 0 && pipe(done) == 0 && pipe(reuse_up) == 0);
+  pid_t wk = fork();
+  ck_assert_int_ge(wk, 0);
+  if (wk == 0) {
+    shms_t *ch;
+    shms_worker_t *w;
+    shms_job job;
+    char c;
+    if (shms_attach(name, 0, &ch) != SHMS_OK || shms_worker_open(ch, SHMS_CLASS_SMALL, &w) != 0 ||
+        shms_worker_take(w, UINT64_MAX, &job) != SHMS_OK || write(done[1], "t", 1) != 1 ||
+        read(go[0], &c, 1) != 1 || shms_worker_complete(w, &job, 7, "R", 1) != SHMS_OK ||
+        write(done[1], "c", 1) != 1)
+      _exit(1);
+    pause();
+    _exit(2);
+  }
+  shms_ticket t = submit_key(h, "k", "job", 0, 0);
+  int to, from;
+  pid_t c = joiner(name, "k", &to, &from);
+  child_joined(from, &t);
+  char b;
+  read_all(done[0], &b, 1);                /* running */
+  ck_assert_int_eq(shms_cancel(h, &t), 1); /* we leave: the joiner is its last waiter */
+  kill(c, SIGKILL);
+  ck_assert_int_eq(waitpid(c, NULL, 0), c);
+  reuse_h = h;
+  reuse_name = name;
+  reuse_to_worker = go[1];
+  reuse_from_worker = done[0];
+  reuse_done = 0;
+  shms__test_step_check(complete_and_reuse);
+  ck_assert_shms_ok(shms_recover_dead(h, 0, NULL, NULL, NULL));
+  shms__test_step_check(NULL);
+  ck_assert_int_eq(reuse_done, 1);
+  ck_assert_uint_eq(reuse_ticket.slot, 0);
+  uint64_t w = ck_pr_load_64(&shms__slot_at(&h->cls[SHMS_CLASS_SMALL], 0)->word);
+  /* Queued, or granted to the worker's free cell: live, not ended. */
+  ck_assert_msg(
+      (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED || SHMS__SLOT_STATE(w) == SHMS__SLOT_GRANTED) &&
+          SHMS__SLOT_SEQ(w) == reuse_ticket.seq,
+      "the next job in the slot: state %u, sequence %u (its ticket's: %llu)",
+      (unsigned)SHMS__SLOT_STATE(w), (unsigned)SHMS__SLOT_SEQ(w),
+      (unsigned long long)reuse_ticket.seq);
+  kill(wk, SIGKILL);
+  kill(reuse_pid, SIGKILL);
+  ck_assert_int_eq(waitpid(wk, NULL, 0), wk);
+  ck_assert_int_eq(waitpid(reuse_pid, NULL, 0), reuse_pid);
+  sched_close(h, name);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("keyed");
   TCase *tc = tcase_create("keyed");
@@ -469,6 +778,10 @@ int main(void) {
   tcase_add_test(tc, bad_keys_and_flags_are_refused_and_change_nothing);
   tcase_add_test(tc, a_joiner_killed_at_each_step_of_its_join);
   tcase_add_test(tc, a_joiner_killed_at_each_step_of_its_leave);
+  tcase_add_test(tc, a_dead_client_s_job_is_collected_once_by_worker_and_recovery);
+  tcase_add_test(tc, a_keyed_grant_to_a_dead_worker_with_its_submitter_dead_ends);
+  tcase_add_test(tc, a_join_never_counts_on_a_job_ended_for_its_dead_submitter);
+  tcase_add_test(tc, a_dead_joiner_s_recovery_leaves_the_slot_s_next_job_alone);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }

@@ -263,7 +263,7 @@ START_TEST(a_slot_reaped_and_reused_sends_the_recovery_to_a_scan) {
   ck_assert_int_eq(
       shms__settle_and_kick(h, k, t[1].slot, t[1].seq, 1u << SHMS__SLOT_QUEUED, SHMS_EOWNERLOST),
       1);
-  shms__slot_collect(k, t[1].slot);
+  shms__slot_collect(k, t[1].slot, t[1].seq);
   shms__op_leave(h, k);
   shms_ticket mine;
   ck_assert_shms_ok(shms_enqueue(h, &r, &mine));

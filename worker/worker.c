@@ -158,7 +158,7 @@ static int start(struct shms_worker *w, uint64_t cw, uint32_t i, shms_job *job) 
   if (reason != 0) {
     if (shms__settle_and_kick(h, k, i, seq, 1u << SHMS__SLOT_GRANTED, reason) &&
         reason == SHMS_EOWNERLOST)
-      shms__slot_collect(k, i); /* nobody is left to take the outcome */
+      shms__slot_collect(k, i, seq); /* nobody is left to take the outcome */
     return 0;
   }
   if (!shms__slot_run(k, i, sw))
