@@ -634,7 +634,6 @@ static void after_keyed_batch(struct run *r) {
   ck_assert_msg(violations == 0, "%s", report);
 }
 
-
 /* ---- Worker jobs naming a quota of 1 ---- */
 
 /* The quota's unit is back (a quarantined cell repaired by after_job) and nothing is amiss. */
@@ -650,7 +649,6 @@ static void assert_quota_free(struct run *r) {
   ck_assert_shms_ok(shms_check(r->h, report, sizeof report, &violations));
   ck_assert_msg(violations == 0, "%s", report);
 }
-
 
 static void after_quota_job(struct run *r) {
   after_job(r);

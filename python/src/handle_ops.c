@@ -329,7 +329,8 @@ PyObject *pyshms_submit_batch(HandleObject *self, PyObject *args) {
   Py_ssize_t n = PyList_GET_SIZE(list);
   shms_batch_job *jobs = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *jobs);
   shms_ticket *t = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *t);
-  const char **names = PyMem_Calloc((n > 0 ? (size_t)n : 1) * SHMS_REQUEST_QUOTAS_MAX, sizeof *names);
+  const char **names =
+      PyMem_Calloc((n > 0 ? (size_t)n : 1) * SHMS_REQUEST_QUOTAS_MAX, sizeof *names);
   PyObject *out = NULL;
   if (jobs == NULL || t == NULL || names == NULL) {
     PyErr_NoMemory();
