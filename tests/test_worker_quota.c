@@ -197,6 +197,8 @@ START_TEST(a_job_waiting_for_a_quota_holds_back_no_other) {
   ck_assert_uint_eq(jb.ticket.seq, b.seq);
   ck_assert_uint_eq(gpu_row(h).waiters, 0);
   assert_used(h, 1);
+  for (int i = 0; i < 3; i++)
+    (void)shms_worker_close(w[i]); /* the test is over: a job still held goes as the close says */
   sched_close(h, name);
 }
 END_TEST
@@ -391,6 +393,8 @@ START_TEST(keyed_and_batched_jobs_hold_their_units) {
   ck_assert(jb.ticket.seq == bt[0].seq || jb.ticket.seq == bt[2].seq);
   ck_assert_uint_eq(gpu_row(h).waiters, 1);
   assert_used(h, 1);
+  for (int i = 0; i < 2; i++)
+    (void)shms_worker_close(w[i]); /* the test is over: a job still held goes as the close says */
   sched_close(h, name);
 }
 END_TEST
@@ -468,6 +472,8 @@ START_TEST(a_completed_job_ends_its_tenants_count) {
     ck_assert_shms_ok(shms_worker_complete(w[got], &jb, 0, NULL, 0));
     assert_audit_clean(h);
   }
+  for (int i = 0; i < 2; i++)
+    ck_assert_shms_ok(shms_worker_close(w[i]));
   sched_close(h, name);
 }
 END_TEST
