@@ -147,3 +147,14 @@ def test_set_quota_changes_a_maximum_and_adds_quotas(make_segment):
     out = cli("status", s.name).stdout
     assert "quota.gpu.max: 1\n" in out and "quota.licence.max: 3\n" in out
     audit(s.name)
+
+
+def test_a_batch_s_jobs_name_quotas(make_segment):
+    work = {"small": shmsched.ClassConfig(cells=1, queue=4, mode="worker", payload=16)}
+    s = make_segment(work, quotas={"gpu": 1})
+    with s.open() as seg:
+        jobs = seg.submit_batch("small", [{"tenant": "a", "payload": b"1", "quotas": ["gpu"]},
+                                          {"tenant": "b", "payload": b"2", "quotas": ("gpu",)}])
+        assert seg.observe("small").queue_depth == 2
+        assert seg.quotas() == [shmsched.QuotaStats("gpu", 1, 0, 0)]  # no unit before a grant
+        assert seg.cancel_batch(jobs) == 2
