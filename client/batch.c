@@ -241,17 +241,19 @@ static int join_all(struct shms *h, struct batch *b, size_t *bad) {
     if (b->l[j].role != FRESH)
       b->l[j].at = at[x++];
   SHMS__STEP();
+  /* A fresh job's line counts the batch's joiners of it (look() zeroed it; a fresh line's count
+   * serves nothing else): two passes over the lines, not one over them for each fresh job. */
+  for (size_t j = 0; j < b->n; j++)
+    if (b->l[j].role == JOIN_BATCH)
+      b->l[b->l[j].first].count++;
+  for (size_t j = 0; j < b->n; j++)
+    if (b->l[j].role == JOIN_BATCH)
+      b->l[j].count = b->l[b->l[j].first].count;
   for (size_t f = 0; f < b->nfresh; f++) {
     struct line *l = FRESH_LINE(b, f);
-    uint32_t m = 0;
-    for (size_t j = 0; j < b->n; j++)
-      m += b->l[j].role == JOIN_BATCH && b->l[j].first == b->fresh[f];
-    for (size_t j = 0; m > 0 && j < b->n; j++)
-      if (b->l[j].role == JOIN_BATCH && b->l[j].first == b->fresh[f])
-        b->l[j].count = m;
-    if (m > 0)
+    if (l->count > 0)
       shms__store_64(&shms__slot_at(b->k, l->slot)->waiters,
-                     SHMS__WAITERS(l->seq, SHMS__WAIT_OWNER | m));
+                     SHMS__WAITERS(l->seq, SHMS__WAIT_OWNER | l->count));
   }
   for (size_t j = 0; j < b->n; j++) {
     struct line *l = &b->l[j];
