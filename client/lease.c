@@ -40,7 +40,8 @@ static int check_lease(const struct shms__cls **kp, const shms_lease *lease, uin
   return SHMS_OK;
 }
 
-static int release_op(struct shms *h, const struct shms__cls *k, const shms_lease *lease) {
+static inline __attribute__((always_inline)) int
+release_op(struct shms *h, const struct shms__cls *k, const shms_lease *lease) {
   uint64_t w = 0;
   int rc = check_lease(&k, lease, &w);
   if (rc != SHMS_OK)

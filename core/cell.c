@@ -513,32 +513,17 @@ uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner) {
   return SHMS__CELL_GEN(lw);
 }
 
-enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect) {
-  SHMS__ASSERT(shms__in_op(k));
-  struct shms__cell *cell = &k->cells[c];
-  struct ending e;
-  ending_of(k, cell, SHMS__CELL_GEN(expect), &e);
-  uint32_t tenant = e.tenant;
-  /* The generation moves on: this lease (and any copy of it) can never return the cell again. */
-  uint64_t free_word = SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE);
-  if (!ck_pr_cas_64(&cell->word, expect, free_word))
-    return SHMS__RELEASE_RACED;
-  SHMS__STEP();
-  ended(k, &e, 1);
-  quotas_back(k, e.quotas);
-  if (!k->fast_map)
-    shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
-  SHMS__STEP();
-  /* The companions first: the lead's cell going free then kicks for all of them (a lease of
-   * several cells is counted: its release kicks). */
-  if (e.ncells > 1)
-    companions_end(k, c, SHMS__CELL_GEN(expect), SHMS__CELL_AVAILABLE, 0);
+/* What a release owes once its cell's word has moved on: the cell back in the fast word, and
+ * whether the queue needs a kick or a nudge. counted: the lease was granted from the queue and
+ * counted against its tenant, whose record the baton's holder settles. */
+static inline __attribute__((always_inline)) enum shms__release freed(const struct shms__cls *k,
+                                                                      uint32_t c, int counted) {
   if (k->overtake_ns == 0) {
     uint64_t fast = shms__fast_put(k, c);
     SHMS__STEP();
     /* Wake the dispatcher only when someone waits: the uncontended release makes no system
      * call. */
-    return SHMS__FAST_QUEUED(fast) != 0 || tenant != 0 ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
+    return SHMS__FAST_QUEUED(fast) != 0 || counted ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
   }
   /* Requests queued in a class that overtakes: judge the bound before the cell goes free, so
    * that the CAS freeing it already says whether it is the queue's (docs/protocol.md, "Bounded
@@ -554,12 +539,53 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
     return SHMS__RELEASE_KICK;
   if (nudge)
     return SHMS__RELEASE_NUDGE;
-  /* A lease granted from the queue is counted against its tenant, whose record the baton's
-   * holder settles (and frees, when it has nothing left): ended() raised its attention bit. A
-   * nudge in flight (WOKEN, set by another release) owes a pass already, which takes the bit, or
-   * whose holder's re-check after clearing WOKEN finds it: a kick of our own would only add a
-   * pass (docs/protocol.md, "Bounded overtaking"). */
-  return tenant != 0 && !(fast & SHMS__FAST_WOKEN) ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
+  /* A counted lease's ended() raised its tenant's attention bit. A nudge in flight (WOKEN, set
+   * by another release) owes a pass already, which takes the bit, or whose holder's re-check
+   * after clearing WOKEN finds it: a kick of our own would only add a pass (docs/protocol.md,
+   * "Bounded overtaking"). */
+  return counted && !(fast & SHMS__FAST_WOKEN) ? SHMS__RELEASE_KICK : SHMS__RELEASE_DONE;
+}
+
+/* The release of a lease with something to settle: counted against its tenant, of several
+ * cells, holding quotas, or taken on the fast path and charged in a class fair by time. */
+__attribute__((noinline)) static enum shms__release release_ended(const struct shms__cls *k,
+                                                                  uint32_t c, uint64_t expect) {
+  struct shms__cell *cell = &k->cells[c];
+  struct ending e;
+  ending_of(k, cell, SHMS__CELL_GEN(expect), &e);
+  /* The generation moves on: this lease (and any copy of it) can never return the cell again. */
+  uint64_t free_word = SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE);
+  if (!ck_pr_cas_64(&cell->word, expect, free_word))
+    return SHMS__RELEASE_RACED;
+  SHMS__STEP();
+  ended(k, &e, 1);
+  quotas_back(k, e.quotas);
+  if (!k->fast_map)
+    shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
+  SHMS__STEP();
+  /* The companions first: the lead's cell going free then kicks for all of them (a lease of
+   * several cells is counted: its release kicks). */
+  if (e.ncells > 1)
+    companions_end(k, c, SHMS__CELL_GEN(expect), SHMS__CELL_AVAILABLE, 0);
+  return freed(k, c, e.tenant != 0);
+}
+
+enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect) {
+  SHMS__ASSERT(shms__in_op(k));
+  struct shms__cell *cell = &k->cells[c];
+  /* A lease taken on the fast path has nothing to settle (its tally counted it; it holds one
+   * cell and no quota), unless a class fair by time charges it: only while requests are queued
+   * (ending_of). This is the uncontended release, kept to the CAS and the put. */
+  if (cell->tenant != 0 || (k->timed && SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) != 0))
+    return release_ended(k, c, expect);
+  if (!ck_pr_cas_64(&cell->word, expect,
+                    SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE)))
+    return SHMS__RELEASE_RACED;
+  SHMS__STEP();
+  if (!k->fast_map)
+    shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
+  SHMS__STEP();
+  return freed(k, c, 0);
 }
 
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {

@@ -16,14 +16,6 @@
 /* What a record reads while its writer stores the token: no class's, so nobody completes it. */
 #define PENDING_WRITING SHMS__PENDING_WORD(0xffu, 0, 0)
 
-int shms__release_lease(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t w) {
-  enum shms__release r = shms__cell_release(k, c, w);
-  /* A nudge that finds nobody asleep falls back to a kick: the queue's pass grants the cell. */
-  if (r == SHMS__RELEASE_KICK || (r == SHMS__RELEASE_NUDGE && !shms__overtake_nudge(k)))
-    shms__kick(h, k);
-  return r != SHMS__RELEASE_RACED;
-}
-
 int shms__pending_record(struct shms *h, const struct shms__cls *k, uint32_t cell, uint32_t gen,
                          uint64_t token) {
   struct shms__proc *p = shms__proc_at(h, shms__self_index(h));

@@ -98,12 +98,7 @@ void shms__unfreeze(const struct shms__cls *k, uint64_t fast);
  * what a freezer that changed nothing, or recomputed the class, calls to let it go. */
 void shms__thaw(struct shms *h, const struct shms__cls *k, uint64_t fast);
 
-/*
- * Releases asked for while their class was held still (core/pending.c). Inside an operation on
- * k: release the lease at cell c whose word is w, as its holder would (kicking or nudging who
- * waits); 0 if it was returned concurrently.
- */
-int shms__release_lease(struct shms *h, const struct shms__cls *k, uint32_t c, uint64_t w);
+/* Releases asked for while their class was held still (core/pending.c). */
 /* Record, in this process's entry, the release of the lease (k, cell, gen, token): 0 if the entry
  * holds a record already (the caller waits and releases itself). */
 int shms__pending_record(struct shms *h, const struct shms__cls *k, uint32_t cell, uint32_t gen,
@@ -467,6 +462,19 @@ void shms__owned_done(struct shms *h, uint32_t owner, struct shms__owned *l);
  * holder re-checks before letting go, so leaving is safe. Non-blocking.
  */
 void shms__kick(struct shms *h, const struct shms__cls *k);
+/*
+ * Inside an operation on k: release the lease at cell c whose word is w, as its holder would
+ * (kicking or nudging who waits); 0 if it was returned concurrently. Inline: it is the release's
+ * fast path (design/fast-path.md).
+ */
+static inline int shms__release_lease(struct shms *h, const struct shms__cls *k, uint32_t c,
+                                      uint64_t w) {
+  enum shms__release r = shms__cell_release(k, c, w);
+  /* A nudge that finds nobody asleep falls back to a kick: the queue's pass grants the cell. */
+  if (r == SHMS__RELEASE_KICK || (r == SHMS__RELEASE_NUDGE && !shms__overtake_nudge(k)))
+    shms__kick(h, k);
+  return r != SHMS__RELEASE_RACED;
+}
 /*
  * Settled request i is still in the index: unlink it at once if the baton is
  * free (then dispatch as a kick would), else leave its attention bit for the

@@ -388,6 +388,8 @@ static const struct bl_system systems[] = {
      shmsched_close, shmsched_destroy},
     {"shmsched-prepared", shmsched_create, shmsched_prepared_open, shmsched_prepared_acquire,
      shmsched_release, shmsched_close, shmsched_destroy},
+    {"shmsched-prepared-grants", shmsched_grants_create, shmsched_prepared_open,
+     shmsched_prepared_acquire, shmsched_release, shmsched_close, shmsched_destroy},
     {"shmsched-quota", shmsched_quota_create, shmsched_open, shmsched_quota_acquire,
      shmsched_release, shmsched_close, shmsched_destroy},
     {"shmsched-user", shmsched_user_create, shmsched_user_open, shmsched_acquire, shmsched_release,
@@ -417,7 +419,8 @@ const struct bl_system *bl_find(const char *name) {
 }
 
 const char *bl_names(void) {
-  return "shmsched shmsched-strict shmsched-grants shmsched-try shmsched-prepared shmsched-quota "
+  return "shmsched shmsched-strict shmsched-grants shmsched-try shmsched-prepared "
+         "shmsched-prepared-grants shmsched-quota "
          "shmsched-user "
          "shmsched-noevents "
          "posix-sem "

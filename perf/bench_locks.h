@@ -11,6 +11,7 @@
  *                   set, else the default
  *   shmsched-try    shms_try_acquire (spinning on would-block) / shms_release
  *   shmsched-prepared shms_acquire_prepared (the request prepared once, at open) / shms_release
+ *   shmsched-prepared-grants the same on a class fair by grants
  *   posix-sem       process-shared sem_t: sem_wait / sem_post
  *   sysv-sem-undo   semop(-1, SEM_UNDO) / semop(+1, SEM_UNDO)
  *   jobserver-pipe  read one byte from a pipe / write it back

@@ -101,8 +101,8 @@ run() {
 
 for ((rep = 1; rep <= repeats; rep++)); do
   echo "perf: repeat $rep of $repeats ..." >&2
-  for s in "${lock_systems[@]}" shmsched-try shmsched-prepared shmsched-quota shmsched-user \
-    shmsched-noevents shmsched-grants harness; do
+  for s in "${lock_systems[@]}" shmsched-try shmsched-prepared shmsched-prepared-grants \
+    shmsched-quota shmsched-user shmsched-noevents shmsched-grants harness; do
     run "$rep" bench_acquire --system "$s" --iters "$acq_iters"
   done
   run "$rep" bench_events --iters "$acq_iters"
