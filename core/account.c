@@ -64,13 +64,25 @@ static uint32_t find(const struct shms__cls *k, const uint64_t w[NAME_WORDS], ui
   return 0;
 }
 
+/* Process-local: searches of a full table for records to fold (core/account.h). */
+uint64_t shms__account_searches;
+
+/* A reference given back. A record left with none may be folded: a search that found nothing to
+ * fold is worth making again (fold_some). */
+static void unref(const struct shms__cls *k, struct shms__account *a) {
+  bool none;
+  ck_pr_dec_32_zero(&a->refs, &none);
+  if (none)
+    ck_pr_inc_32(&k->actl->unrefs);
+}
+
 /* Take a reference on ref if it is still name's: a record being folded refuses it. */
 static int try_ref(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS]) {
   struct shms__account *a = shms__account_at(k, ref);
   uint32_t before = ck_pr_faa_32(&a->refs, 1);
   if (!(before & SHMS__ACCT_FOLDING) && is(a, w, SHMS__KIND_TENANT))
     return 1;
-  ck_pr_dec_32(&a->refs);
+  unref(k, a);
   return 0;
 }
 
@@ -86,6 +98,7 @@ static void rebuild(const struct shms__cls *k) {
     shms__store_32(&k->abkt[b], 0);
   ctl->free_head = 0;
   ctl->used = 0;
+  ctl->barren = 0; /* the next search is made: what it found may be the dead holder's half */
   for (uint32_t i = k->naccts; i-- > 0;) {
     struct shms__account *a = &k->accts[i];
     uint64_t w[NAME_WORDS];
@@ -229,7 +242,7 @@ static void fold_class(struct shms__account_class *o, struct shms__account_class
  * once, so that a table kept full by new tenants walks its records once per many adds, not per
  * add. Returns how many were folded.
  */
-static uint32_t fold_some(const struct shms__cls *k) {
+static uint32_t fold_oldest(const struct shms__cls *k) {
   struct shms__accounts_ctl *ctl = k->actl;
   uint32_t other = ctl->other;
   if ((!valid_ref(k, other) || !(shms__account_at(k, other)->flags & SHMS__ACCT_OTHER)) &&
@@ -278,6 +291,23 @@ static void init_record(const struct shms__cls *k, uint32_t ref, const uint64_t 
   shms__store_32(&a->state, SHMS__ACCT_LIVE);
   link_record(k, ref, w, flags & SHMS__ACCT_TEAM);
   k->actl->used++;
+}
+
+/*
+ * fold_oldest, unless the last search found nothing to fold and no record has been left without
+ * references since: a table full of records in use (more tenants with work than records) would
+ * otherwise be searched whole for every tenant new to it, in vain.
+ */
+static uint32_t fold_some(const struct shms__cls *k) {
+  struct shms__accounts_ctl *ctl = k->actl;
+  uint32_t unrefs = shms__load_32(&ctl->unrefs); /* before the search: one during it counts */
+  if (ctl->barren == unrefs + 1)
+    return 0;
+  shms__account_searches++;
+  uint32_t n = fold_oldest(k);
+  if (n == 0)
+    ctl->barren = unrefs + 1;
+  return n;
 }
 
 /* A free record (folding the least recently active one when none is), or 0. */
@@ -362,7 +392,7 @@ int shms__account_take_tally(const struct shms__cls *k, const uint64_t *name, ui
 
 void shms__account_put(const struct shms__cls *k, uint32_t ref) {
   if (valid_ref(k, ref))
-    ck_pr_dec_32(&shms__account_at(k, ref)->refs);
+    unref(k, shms__account_at(k, ref));
 }
 
 uint32_t shms__account_weight(const struct shms__cls *k, uint32_t ref) {

@@ -39,6 +39,9 @@ uint32_t shms__account_lookup(const struct shms__cls *k, const char *name, uint6
  */
 int shms__account_take_tally(const struct shms__cls *k, const uint64_t *name, uint64_t *count,
                              uint64_t timeout_ns);
+/* Searches of a full table for records to fold that this process made (what a test of a table
+ * full of records in use counts). */
+extern uint64_t shms__account_searches;
 /* Give back a reference shms__account_get took. */
 void shms__account_put(const struct shms__cls *k, uint32_t ref);
 /* The weight a tenant's charges are divided by: its own, 1..SHMS_WEIGHT_MAX. */

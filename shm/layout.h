@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 11u
+#define SHMS__LAYOUT_VERSION 12u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -437,6 +437,11 @@ struct shms__accounts_ctl {
   /* Odd while a process's tally moves into the table (core/tally.c): an observer adding up
    * tallies and records reads both between two even looks. */
   uint64_t tally_seq;
+  /* Atomic: references given back that left a record with none (a record that may be folded
+   * again). barren: that count plus 1 as a search of the full table last found nothing to fold
+   * (0: none yet), under the lock: while the two agree, no search is made (core/account.c). */
+  uint32_t unrefs;
+  uint32_t barren;
 };
 
 /* What one class has charged an account (fairness by time), kept while the tenant is idle. */

@@ -128,6 +128,58 @@ START_TEST(a_full_table_folds_into_other) {
 }
 END_TEST
 
+/* A table full of records in use (more tenants with queued work than records) has nothing to
+ * fold: a tenant new to it is served without a record, and the table is searched for one once,
+ * not again for every such tenant; once a record is left unused, the next search finds it. */
+START_TEST(a_table_full_of_records_in_use_is_searched_once) {
+  const char *name;
+  shms_config cfg;
+  harness_config(&cfg, 1, 64);
+  cfg.classes[SHMS_CLASS_STANDARD].fairness = SHMS_FAIRNESS_TIME;
+  cfg.max_tenants = 64;
+  cfg.tenant_table = SHMS_TENANT_TABLE_MIN;
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_ticket hold = sched_enqueue(h, "holder", 0, 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &hold, UINT64_MAX, &l)); /* the one cell: the rest queue */
+  char tenant[32];
+  shms_ticket q[40];
+  for (int i = 0; i < 20; i++) { /* more tenants with work than the table has records */
+    snprintf(tenant, sizeof tenant, "q%02d", i);
+    q[i] = sched_enqueue(h, tenant, 0, 0);
+  }
+  uint64_t searches = shms__account_searches;
+  for (int i = 20; i < 40; i++) {
+    snprintf(tenant, sizeof tenant, "q%02d", i);
+    q[i] = sched_enqueue(h, tenant, 0, 0);
+  }
+  ck_assert_uint_eq(shms__account_searches, searches); /* nothing was left to fold: no search */
+  shms_policy_row rows[64];
+  uint32_t n = 0;
+  ck_assert_shms_ok(shms_policy_list(h, rows, 64, &n));
+  ck_assert_ptr_null(row_of(rows, n, "q39"));
+  /* Two tenants' work ends: their records are in use no more. The first becomes `_other`, the
+   * second is folded into it, and the next tenant new to the table takes its place. */
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq(shms_cancel(h, &q[i]), 1);
+    ck_assert_int_eq(shms_wait(h, &q[i], 0, &l), SHMS_ECANCELLED);
+  }
+  shms_ticket fresh = sched_enqueue(h, "fresh", 0, 0);
+  ck_assert_uint_gt(shms__account_searches, searches);
+  ck_assert_shms_ok(shms_policy_list(h, rows, 64, &n));
+  ck_assert_ptr_nonnull(row_of(rows, n, "fresh"));
+  ck_assert_ptr_nonnull(row_of(rows, n, "_other"));
+  char report[2048];
+  uint32_t violations = 1;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_int_eq(shms_cancel(h, &fresh), 1);
+  for (int i = 2; i < 40; i++)
+    ck_assert_int_eq(shms_cancel(h, &q[i]), 1);
+  sched_close(h, name);
+}
+END_TEST
+
 /* A process that dies holding the table's lock: the next to want it takes it over. */
 START_TEST(a_dead_holders_lock_is_taken_over) {
   const char *name;
@@ -334,6 +386,7 @@ int main(void) {
   TCase *tc = harness_tcase("table");
   tcase_add_test(tc, policy_sets_and_lists_weights);
   tcase_add_test(tc, a_full_table_folds_into_other);
+  tcase_add_test(tc, a_table_full_of_records_in_use_is_searched_once);
   tcase_add_test(tc, a_dead_holders_lock_is_taken_over);
   tcase_add_test(tc, a_torn_heap_is_found_and_rebuilt);
   tcase_add_test(tc, teams_are_set_listed_and_recorded);
