@@ -37,7 +37,7 @@ static uint32_t ring_position(const struct shms__cls *k, uint32_t ref) {
       return UINT32_MAX;
     uint32_t ahead = 0;
     for (uint32_t pos = 0; pos < k->ctl->heap_len && pos < k->ntenants; pos++) {
-      uint32_t other = k->theap[pos];
+      uint32_t other = k->theap[pos].ref;
       ahead += other != me && other >= 1 && other <= k->ntenants &&
                shms__fair_before(shms__tenant_at(k, other), shms__tenant_at(k, me));
     }

@@ -258,7 +258,7 @@ static void audit_heap(struct audit *a) {
   if (n != turns)
     violation(a, "heap: %u tenants and teams in it, %u have a turn", n, turns);
   for (uint32_t pos = 0; pos < n && pos < k->ntenants; pos++) {
-    uint32_t ref = k->theap[pos];
+    uint32_t ref = k->theap[pos].ref;
     if (ref < 1 || ref > k->ntenants) {
       violation(a, "heap: place %u holds %u, not a tenant", pos, ref);
       continue;
@@ -269,7 +269,10 @@ static void audit_heap(struct audit *a) {
       violation(a, "%s '%.31s': at heap place %u, its record says %u%s",
                 t->flags & SHMS__TENANT_TEAM ? "team" : "tenant", t->name, pos,
                 t->heap_pos ? t->heap_pos - 1 : UINT32_MAX, has_turn ? "" : " (and no turn)");
-    uint32_t up = pos ? k->theap[(pos - 1) / 2] : 0;
+    if (k->theap[pos].vt != t->vt || k->theap[pos].turn != t->turn)
+      violation(a, "%s '%.31s': at heap place %u, ordered by a charge or turn not its record's",
+                t->flags & SHMS__TENANT_TEAM ? "team" : "tenant", t->name, pos);
+    uint32_t up = pos ? k->theap[(pos - 1) / 2].ref : 0;
     if (up >= 1 && up <= k->ntenants && shms__fair_before(t, shms__tenant_at(k, up)))
       violation(a, "tenant '%.31s': in the heap below '%.31s', charged more", t->name,
                 shms__tenant_at(k, up)->name);

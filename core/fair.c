@@ -31,55 +31,76 @@ int shms__fair_before(const struct shms__tenant *a, const struct shms__tenant *b
   return qa != qb ? qa < qb : a->turn < b->turn;
 }
 
-static void place(const struct shms__cls *k, uint32_t pos, uint32_t ref) {
-  k->theap[pos] = ref;
-  shms__tenant_at(k, ref)->heap_pos = pos + 1;
+/* The heap's order on the keys its places carry (shms__fair_before's on the records). */
+static int place_before(const struct shms__heap_place *a, const struct shms__heap_place *b) {
+  uint64_t qa = a->vt >> SHMS__FAIR_QUANTUM_SHIFT, qb = b->vt >> SHMS__FAIR_QUANTUM_SHIFT;
+  return qa != qb ? qa < qb : a->turn < b->turn;
 }
 
-/* Move the member at pos up or down to its place. 1 if a link read is out of range. */
+static void place(const struct shms__cls *k, uint32_t pos, struct shms__heap_place e) {
+  k->theap[pos] = e;
+  shms__tenant_at(k, e.ref)->heap_pos = pos + 1;
+}
+
+/*
+ * Move the member at pos up or down to its place, its key taken again from its record (the
+ * caller changed its charge or turn; every other place's key is its record's). Down, the hole
+ * goes to a leaf by the lesser child and the member comes back up from there: one compare a
+ * level where a plain sift makes two, for the member a grant charged, which most often belongs
+ * at the bottom (its turn is the newest). 1 if a link read is out of range.
+ */
 static int sift(const struct shms__cls *k, uint32_t pos) {
-  uint32_t n = k->ctl->heap_len, ref = k->theap[pos];
-  if (!valid_ref(k, ref))
+  uint32_t n = k->ctl->heap_len, start = pos;
+  struct shms__heap_place e = k->theap[pos];
+  if (!valid_ref(k, e.ref))
     return 1;
-  const struct shms__tenant *t = shms__tenant_at(k, ref);
-  while (pos > 0) {
-    uint32_t up = (pos - 1) / 2, pref = k->theap[up];
-    if (!valid_ref(k, pref))
-      return 1;
-    if (!shms__fair_before(t, shms__tenant_at(k, pref)))
-      break;
-    place(k, pos, pref);
-    pos = up;
+  const struct shms__tenant *t = shms__tenant_at(k, e.ref);
+  e.vt = t->vt;
+  e.turn = t->turn;
+  if (pos > 0 && place_before(&e, &k->theap[(pos - 1) / 2])) {
+    do {
+      uint32_t up = (pos - 1) / 2;
+      struct shms__heap_place p = k->theap[up];
+      if (!valid_ref(k, p.ref))
+        return 1;
+      if (!place_before(&e, &p))
+        break;
+      place(k, pos, p);
+      pos = up;
+    } while (pos > 0);
+    place(k, pos, e);
+    return 0;
   }
   for (;;) {
     uint32_t child = 2 * pos + 1;
     if (child >= n)
       break;
-    uint32_t cref = k->theap[child];
-    if (child + 1 < n) {
-      uint32_t rref = k->theap[child + 1];
-      if (!valid_ref(k, cref) || !valid_ref(k, rref))
-        return 1;
-      if (shms__fair_before(shms__tenant_at(k, rref), shms__tenant_at(k, cref))) {
-        child++;
-        cref = rref;
-      }
+    const struct shms__heap_place *c = &k->theap[child];
+    if (child + 1 < n && place_before(&k->theap[child + 1], c)) {
+      child++;
+      c++;
     }
-    if (!valid_ref(k, cref))
+    if (!valid_ref(k, c->ref))
       return 1;
-    if (!shms__fair_before(shms__tenant_at(k, cref), t))
-      break;
-    place(k, pos, cref);
+    place(k, pos, *c);
     pos = child;
   }
-  place(k, pos, ref);
+  while (pos > start) { /* the places above were moved up from the path: their refs are valid */
+    uint32_t up = (pos - 1) / 2;
+    struct shms__heap_place p = k->theap[up];
+    if (!place_before(&e, &p))
+      break;
+    place(k, pos, p);
+    pos = up;
+  }
+  place(k, pos, e);
   return 0;
 }
 
 /* ref's place in the heap, checked both ways; UINT32_MAX when it is not (or the heap is torn). */
 static uint32_t pos_of(const struct shms__cls *k, uint32_t ref) {
   uint32_t pos = shms__tenant_at(k, ref)->heap_pos;
-  if (pos == 0 || pos > k->ctl->heap_len || k->theap[pos - 1] != ref)
+  if (pos == 0 || pos > k->ctl->heap_len || k->theap[pos - 1].ref != ref)
     return UINT32_MAX;
   return pos - 1;
 }
@@ -104,7 +125,7 @@ static int top_insert(const struct shms__cls *k, uint32_t ref) {
     t->vt = ctl->vtime;
   t->turn = ++ctl->turns;
   ctl->heap_len = n + 1;
-  place(k, n, ref);
+  place(k, n, (struct shms__heap_place){.ref = ref}); /* its key: sift takes it */
   return sift(k, n);
 }
 
@@ -116,10 +137,10 @@ static int top_remove(const struct shms__cls *k, uint32_t ref) {
   t->heap_pos = 0;
   if (pos == UINT32_MAX)
     return 1;
-  uint32_t last = k->theap[--k->ctl->heap_len];
+  struct shms__heap_place last = k->theap[--k->ctl->heap_len];
   if (pos == k->ctl->heap_len)
     return 0;
-  if (!valid_ref(k, last))
+  if (!valid_ref(k, last.ref))
     return 1;
   place(k, pos, last);
   return sift(k, pos);
@@ -258,7 +279,7 @@ uint32_t shms__fair_first(const struct shms__cls *k) {
   SHMS__ASSERT(shms__index_owned(k));
   if (k->ctl->heap_len == 0)
     return 0;
-  uint32_t first = k->theap[0];
+  uint32_t first = k->theap[0].ref;
   if (!valid_ref(k, first) || !(shms__tenant_at(k, first)->flags & SHMS__TENANT_TEAM))
     return first;
   uint32_t m = shms__tenant_at(k, first)->mroot;
@@ -308,7 +329,10 @@ static int rebase(const struct shms__cls *k) {
       t->mvtime = t->mvtime > SHMS__FAIR_REBASE ? t->mvtime - SHMS__FAIR_REBASE : 0;
   }
   /* Moved back alike, clamped at 0: an order that held still holds (no charge passes another),
-   * so the heaps stand as they are. */
+   * so the heaps stand as they are, their keys moved back with the records. */
+  for (uint32_t pos = 0; pos < ctl->heap_len && pos < k->ntenants; pos++)
+    if (valid_ref(k, k->theap[pos].ref))
+      k->theap[pos].vt = shms__tenant_at(k, k->theap[pos].ref)->vt;
   return 0;
 }
 

@@ -16,7 +16,7 @@ void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *
   k->sattn = SHMS__AT(base, d->sattn_off, uint64_t);
   k->tattn = SHMS__AT(base, d->tattn_off, uint64_t);
   k->aattn = SHMS__AT(base, d->aattn_off, uint64_t);
-  k->theap = SHMS__AT(base, d->theap_off, uint32_t);
+  k->theap = SHMS__AT(base, d->theap_off, struct shms__heap_place);
   k->qheld = SHMS__AT(base, d->qheld_off, uint64_t);
   k->quotas = ((struct shms__header *)base)->quotas;
   k->actl = shms__accounts_ctl_at(base, l);

@@ -20,9 +20,9 @@ struct shms__cls {
   struct shms__tenant *tenants;
   uint32_t *tbuckets, *abuckets;
   uint64_t *sfree, *sattn, *tattn, *aattn;
-  uint64_t *qheld;            /* per cell: the quotas its lease holds (SHMS__QHELD) */
-  struct shms__quota *quotas; /* the segment's quota table, SHMS_QUOTAS_MAX entries */
-  uint32_t *theap; /* a class fair by time: its tenants with a turn, a binary heap (core/fair.c) */
+  uint64_t *qheld;                /* per cell: the quotas its lease holds (SHMS__QHELD) */
+  struct shms__quota *quotas;     /* the segment's quota table, SHMS_QUOTAS_MAX entries */
+  struct shms__heap_place *theap; /* fair by time: its tenants with a turn, a heap (core/fair.c) */
   uint32_t ncells, nslots, slot_size, ntenants, ntb, nab;
   int fast_map;           /* the fast word holds a map of free cells, not a count (core/sched.h) */
   uint64_t starvation_ns; /* the segment's starvation-after */

@@ -65,7 +65,7 @@ uint64_t shms__layout_compute(const shms_config *cfg, struct shms__layout *out) 
     d->tattn_off = off;
     off += line_up((uint64_t)shms__hbm_words(d->tenants_count) * sizeof(uint64_t));
     d->theap_off = off;
-    off += line_up((uint64_t)d->tenants_count * sizeof(uint32_t));
+    off += line_up((uint64_t)d->tenants_count * sizeof(struct shms__heap_place));
     d->aattn_off = off;
     off += line_up((uint64_t)shms__hbm_words(out->accounts_count) * sizeof(uint64_t));
     d->qheld_off = off;

@@ -43,7 +43,7 @@ struct shms__class_desc {
   uint64_t sfree_off;    /* hbm over slots: free slots */
   uint64_t sattn_off;    /* hbm over slots: slots that need the dispatcher's attention */
   uint64_t tattn_off;    /* hbm over tenants: tenants that need the dispatcher's attention */
-  uint64_t theap_off;    /* tenants_count x uint32_t: a class fair by time: its tenants by turn */
+  uint64_t theap_off;    /* tenants_count x struct shms__heap_place: a class fair by time */
   uint64_t aattn_off;    /* hbm over the tenant table: records with fast-path charges (fair.h) */
   uint64_t qheld_off;    /* cells_count x uint64_t: the quotas each cell's lease holds (quota.h) */
   uint32_t cells_count;
@@ -277,6 +277,17 @@ struct shms__slot {
    * publishes; and SHMS__QUOTAS_PARKED, the baton holder's (docs/protocol.md, "Quotas"). */
   uint32_t quotas;
 } SHMS__ALIGNED;
+
+/* A place in the heap of a class fair by time (core/fair.c): a tenant's (or team's) record, and
+ * the key it is ordered by, copied from the record as it is placed or sifted. A sift then reads
+ * the heap's own lines, not the record of every tenant it passes: with thousands of tenants,
+ * those records are cold. */
+struct shms__heap_place {
+  uint64_t vt;   /* the record's vt */
+  uint64_t turn; /* the record's turn */
+  uint32_t ref;  /* tenant record index + 1 */
+  uint32_t reserved;
+};
 
 /* A tenant record: present while the tenant has queued work or limited leases. */
 struct shms__tenant {
