@@ -229,8 +229,6 @@ static void hand_off(const struct shms__cls *k, uint64_t now) {
     ;
 }
 
-/* One bounded pass: arrivals and settled requests, tenants, then grants. Returns how much it
- * did; *exhausted says whether it used its whole budget. */
 /*
  * The next pass's first candidate, its record and its first request asked for into the cache
  * as this pass ends: among thousands of tenants they are cold, and the next grant (another
@@ -242,16 +240,18 @@ static void warm_next(const struct shms__cls *k) {
   if (ref == 0 || ref > k->ntenants)
     return;
   const struct shms__tenant *t = shms__tenant_at(k, ref);
-  for (int l = 0; l < 3; l++)
-    __builtin_prefetch((const char *)t + 64 * l, 1, 3);
+  for (size_t l = 0; l < sizeof *t / SHMS__LINE; l++)
+    __builtin_prefetch((const char *)t + SHMS__LINE * l, 1, 3);
   uint32_t i = shms__load_32((uint32_t *)&t->prio_first);
   if (i == 0 || i > k->nslots)
     return;
   const char *s = (const char *)shms__slot_at(k, i - 1);
-  for (int l = 0; l < 4; l++)
-    __builtin_prefetch(s + 64 * l, 1, 3);
+  for (size_t l = 0; l < sizeof(struct shms__slot) / SHMS__LINE; l++)
+    __builtin_prefetch(s + SHMS__LINE * l, 1, 3);
 }
 
+/* One bounded pass: arrivals and settled requests, tenants, then grants. Returns how much it
+ * did; *exhausted says whether it used its whole budget. */
 static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
   if (shms__index_corrupt)
     shms__index_rebuild(k);
