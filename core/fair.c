@@ -26,15 +26,19 @@ static uint64_t charge(uint64_t ns, uint32_t w) {
   return c > UINT64_MAX / 4 ? UINT64_MAX / 4 : (uint64_t)c;
 }
 
-int shms__fair_before(const struct shms__tenant *a, const struct shms__tenant *b) {
-  uint64_t qa = a->vt >> SHMS__FAIR_QUANTUM_SHIFT, qb = b->vt >> SHMS__FAIR_QUANTUM_SHIFT;
-  return qa != qb ? qa < qb : a->turn < b->turn;
+/* The order: charges by quanta, then the older turn. */
+static inline int key_before(uint64_t vt_a, uint64_t turn_a, uint64_t vt_b, uint64_t turn_b) {
+  uint64_t qa = vt_a >> SHMS__FAIR_QUANTUM_SHIFT, qb = vt_b >> SHMS__FAIR_QUANTUM_SHIFT;
+  return qa != qb ? qa < qb : turn_a < turn_b;
 }
 
-/* The heap's order on the keys its places carry (shms__fair_before's on the records). */
+int shms__fair_before(const struct shms__tenant *a, const struct shms__tenant *b) {
+  return key_before(a->vt, a->turn, b->vt, b->turn);
+}
+
+/* The same order on the keys the heap's places carry. */
 static int place_before(const struct shms__heap_place *a, const struct shms__heap_place *b) {
-  uint64_t qa = a->vt >> SHMS__FAIR_QUANTUM_SHIFT, qb = b->vt >> SHMS__FAIR_QUANTUM_SHIFT;
-  return qa != qb ? qa < qb : a->turn < b->turn;
+  return key_before(a->vt, a->turn, b->vt, b->turn);
 }
 
 static void place(const struct shms__cls *k, uint32_t pos, struct shms__heap_place e) {
@@ -57,17 +61,17 @@ static int sift(const struct shms__cls *k, uint32_t pos) {
   const struct shms__tenant *t = shms__tenant_at(k, e.ref);
   e.vt = t->vt;
   e.turn = t->turn;
-  if (pos > 0 && place_before(&e, &k->theap[(pos - 1) / 2])) {
-    do {
-      uint32_t up = (pos - 1) / 2;
-      struct shms__heap_place p = k->theap[up];
-      if (!valid_ref(k, p.ref))
-        return 1;
-      if (!place_before(&e, &p))
-        break;
-      place(k, pos, p);
-      pos = up;
-    } while (pos > 0);
+  while (pos > 0) {
+    uint32_t up = (pos - 1) / 2;
+    struct shms__heap_place p = k->theap[up];
+    if (!valid_ref(k, p.ref))
+      return 1;
+    if (!place_before(&e, &p))
+      break;
+    place(k, pos, p);
+    pos = up;
+  }
+  if (pos != start) { /* it went up: it is in its place */
     place(k, pos, e);
     return 0;
   }
