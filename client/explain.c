@@ -27,7 +27,7 @@ static uint32_t entry_of(const struct shms__cls *k, uint32_t ref) {
 
 /* How many turns come before ref's (0 = its turn is next), or UINT32_MAX if it has no turn: its
  * place in the ring; or in a class fair by time, the tenants and teams charged less (or alike
- * with an older turn) by the heap's order, and in its team the members charged less
+ * with an older turn) by the class's order, and in its team the members charged less
  * (core/fair.c). */
 static uint32_t ring_position(const struct shms__cls *k, uint32_t ref) {
   if (k->timed) {
@@ -35,12 +35,7 @@ static uint32_t ring_position(const struct shms__cls *k, uint32_t ref) {
     uint32_t me = entry_of(k, ref);
     if (!(t->flags & SHMS__TENANT_INRING) || shms__tenant_at(k, me)->heap_pos == 0)
       return UINT32_MAX;
-    uint32_t ahead = 0;
-    for (uint32_t pos = 0; pos < k->ctl->heap_len && pos < k->ntenants; pos++) {
-      uint32_t other = k->theap[pos].ref;
-      ahead += other != me && other >= 1 && other <= k->ntenants &&
-               shms__fair_before(shms__tenant_at(k, other), shms__tenant_at(k, me));
-    }
+    uint32_t ahead = shms__fair_ahead(k, me);
     for (uint32_t i = 1; me != ref && i <= k->ntenants; i++) {
       const struct shms__tenant *o = shms__tenant_at(k, i);
       ahead +=

@@ -239,24 +239,80 @@ static void audit_by_time(struct audit *a) {
     violation(a, "the class's list by time holds %u requests, %u are indexed", n, indexed);
 }
 
-/* A class fair by time: its heap holds exactly the ring's tenants without a team and the teams
- * with a member in it, each where its record says, none before its parent; every member of the
- * ring in a team is in its team's heap (core/fair.c). */
+/* The calendar of a class fair by time: each bucket's list whole, its members filed under it
+ * (the quantum of their charge, or the base's for those marked behind it, and counted), within
+ * its reach, oldest turn first; a bit for each bucket with members; the base's bucket the first
+ * with members. Returns how many it holds. */
+static uint32_t audit_calendar(struct audit *a) {
+  const struct shms__cls *k = a->k;
+  const struct shms__class_ctl *ctl = k->ctl;
+  uint64_t base = ctl->cal_base;
+  uint32_t filed = 0, behind = 0;
+  for (uint32_t b = 0; b < SHMS__FAIR_BUCKETS; b++) {
+    uint32_t first = ctl->cal_head[b];
+    if ((first != 0) != ((ctl->cal_bits >> b) & 1))
+      violation(a, "calendar: bucket %u %s members, its bit says otherwise", b,
+                first != 0 ? "has" : "has no");
+    uint32_t at = first,
+             prev = first != 0 && first <= k->ntenants ? shms__tenant_at(k, first)->cal_prev : 0;
+    uint64_t q = base + ((b - base) & (SHMS__FAIR_BUCKETS - 1)), turn = 0;
+    for (uint32_t n = 0; first != 0; n++) {
+      if (at < 1 || at > k->ntenants || n >= k->ntenants) {
+        violation(a, "calendar: bucket %u's list is torn", b);
+        break;
+      }
+      const struct shms__tenant *t = shms__tenant_at(k, at);
+      uint64_t tq = t->vt >> SHMS__FAIR_QUANTUM_SHIFT;
+      if (t->heap_pos != (SHMS__FAIR_FILED | b) || t->cal_prev != prev)
+        violation(a, "'%.31s': in calendar bucket %u, its record says otherwise", t->name, b);
+      if ((tq > base ? tq : base) != q)
+        violation(a, "'%.31s': in calendar bucket %u (quantum %llu), charged for quantum %llu",
+                  t->name, b, (unsigned long long)q, (unsigned long long)tq);
+      if (!(t->flags & SHMS__TENANT_BEHIND) != (tq >= base))
+        violation(a, "'%.31s': in calendar bucket %u, %s behind its base", t->name, b,
+                  tq >= base ? "marked" : "not marked");
+      behind += (t->flags & SHMS__TENANT_BEHIND) != 0;
+      if (n > 0 && t->turn < turn)
+        violation(a, "'%.31s': in calendar bucket %u after a newer turn", t->name, b);
+      turn = t->turn;
+      filed++;
+      prev = at;
+      at = t->cal_next;
+      if (at == first)
+        break;
+    }
+  }
+  if (ctl->cal_bits != 0 && ctl->cal_head[base & (SHMS__FAIR_BUCKETS - 1)] == 0)
+    violation(a, "calendar: its base's bucket has no members");
+  if (behind != ctl->cal_behind)
+    violation(a, "calendar: %u members behind its base, it counts %u", behind, ctl->cal_behind);
+  return filed;
+}
+
+/* A class fair by time: its order (calendar and heap) holds exactly the ring's tenants without
+ * a team and the teams with a member in it, each where its record says; the heap holds only
+ * those beyond the calendar's reach (or all, the calendar empty), none before its parent; every
+ * member of the ring in a team is in its team's heap (core/fair.c). */
 static void audit_heap(struct audit *a) {
   const struct shms__cls *k = a->k;
   if (!k->timed)
     return;
-  uint32_t n = k->ctl->heap_len, turns = 0;
+  uint32_t n = k->ctl->heap_len, turns = 0, filed = 0;
   for (uint32_t i = 0; i < k->ntenants; i++) {
     const struct shms__tenant *r = &k->tenants[i];
     int in_ring = (r->flags & (SHMS__TENANT_INUSE | SHMS__TENANT_INRING)) ==
                   (SHMS__TENANT_INUSE | SHMS__TENANT_INRING);
     turns += (in_ring && r->team == 0) || ((r->flags & SHMS__TENANT_TEAM) && r->mroot != 0);
+    filed += (r->heap_pos & SHMS__FAIR_FILED) != 0;
     if (in_ring && r->team != 0 && !(r->flags & SHMS__TENANT_MEMBER))
       violation(a, "tenant '%.31s': in the ring, not in its team's heap", r->name);
   }
-  if (n != turns)
-    violation(a, "heap: %u tenants and teams in it, %u have a turn", n, turns);
+  uint32_t listed = audit_calendar(a);
+  if (listed != filed)
+    violation(a, "calendar: %u in its buckets, %u records say they are", listed, filed);
+  if (n + filed != turns)
+    violation(a, "heap: %u tenants and teams in it and %u in the calendar, %u have a turn", n,
+              filed, turns);
   for (uint32_t pos = 0; pos < n && pos < k->ntenants; pos++) {
     uint32_t ref = k->theap[pos].ref;
     if (ref < 1 || ref > k->ntenants) {
@@ -272,6 +328,10 @@ static void audit_heap(struct audit *a) {
     if (k->theap[pos].vt != t->vt || k->theap[pos].turn != t->turn)
       violation(a, "%s '%.31s': at heap place %u, ordered by a charge or turn not its record's",
                 t->flags & SHMS__TENANT_TEAM ? "team" : "tenant", t->name, pos);
+    if (k->ctl->cal_bits != 0 &&
+        (t->vt >> SHMS__FAIR_QUANTUM_SHIFT) < k->ctl->cal_base + SHMS__FAIR_BUCKETS)
+      violation(a, "%s '%.31s': in the heap, charged within the calendar's reach",
+                t->flags & SHMS__TENANT_TEAM ? "team" : "tenant", t->name);
     uint32_t up = pos ? k->theap[(pos - 1) / 2].ref : 0;
     if (up >= 1 && up <= k->ntenants && shms__fair_before(t, shms__tenant_at(k, up)))
       violation(a, "tenant '%.31s': in the heap below '%.31s', charged more", t->name,

@@ -41,6 +41,116 @@ static int place_before(const struct shms__heap_place *a, const struct shms__hea
   return key_before(a->vt, a->turn, b->vt, b->turn);
 }
 
+/* ref's team's record, if it is in a team (a link out of range reads as none: the audit says). */
+static uint32_t team_of(const struct shms__cls *k, const struct shms__tenant *t) {
+  uint32_t x = t->team;
+  return valid_ref(k, x) && (shms__tenant_at(k, x)->flags & SHMS__TENANT_TEAM) ? x : 0;
+}
+
+/* ---- the class's order of turns: tenants without a team, and teams ----
+ *
+ * A calendar of charge quanta: those charged within SHMS__FAIR_BUCKETS quanta of cal_base are
+ * filed in the bucket of their quantum, in the order they came to it; a grant moves its tenant to
+ * the back of its new quantum's bucket, O(1) however many tenants take turns. Those charged
+ * further ahead (a weight of 1 beside 1000, leases of seconds) wait in the heap, and are filed as
+ * cal_base comes within reach of them; while the calendar is empty the heap alone orders them.
+ * The order is the one key_before gives: each bucket holds its members by turn, oldest first,
+ * because a member comes to a bucket only with the newest turn of all, or (from the heap) into a
+ * bucket none was filed in yet. cal_base moves back for a member charged less than the first
+ * bucket's quantum, unless the calendar's members would then span more than its reach; only
+ * then is the member filed under cal_base (BEHIND: taking its turn with those charged more
+ * than it, after those filed there before it). */
+
+#define BUCKET_MASK (SHMS__FAIR_BUCKETS - 1)
+
+static uint64_t quantum(uint64_t vt) { return vt >> SHMS__FAIR_QUANTUM_SHIFT; }
+
+/* The quantum a member with charge vt is filed under. */
+static uint64_t filed_quantum(const struct shms__class_ctl *ctl, uint64_t vt) {
+  uint64_t q = quantum(vt);
+  return q > ctl->cal_base ? q : ctl->cal_base;
+}
+
+static int reach(const struct shms__class_ctl *ctl, uint64_t vt) {
+  return quantum(vt) < ctl->cal_base + SHMS__FAIR_BUCKETS;
+}
+
+/* Whether a member charged vt belongs in the calendar (not empty, and within its reach). */
+static int within_calendar(const struct shms__class_ctl *ctl, uint64_t vt) {
+  return ctl->cal_bits != 0 && reach(ctl, vt);
+}
+
+static int is_filed(const struct shms__tenant *t) { return (t->heap_pos & SHMS__FAIR_FILED) != 0; }
+
+/* The calendar's buckets in order from cal_base's: bit i for the bucket i quanta on. */
+static uint64_t rotated_bits(const struct shms__class_ctl *ctl) {
+  unsigned s = (unsigned)(ctl->cal_base & BUCKET_MASK);
+  return s == 0 ? ctl->cal_bits : ctl->cal_bits >> s | ctl->cal_bits << (SHMS__FAIR_BUCKETS - s);
+}
+
+/* The first bucket with members from cal_base's, round the calendar; -1 when none has. */
+static int first_bucket(const struct shms__class_ctl *ctl) {
+  if (ctl->cal_bits == 0)
+    return -1;
+  return (int)((ctl->cal_base + (unsigned)__builtin_ctzll(rotated_bits(ctl))) & BUCKET_MASK);
+}
+
+/* ref (in neither) at the back of its quantum's bucket. 1 if the bucket's list is torn. */
+static int file(const struct shms__cls *k, uint32_t ref) {
+  struct shms__class_ctl *ctl = k->ctl;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  uint32_t b = (uint32_t)(filed_quantum(ctl, t->vt) & BUCKET_MASK), first = ctl->cal_head[b];
+  if (first == 0) {
+    t->cal_prev = t->cal_next = ref;
+    ctl->cal_head[b] = ref;
+    ctl->cal_bits |= 1ull << b;
+  } else {
+    if (!valid_ref(k, first))
+      return 1;
+    struct shms__tenant *tf = shms__tenant_at(k, first);
+    uint32_t last = tf->cal_prev;
+    if (!valid_ref(k, last))
+      return 1;
+    t->cal_prev = last;
+    t->cal_next = first;
+    shms__tenant_at(k, last)->cal_next = ref;
+    tf->cal_prev = ref;
+  }
+  t->heap_pos = SHMS__FAIR_FILED | b;
+  if (quantum(t->vt) < ctl->cal_base) {
+    t->flags |= SHMS__TENANT_BEHIND;
+    ctl->cal_behind++;
+  }
+  return 0;
+}
+
+/* ref out of its bucket. 1 if the list is torn. */
+static int unfile(const struct shms__cls *k, uint32_t ref) {
+  struct shms__class_ctl *ctl = k->ctl;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  uint32_t b = t->heap_pos & BUCKET_MASK, next = t->cal_next, prev = t->cal_prev;
+  t->heap_pos = 0;
+  t->cal_prev = t->cal_next = 0;
+  if (t->flags & SHMS__TENANT_BEHIND) {
+    t->flags &= ~SHMS__TENANT_BEHIND;
+    ctl->cal_behind--;
+  }
+  if (!valid_ref(k, next) || !valid_ref(k, prev))
+    return 1;
+  if (next == ref) {
+    if (ctl->cal_head[b] != ref)
+      return 1;
+    ctl->cal_head[b] = 0;
+    ctl->cal_bits &= ~(1ull << b);
+    return 0;
+  }
+  shms__tenant_at(k, prev)->cal_next = next;
+  shms__tenant_at(k, next)->cal_prev = prev;
+  if (ctl->cal_head[b] == ref)
+    ctl->cal_head[b] = next;
+  return 0;
+}
+
 static void place(const struct shms__cls *k, uint32_t pos, struct shms__heap_place e) {
   k->theap[pos] = e;
   shms__tenant_at(k, e.ref)->heap_pos = pos + 1;
@@ -50,8 +160,7 @@ static void place(const struct shms__cls *k, uint32_t pos, struct shms__heap_pla
  * Move the member at pos up or down to its place, its key taken again from its record (the
  * caller changed its charge or turn; every other place's key is its record's). Down, the hole
  * goes to a leaf by the lesser child and the member comes back up from there: one compare a
- * level where a plain sift makes two, for the member a grant charged, which most often belongs
- * at the bottom (its turn is the newest). 1 if a link read is out of range.
+ * level where a plain sift makes two. 1 if a link read is out of range.
  */
 static int sift(const struct shms__cls *k, uint32_t pos) {
   uint32_t n = k->ctl->heap_len, start = pos;
@@ -109,36 +218,18 @@ static uint32_t pos_of(const struct shms__cls *k, uint32_t ref) {
   return pos - 1;
 }
 
-/* ref's team's record, if it is in a team (a link out of range reads as none: the audit says). */
-static uint32_t team_of(const struct shms__cls *k, const struct shms__tenant *t) {
-  uint32_t x = t->team;
-  return valid_ref(k, x) && (shms__tenant_at(k, x)->flags & SHMS__TENANT_TEAM) ? x : 0;
-}
-
-/* ---- the class's heap: tenants without a team, and teams ---- */
-
-static int top_insert(const struct shms__cls *k, uint32_t ref) {
-  struct shms__class_ctl *ctl = k->ctl;
-  struct shms__tenant *t = shms__tenant_at(k, ref);
-  if (t->heap_pos != 0)
-    return pos_of(k, ref) == UINT32_MAX;
-  uint32_t n = ctl->heap_len;
+static int heap_insert(const struct shms__cls *k, uint32_t ref) {
+  uint32_t n = k->ctl->heap_len;
   if (n >= k->ntenants)
     return 1;
-  if (t->vt < ctl->vtime)
-    t->vt = ctl->vtime;
-  t->turn = ++ctl->turns;
-  ctl->heap_len = n + 1;
+  k->ctl->heap_len = n + 1;
   place(k, n, (struct shms__heap_place){.ref = ref}); /* its key: sift takes it */
   return sift(k, n);
 }
 
-static int top_remove(const struct shms__cls *k, uint32_t ref) {
-  struct shms__tenant *t = shms__tenant_at(k, ref);
-  if (t->heap_pos == 0)
-    return 0;
+static int heap_remove(const struct shms__cls *k, uint32_t ref) {
   uint32_t pos = pos_of(k, ref);
-  t->heap_pos = 0;
+  shms__tenant_at(k, ref)->heap_pos = 0;
   if (pos == UINT32_MAX)
     return 1;
   struct shms__heap_place last = k->theap[--k->ctl->heap_len];
@@ -150,11 +241,100 @@ static int top_remove(const struct shms__cls *k, uint32_t ref) {
   return sift(k, pos);
 }
 
-static int top_resift(const struct shms__cls *k, uint32_t ref) {
-  if (shms__tenant_at(k, ref)->heap_pos == 0)
+/* The heap's members within the calendar's reach, filed in the heap's order. The buckets they go
+ * to had no members: they were beyond the calendar's reach, or it was empty. */
+static int migrate(const struct shms__cls *k) {
+  struct shms__class_ctl *ctl = k->ctl;
+  while (ctl->heap_len > 0 && reach(ctl, k->theap[0].vt)) {
+    uint32_t ref = k->theap[0].ref;
+    if (!valid_ref(k, ref) || heap_remove(k, ref) || file(k, ref))
+      return 1;
+  }
+  return 0;
+}
+
+/* After a member left or moved: cal_base on the first bucket with members, and the heap's
+ * members that came within reach filed. */
+static int advance(const struct shms__cls *k) {
+  struct shms__class_ctl *ctl = k->ctl;
+  int b = first_bucket(ctl);
+  if (b < 0)
     return 0;
-  uint32_t pos = pos_of(k, ref);
-  return pos == UINT32_MAX ? 1 : sift(k, pos);
+  ctl->cal_base += ((uint64_t)b - ctl->cal_base) & BUCKET_MASK;
+  return migrate(k);
+}
+
+/* ref (in neither) into the calendar, or the heap if charged beyond its reach. An empty calendar
+ * starts from the lesser of its charge and the heap's first's. */
+static int enter(const struct shms__cls *k, uint32_t ref) {
+  struct shms__class_ctl *ctl = k->ctl;
+  uint64_t vt = shms__tenant_at(k, ref)->vt, q = quantum(vt);
+  if (ctl->cal_bits == 0) {
+    uint64_t hq = ctl->heap_len > 0 ? quantum(k->theap[0].vt) : UINT64_MAX;
+    ctl->cal_base = q < hq ? q : hq;
+    if (migrate(k))
+      return 1;
+  } else if (q < ctl->cal_base && ctl->cal_behind == 0 &&
+             ctl->cal_base + (63u - (unsigned)__builtin_clzll(rotated_bits(ctl))) <
+                 q + SHMS__FAIR_BUCKETS) {
+    ctl->cal_base = q; /* every member stays within reach, each in its quantum's bucket */
+  }
+  return reach(ctl, vt) ? file(k, ref) : heap_insert(k, ref);
+}
+
+static int top_insert(const struct shms__cls *k, uint32_t ref) {
+  struct shms__class_ctl *ctl = k->ctl;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (t->heap_pos != 0)
+    return is_filed(t) ? 0 : pos_of(k, ref) == UINT32_MAX;
+  if (t->vt < ctl->vtime)
+    t->vt = ctl->vtime;
+  t->turn = ++ctl->turns;
+  return enter(k, ref);
+}
+
+static int top_remove(const struct shms__cls *k, uint32_t ref) {
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (t->heap_pos == 0)
+    return 0;
+  if (!is_filed(t))
+    return heap_remove(k, ref);
+  return unfile(k, ref) | advance(k);
+}
+
+/*
+ * ref's charge or turn changed: its place again. A member that stays in its bucket (filed as
+ * before) keeps its place there, unless its turn is now the newest (a grant), which is the
+ * bucket's back; one that goes elsewhere comes to it at the back, with the newest turn.
+ */
+static int top_resift(const struct shms__cls *k, uint32_t ref) {
+  struct shms__class_ctl *ctl = k->ctl;
+  struct shms__tenant *t = shms__tenant_at(k, ref);
+  if (t->heap_pos == 0)
+    return 0;
+  if (!is_filed(t)) {
+    uint32_t pos = pos_of(k, ref);
+    if (pos == UINT32_MAX)
+      return 1;
+    if (!within_calendar(ctl, t->vt))
+      return sift(k, pos);
+    t->turn = ++ctl->turns;
+    return heap_remove(k, ref) | enter(k, ref);
+  }
+  uint32_t b = t->heap_pos & BUCKET_MASK, first = ctl->cal_head[b];
+  if (!valid_ref(k, first))
+    return 1;
+  int behind = quantum(t->vt) < ctl->cal_base;
+  if (reach(ctl, t->vt) && (filed_quantum(ctl, t->vt) & BUCKET_MASK) == b &&
+      behind == !!(t->flags & SHMS__TENANT_BEHIND)) {
+    uint32_t last = shms__tenant_at(k, first)->cal_prev;
+    if (last == ref || !valid_ref(k, last) || t->turn < shms__tenant_at(k, last)->turn)
+      return 0;
+  } else {
+    t->turn = ++ctl->turns;
+  }
+  int torn = unfile(k, ref);
+  return torn | enter(k, ref) | advance(k);
 }
 
 /* ---- a team's members with a turn: a pairing heap through their records ---- */
@@ -281,13 +461,32 @@ static int resift(const struct shms__cls *k, uint32_t ref) {
 
 uint32_t shms__fair_first(const struct shms__cls *k) {
   SHMS__ASSERT(shms__index_owned(k));
-  if (k->ctl->heap_len == 0)
+  int b = first_bucket(k->ctl);
+  uint32_t first = b >= 0 ? k->ctl->cal_head[b] : k->ctl->heap_len > 0 ? k->theap[0].ref : 0;
+  if (first == 0)
     return 0;
-  uint32_t first = k->theap[0].ref;
   if (!valid_ref(k, first) || !(shms__tenant_at(k, first)->flags & SHMS__TENANT_TEAM))
     return first;
   uint32_t m = shms__tenant_at(k, first)->mroot;
-  return m != 0 ? m : UINT32_MAX; /* a team in the heap without members: torn */
+  return m != 0 ? m : UINT32_MAX; /* a team in the order without members: torn */
+}
+
+/* Whether a's turn comes before b's in the class's order (a charge behind the calendar's base
+ * counts as the base's). */
+static int top_before(const struct shms__class_ctl *ctl, const struct shms__tenant *a,
+                      const struct shms__tenant *b) {
+  uint64_t qa = filed_quantum(ctl, a->vt), qb = filed_quantum(ctl, b->vt);
+  return qa != qb ? qa < qb : a->turn < b->turn;
+}
+
+uint32_t shms__fair_ahead(const struct shms__cls *k, uint32_t ref) {
+  const struct shms__tenant *me = shms__tenant_at(k, ref);
+  uint32_t ahead = 0;
+  for (uint32_t i = 1; i <= k->ntenants; i++) {
+    const struct shms__tenant *o = shms__tenant_at(k, i);
+    ahead += i != ref && o->heap_pos != 0 && top_before(k->ctl, o, me);
+  }
+  return ahead;
 }
 
 int shms__fair_join(const struct shms__cls *k, uint32_t ref) {
@@ -333,10 +532,17 @@ static int rebase(const struct shms__cls *k) {
       t->mvtime = t->mvtime > SHMS__FAIR_REBASE ? t->mvtime - SHMS__FAIR_REBASE : 0;
   }
   /* Moved back alike, clamped at 0: an order that held still holds (no charge passes another),
-   * so the heaps stand as they are, their keys moved back with the records. */
+   * so the heaps stand as they are, their keys moved back with the records, and the calendar
+   * too, its base moved back by a whole number of rounds (a charge clamped was behind it). */
   for (uint32_t pos = 0; pos < ctl->heap_len && pos < k->ntenants; pos++)
     if (valid_ref(k, k->theap[pos].ref))
       k->theap[pos].vt = shms__tenant_at(k, k->theap[pos].ref)->vt;
+  _Static_assert((SHMS__FAIR_REBASE >> SHMS__FAIR_QUANTUM_SHIFT) % SHMS__FAIR_BUCKETS == 0,
+                 "a rebase moves the calendar's base by whole rounds");
+  uint64_t back = SHMS__FAIR_REBASE >> SHMS__FAIR_QUANTUM_SHIFT;
+  if (ctl->cal_base < back)
+    return 1; /* the base far behind the charges: filed anew by a rebuild */
+  ctl->cal_base -= back;
   return 0;
 }
 
@@ -359,9 +565,8 @@ int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c, uint
     top->vt += charge(est, top->weight);
     top->turn = ++ctl->turns;
   }
-  if (ctl->vtime >= SHMS__FAIR_REBASE_AT)
-    rebase(k);
-  return resift(k, ref);
+  int torn = ctl->vtime >= SHMS__FAIR_REBASE_AT ? rebase(k) : 0;
+  return torn | resift(k, ref);
 }
 
 void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_t held_ns,
@@ -512,11 +717,15 @@ int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
 void shms__fair_reset(const struct shms__cls *k) {
   SHMS__ASSERT(shms__index_owned(k));
   k->ctl->heap_len = 0;
+  k->ctl->cal_bits = k->ctl->cal_base = 0;
+  k->ctl->cal_behind = 0;
+  memset(k->ctl->cal_head, 0, sizeof k->ctl->cal_head);
   for (uint32_t i = 0; i < k->ntenants; i++) {
     struct shms__tenant *t = &k->tenants[i];
     t->heap_pos = t->mroot = 0;
+    t->cal_prev = t->cal_next = 0;
     t->ph_child = t->ph_next = t->ph_prev = 0;
-    t->flags &= ~SHMS__TENANT_MEMBER;
+    t->flags &= ~(SHMS__TENANT_MEMBER | SHMS__TENANT_BEHIND);
   }
   /* A charge added by a process that died before it marked the record is found here. */
   for (uint32_t i = 0; k->id >= 0 && i < k->naccts; i++)

@@ -1,7 +1,8 @@
 /*
  * Fairness by cell-time (docs/protocol.md, "Fairness by time"): in a class fair by time, the
- * tenants with a turn (the ring's members) are kept in a binary heap by what they were charged,
- * and the dispatcher grants to the least charged. A grant charges its tenant what its lease is
+ * tenants with a turn (the ring's members) are kept in order of what they were charged (a
+ * calendar of charge quanta, and a heap for those charged far ahead), and the dispatcher grants
+ * to the least charged. A grant charges its tenant what its lease is
  * expected to hold (the tenant's recent average); the lease's end corrects the charge to what
  * it held. Called by the baton's holder, but shms__fair_ended (by whoever ends a lease).
  */
@@ -26,17 +27,20 @@
 
 /* Whether a's turn comes before b's: less charged (by quanta), else the older turn. */
 int shms__fair_before(const struct shms__tenant *a, const struct shms__tenant *b);
-/* The tenant whose turn it is: the heap's first, 0 when none has a turn. */
+/* The tenant whose turn it is: the order's first, 0 when none has a turn. */
 uint32_t shms__fair_first(const struct shms__cls *k);
-/* ref takes turns from now: into the heap, charged at least the class's virtual time (no
- * credit banked while it had no turn), after every tenant charged alike. 1: heap torn. */
+/* How many tenants and teams come before ref (one with a turn) in the class's order. Reads
+ * without the baton (the count of a moment, for explain). */
+uint32_t shms__fair_ahead(const struct shms__cls *k, uint32_t ref);
+/* ref takes turns from now: into the order, charged at least the class's virtual time (no
+ * credit banked while it had no turn), after every tenant charged alike. 1: torn. */
 int shms__fair_join(const struct shms__cls *k, uint32_t ref);
-/* ref takes no more turns: out of the heap. 1: heap torn. */
+/* ref takes no more turns: out of the order. 1: torn. */
 int shms__fair_leave(const struct shms__cls *k, uint32_t ref);
 /*
  * ref was granted lead cell c of a lease of `cells` cells: charge it what the lease is expected
  * to hold (cells x one lease's hold), recorded in the cell for the lease's end to correct; its
- * next turn comes after every tenant charged alike. 1: heap torn.
+ * next turn comes after every tenant charged alike. 1: torn.
  */
 int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c, uint32_t cells);
 /*
@@ -57,13 +61,13 @@ void shms__fair_fast_ended(const struct shms__cls *k, const uint64_t *name, uint
  * Charge what leases taken on the fast path held (shms__fair_fast_ended) to the tenant of account
  * aref: to the class's record of it, if record_of finds one (the record holds the live charge),
  * else to what the account keeps for the class. From no less than the class's virtual time, as a
- * lease granted now would be. 1: heap torn.
+ * lease granted now would be. 1: torn.
  */
 int shms__fair_charge_fast(const struct shms__cls *k, uint32_t aref,
                            uint32_t (*record_of)(const struct shms__cls *k, uint32_t aref));
 /* Take what ended leases owe ref (shms__fair_ended) into its charge and estimate. 1: torn. */
 int shms__fair_settle(const struct shms__cls *k, uint32_t ref);
-/* Before the index is rebuilt: an empty heap (the ring's members join it again), and every
+/* Before the index is rebuilt: an empty order (the ring's members join it again), and every
  * fast-path charge in the tenant table marked again for shms__fair_take_fast. */
 void shms__fair_reset(const struct shms__cls *k);
 /* After a change of policy in the tenant table: every record's weight read again. 1 if the

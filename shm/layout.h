@@ -14,13 +14,17 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 12u
+#define SHMS__LAYOUT_VERSION 13u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
 #define SHMS_MAX_DURATION_NS (24ull * 3600 * 1000 * 1000 * 1000) /* 24h */
 
 #define SHMS__ALIGNED __attribute__((aligned(SHMS__LINE)))
+/* A class fair by time files its tenants by charge quantum in this many buckets (core/fair.c); a
+ * record's heap_pos with SHMS__FAIR_FILED set names its bucket. */
+#define SHMS__FAIR_BUCKETS 64u
+#define SHMS__FAIR_FILED   0x80000000u
 
 /* A tenant name kept as words (a cell's record of its lease's tenant): NUL-padded. */
 #define SHMS__NAME_WORDS ((SHMS_TENANT_MAX + 1) / 8)
@@ -186,6 +190,16 @@ struct shms__class_ctl {
   uint64_t policy_gen; /* the tenant table's policy_gen when the weights were last read */
   uint64_t gather_seq;
   uint64_t joined; /* atomic: submits that joined a live job of the same key (core/joined.c) */
+  /* Lines 16-20, a class fair by time (core/fair.c), written under the baton: the calendar of
+   * its order of turns. Tenants and teams charged within SHMS__FAIR_BUCKETS quanta of cal_base
+   * are filed by quantum in a bucket each (a circular list through their records, oldest turn
+   * first: cal_head is the first, its cal_prev the last); cal_bits has a bit per bucket with
+   * members. Those charged further ahead wait in the heap (theap, heap_len), which holds them
+   * all while the calendar is empty. */
+  uint64_t cal_base SHMS__ALIGNED; /* the quantum of the first bucket with members */
+  uint64_t cal_bits;
+  uint32_t cal_head[SHMS__FAIR_BUCKETS];
+  uint32_t cal_behind; /* members filed under cal_base, charged less (SHMS__TENANT_BEHIND) */
 };
 
 /*
@@ -312,16 +326,18 @@ struct shms__tenant {
     uint64_t est_ns; /* what its next lease is expected to hold (ns): charged at its grant */
     uint64_t mvtime; /* a team's record: the charge a member that takes turns again starts from */
   };
-  uint64_t corr_ns;  /* atomic: held minus charged, of leases ended since (two's complement) */
-  uint64_t done_ns;  /* atomic: what those leases held */
-  uint32_t done_n;   /* atomic: how many they were */
-  uint32_t heap_pos; /* its place in the class's heap + 1; 0 when not in it */
+  uint64_t corr_ns; /* atomic: held minus charged, of leases ended since (two's complement) */
+  uint64_t done_ns; /* atomic: what those leases held */
+  uint32_t done_n;  /* atomic: how many they were */
+  /* Its place in the class's order of turns (core/fair.c): 0 none; a place in the heap + 1; or
+   * SHMS__FAIR_FILED | bucket, in the calendar (cal_prev, cal_next: its bucket's list). */
+  uint32_t heap_pos;
   /* Its record in the tenant table (core/account.c), referenced while this one exists: the
    * weight it had there when the class last looked (what its leases held is counted there as
    * each ends; its charge is left there when this record goes). */
   uint32_t acct;
   uint32_t weight;
-  uint64_t reserved2;
+  uint32_t cal_prev, cal_next;
   /* Teams (core/fair.c): a member's record names its team's record (TEAM, in the same table,
    * under the team's name), which takes the member's turns in the class's heap and holds its
    * members with a turn in a pairing heap: mroot, and each member's child, next sibling and
@@ -334,13 +350,15 @@ struct shms__tenant {
 
 /* PENDING: kept through an index rebuild with its turn in the old ring, which it takes again
  * when the rebuild restores the ring (core/tenant.c); no record carries it between operations. */
-/* TEAM: a team's record (never in the ring); MEMBER: a member in its team's pairing heap. */
+/* TEAM: a team's record (never in the ring); MEMBER: a member in its team's pairing heap.
+ * BEHIND: filed in the calendar under its base, charged for an earlier quantum (core/fair.c). */
 enum {
   SHMS__TENANT_INUSE = 1u,
   SHMS__TENANT_INRING = 2u,
   SHMS__TENANT_PENDING = 4u,
   SHMS__TENANT_TEAM = 8u,
   SHMS__TENANT_MEMBER = 16u,
+  SHMS__TENANT_BEHIND = 32u,
 };
 
 #define SHMS__MARKS 16 /* threads per process with a plain-store operation mark */
@@ -597,7 +615,7 @@ _Static_assert(SHMS_QUEUE_MAX < 0xffffffu, "a slot reference holds index + 1 in 
  * locks may lie beyond the end of a file), one per owner id (shm/proc.h). */
 #define SHMS__LOCK_OWNERS ((uint64_t)1 << 40)
 
-_Static_assert(sizeof(struct shms__class_ctl) == 16 * (size_t)SHMS__LINE, "class ctl is 16 lines");
+_Static_assert(sizeof(struct shms__class_ctl) == 21 * (size_t)SHMS__LINE, "class ctl is 21 lines");
 _Static_assert(sizeof(struct shms__cell) == 2 * (size_t)SHMS__LINE, "cell is two lines");
 _Static_assert(sizeof(struct shms__slot) == 4 * (size_t)SHMS__LINE, "slot is four lines");
 _Static_assert(sizeof(struct shms__tenant) == 3 * (size_t)SHMS__LINE, "tenant is three lines");

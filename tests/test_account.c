@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/account.h"
+#include "core/fair.h"
 #include "core/sched.h"
 #include "sched_util.h"
 #include "shm/atomic.h"
@@ -218,41 +219,116 @@ START_TEST(a_dead_holders_lock_is_taken_over) {
 }
 END_TEST
 
-/* A torn heap (a baton holder killed mid-sift) is found by the audit and rebuilt by recovery. */
-START_TEST(a_torn_heap_is_found_and_rebuilt) {
-  const char *name;
-  shms_t *h = open_timed(&name, 0);
-  shms_ticket hold = sched_enqueue(h, "holder", 0, 0);
-  shms_lease l;
-  ck_assert_shms_ok(shms_wait(h, &hold, UINT64_MAX, &l));
-  shms_ticket t[3] = {sched_enqueue(h, "a", 0, 0), sched_enqueue(h, "b", 0, 0),
-                      sched_enqueue(h, "c", 0, 0)};
+/* The audit finds the report it is given a reason for, and recovery's rebuild leaves none. */
+static void torn_is_found_and_rebuilt(shms_t *h, const char *reason) {
   char report[2048];
-  uint32_t violations = 1;
+  uint32_t violations = 0;
   ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
-  ck_assert_msg(violations == 0, "%s", report);
-  struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
-  ck_assert_uint_eq(k->ctl->heap_len, 3);
-  k->theap[0] = k->theap[2]; /* as if its holder died between two stores */
-  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
-  ck_assert_msg(violations > 0 && strstr(report, "heap") != NULL, "%s", report);
+  ck_assert_msg(violations > 0 && strstr(report, reason) != NULL, "%s", report);
   shms_recovery r;
   ck_assert_shms_ok(shms_recover(h, &r));
   ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
   ck_assert_msg(violations == 0, "%s", report);
-  ck_assert_uint_eq(k->ctl->heap_len, 3);
-  /* A place whose key is not its record's (a charge changed, the sift not yet run) is seen too. */
-  k->theap[1].vt += 1ull << 40;
-  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
-  ck_assert_msg(violations > 0 && strstr(report, "not its record's") != NULL, "%s", report);
-  ck_assert_shms_ok(shms_recover(h, &r));
+}
+
+/*
+ * A torn calendar or heap (a baton holder killed between two stores) is found by the audit and
+ * rebuilt by recovery. Tenants alike are filed in the calendar; one charged for a lease of
+ * 100 ms at weight 1 is beyond its reach (64 quanta, about 67 ms) and waits in the heap.
+ */
+START_TEST(a_torn_heap_is_found_and_rebuilt) {
+  const char *name;
+  shms_set_clock(sched_fake_clock, NULL);
+  shms_t *h = open_timed(&name, 0);
+  struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  ck_assert_shms_ok(shms_policy_tenant(h, "light", 1000));
+  shms_ticket hold = sched_enqueue(h, "light", 0, 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &hold, UINT64_MAX, &l));
+  shms_ticket t[4] = {sched_enqueue(h, "a", 0, 0), sched_enqueue(h, "b", 0, 0),
+                      sched_enqueue(h, "c", 0, 0), sched_enqueue(h, "light", 0, 0)};
+  char report[2048];
+  uint32_t violations = 1;
   ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
   ck_assert_msg(violations == 0, "%s", report);
-  ck_assert_shms_ok(shms_release(h, &l));
-  for (int i = 0; i < 3; i++) {
-    ck_assert_shms_ok(shms_wait(h, &t[i], UINT64_MAX, &l));
+  ck_assert_uint_eq(k->ctl->heap_len, 0);
+  ck_assert_uint_eq(__builtin_popcountll(k->ctl->cal_bits), 1); /* all four alike, in one bucket */
+  /* a's turn, then b's: each holds 100 ms and queues again, and goes to the heap. */
+  for (int i = 0; i < 2; i++) {
+    sched_fake_now += 100ull * 1000 * 1000;
     ck_assert_shms_ok(shms_release(h, &l));
+    ck_assert_shms_ok(shms_wait(h, &t[i], UINT64_MAX, &l));
+    t[i] = sched_enqueue(h, i == 0 ? "a" : "b", 0, 0);
   }
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  ck_assert_uint_eq(k->ctl->heap_len, 2); /* a, and b charged its lease's estimate: 100 ms */
+  ck_assert(k->ctl->cal_bits != 0);
+  uint32_t first = k->ctl->cal_head[__builtin_ctzll(k->ctl->cal_bits)];
+  k->tenants[first - 1].cal_next = k->ntenants + 5;
+  torn_is_found_and_rebuilt(h, "calendar");
+  /* A place whose key is not its record's (a charge changed, the sift not yet run) is seen too. */
+  ck_assert_uint_eq(k->ctl->heap_len, 2);
+  k->theap[0].vt += 1ull << 40;
+  torn_is_found_and_rebuilt(h, "not its record's");
+  /* A member of the heap within the calendar's reach: filed late. */
+  k->tenants[k->theap[0].ref - 1].vt = k->theap[0].vt = 0;
+  torn_is_found_and_rebuilt(h, "within the calendar's reach");
+  ck_assert_shms_ok(shms_release(h, &l));
+  /* Each release grants the next in the order of charges: every round takes one lease. */
+  int done[4] = {0}, left = 4;
+  for (int round = 0; left > 0; round++) {
+    ck_assert_int_lt(round, 4);
+    for (int i = 0; i < 4; i++) {
+      if (done[i] || shms_wait(h, &t[i], 0, &l) != SHMS_OK)
+        continue;
+      ck_assert_shms_ok(shms_release(h, &l));
+      done[i] = 1;
+      left--;
+    }
+  }
+  shms_set_clock(NULL, NULL);
+  sched_close(h, name);
+}
+END_TEST
+
+/*
+ * A long-lived class's charges near the top of their range are all moved back (a rebase): the
+ * calendar stays as it was, its base moved back with them, and the order of turns with it. The
+ * charges are moved up here by hand, by whole rounds of the calendar, as years of use would.
+ */
+START_TEST(a_rebase_keeps_the_calendar) {
+  const char *name;
+  shms_t *h = open_timed(&name, 0);
+  struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  shms_ticket hold = sched_enqueue(h, "holder", 0, 0);
+  shms_lease l;
+  ck_assert_shms_ok(shms_wait(h, &hold, UINT64_MAX, &l));
+  const char *who[3] = {"a", "b", "c"};
+  shms_ticket t[3];
+  for (int i = 0; i < 3; i++)
+    t[i] = sched_enqueue(h, who[i], 0, 0);
+  uint64_t round = (uint64_t)SHMS__FAIR_BUCKETS << SHMS__FAIR_QUANTUM_SHIFT;
+  uint64_t up = (SHMS__FAIR_REBASE_AT - k->ctl->vtime) / round * round;
+  for (uint32_t i = 0; i < k->ntenants; i++)
+    if (k->tenants[i].heap_pos != 0)
+      k->tenants[i].vt += up;
+  k->ctl->vtime += up;
+  k->ctl->cal_base += up >> SHMS__FAIR_QUANTUM_SHIFT;
+  char report[2048];
+  uint32_t violations = 1;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "%s", report);
+  /* Granted in their order, each grant's charge past the top: one rebase, and the order kept. */
+  for (int i = 0; i < 3; i++) {
+    ck_assert_shms_ok(shms_release(h, &l));
+    ck_assert_shms_ok(shms_wait(h, &t[i], 0, &l));
+    ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+    ck_assert_msg(violations == 0, "%s", report);
+  }
+  ck_assert_uint_eq(k->ctl->rebases, 1);
+  ck_assert_uint_lt(k->ctl->vtime, SHMS__FAIR_REBASE_AT);
+  ck_assert_shms_ok(shms_release(h, &l));
   sched_close(h, name);
 }
 END_TEST
@@ -324,9 +400,12 @@ START_TEST(a_torn_team_heap_is_rebuilt) {
   ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
   ck_assert_msg(violations == 0, "%s", report);
   struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
-  ck_assert_uint_eq(k->ctl->heap_len, 1); /* the team takes its members' turns */
+  ck_assert_uint_eq(__builtin_popcountll(k->ctl->cal_bits),
+                    1); /* the team takes its members' turns */
+  uint32_t first = k->ctl->cal_head[__builtin_ctzll(k->ctl->cal_bits)];
+  ck_assert_uint_eq(k->tenants[first - 1].cal_next, first);
   ck_assert_shms_ok(shms_policy_tenant_team(h, "c", "blue"));
-  struct shms__tenant *team = &k->tenants[k->theap[0].ref - 1];
+  struct shms__tenant *team = &k->tenants[first - 1];
   ck_assert(team->flags & SHMS__TENANT_TEAM);
   team->mroot = k->ntenants + 7; /* as if its holder died between two stores */
   ck_assert_shms_ok(shms_release(h, &l));
@@ -396,6 +475,7 @@ int main(void) {
   tcase_add_test(tc, a_table_full_of_records_in_use_is_searched_once);
   tcase_add_test(tc, a_dead_holders_lock_is_taken_over);
   tcase_add_test(tc, a_torn_heap_is_found_and_rebuilt);
+  tcase_add_test(tc, a_rebase_keeps_the_calendar);
   tcase_add_test(tc, teams_are_set_listed_and_recorded);
   tcase_add_test(tc, a_torn_team_heap_is_rebuilt);
   tcase_add_test(tc, tenant_rows_show_fair_share);

@@ -38,7 +38,7 @@ static uint64_t documented_size(const shms_config *cfg) {
     if (!k->configured)
       continue;
     uint64_t slot = 256 + (k->mode == SHMS_MODE_WORKER ? line(k->payload) : 0);
-    size += 1024 + 128ull * k->cells + slot * k->queue + 192 * t + line(4 * pow2(2 * t)) +
+    size += 1344 + 128ull * k->cells + slot * k->queue + 192 * t + line(4 * pow2(2 * t)) +
             line(4 * pow2(k->queue ? k->queue : 1)) + 2 * line(8 * hbm_words(k->queue)) +
             line(8 * hbm_words(t)) + line(24 * t) +
             line(8 * hbm_words(cfg->tenant_table ? cfg->tenant_table : SHMS_DEFAULT_TENANT_TABLE)) +
