@@ -302,8 +302,9 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
                    : k->timed ? shms__fair_first(k)
                               : k->ctl->ring_head;
     /* Every index read from the segment is checked before use: a bad one means a torn or
-     * corrupt index, rebuilt from the slots' state words. */
-    if (ref > k->ntenants || (pick != 0 && ref == 0)) {
+     * corrupt index, rebuilt from the slots' state words. None (0) while the ring has a head:
+     * an order of turns that lost its members. */
+    if (ref == 0 || ref > k->ntenants) {
       shms__index_corrupt = 1;
       break;
     }

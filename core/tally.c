@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include "../shm/atomic.h"
+#include "../shm/clock.h"
 #include "../shm/crashpoint.h"
 #include "../shm/proc.h"
 #include "account.h"
@@ -17,14 +18,28 @@ static int unused(const struct shms__tally *t) {
   return shms__load_64((uint64_t *)&t->name[0]) == 0;
 }
 
+/* How long a thread waits for another of its process to rekey: a rekey waits MOVE_WAIT_NS at most
+ * for the table. */
+#define REKEY_WAIT_NS (10 * MOVE_WAIT_NS)
+
 /*
  * Rekeying is the process's own business, serialised between its threads (and handles) by a word
  * of its entry: its first tally's `reserved`, reset when a process claims the entry (shm/proc.c:
- * one that died holding it has no threads left to wait).
+ * one that died holding it has no threads left to wait). A word left set for good (written into
+ * the live entry by another process) does not hold every acquire: after REKEY_WAIT_NS, 0, and the
+ * lease goes uncounted, as when the table is locked too long.
  */
-static void rekey_lock(struct shms__proc *p) {
-  while (!ck_pr_cas_32(&p->tally[0].reserved, 0, 1))
+static int rekey_lock(struct shms__proc *p) {
+  uint64_t until = 0;
+  while (!ck_pr_cas_32(&p->tally[0].reserved, 0, 1)) {
+    uint64_t now = shms__real_now_ns();
+    if (until == 0)
+      until = now + REKEY_WAIT_NS;
+    else if (now >= until)
+      return 0;
     sched_yield();
+  }
+  return 1;
 }
 
 static void rekey_unlock(struct shms__proc *p) { shms__store_32(&p->tally[0].reserved, 0); }
@@ -44,9 +59,8 @@ static int move(struct shms *h, struct shms__tally *t) {
 struct shms__tally *shms__tally_for(struct shms *h, uint32_t cls, const uint64_t *name) {
   struct shms__proc *p = h->proc;
   struct shms__tally *t = NULL;
-  if (p == NULL)
-    return NULL; /* an observer's handle takes no lease */
-  rekey_lock(p);
+  if (p == NULL || !rekey_lock(p))
+    return NULL; /* an observer's handle takes no lease; or the rekey word is held too long */
   for (uint32_t i = 0; i < SHMS__TALLIES && t == NULL; i++)
     if (shms__tally_key_is(&p->tally[i], cls, name) || unused(&p->tally[i]))
       t = &p->tally[shms__tally_hint = i];
@@ -68,9 +82,8 @@ struct shms__tally *shms__tally_for(struct shms *h, uint32_t cls, const uint64_t
 
 void shms__tally_adopt(struct shms *h) {
   struct shms__proc *p = h->proc;
-  if (p == NULL)
-    return;
-  rekey_lock(p);
+  if (p == NULL || !rekey_lock(p))
+    return; /* the tallies stay in the entry, counted still */
   for (uint32_t i = 0; i < SHMS__TALLIES; i++)
     if (!unused(&p->tally[i]))
       move(h, &p->tally[i]); /* one the table cannot take stays here, counted still */

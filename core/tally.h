@@ -30,12 +30,14 @@ static inline int shms__tally_key_is(const struct shms__tally *t, uint32_t cls,
 }
 
 /* The tally for (cls, name): found, unused, or the next in turn moved into the table and
- * rekeyed. NULL when the table cannot take the one in turn. */
+ * rekeyed. NULL when the table cannot take the one in turn, or the process's rekey word stays
+ * held past 100 ms. */
 __attribute__((cold)) struct shms__tally *shms__tally_for(struct shms *h, uint32_t cls,
                                                           const uint64_t *name);
 
 /* Count a lease taken on the fast path in class k for tenant (packed words), for this process.
- * A table with no room (records with a policy fill it) or locked past 10 ms leaves it uncounted.
+ * A table with no room (records with a policy fill it) or locked past 10 ms leaves it uncounted
+ * (and the rekey word of the process's entry held past 100 ms: a hostile write into the entry).
  * Inline: it is on the fast path of every acquire. */
 static inline void shms__tally_lease(struct shms *h, const struct shms__cls *k,
                                      const uint64_t *tenant) {
