@@ -475,6 +475,8 @@ uint32_t shms__fair_first(const struct shms__cls *k) {
  * counts as the base's). */
 static int top_before(const struct shms__class_ctl *ctl, const struct shms__tenant *a,
                       const struct shms__tenant *b) {
+  if (ctl->cal_bits == 0) /* the heap alone, by charges: the base is of a calendar gone */
+    return shms__fair_before(a, b);
   uint64_t qa = filed_quantum(ctl, a->vt), qb = filed_quantum(ctl, b->vt);
   return qa != qb ? qa < qb : a->turn < b->turn;
 }
