@@ -300,22 +300,28 @@ static inline __attribute__((always_inline)) void ending_of(const struct shms__c
 
 /* The tenant's count of leases goes down; in a class fair by time, its charge is corrected to
  * what the lease held (used: 0 for a grant returned unused), before the count (fair.h), and a
- * lease taken on the fast path is charged what it held. */
-static void ended(const struct shms__cls *k, const struct ending *e, int used) {
+ * lease taken on the fast path is charged what it held. Returns the time of the end when it read
+ * the monotonic clock (0 if not): the pass its release kicks runs on it. */
+static uint64_t ended(const struct shms__cls *k, const struct ending *e, int used) {
   if (e->tenant > k->ntenants || (e->tenant == 0 && !e->fast))
-    return;
-  uint64_t now = used && k->timed ? shms__coarse_now_ns() : 0;
+    return 0;
+  /* Each end on its start's clock. A lease granted from the queue starts at its pass's time, on
+   * the monotonic clock: leases far shorter than the coarse clock's tick are then charged what
+   * they held, not a whole tick or nothing (design/fairness-cost.md). One taken on the fast path
+   * starts on the coarse clock, which is all that path can afford. */
+  uint64_t now = !used || !k->timed ? 0 : e->tenant != 0 ? shms__now_ns() : shms__coarse_now_ns();
   /* A prepared acquire's lease is stamped lazily (shms__stamp_leases): one unstamped yet held
    * for less than the stamping period, and is charged nothing. */
   uint64_t held = e->start_ns != 0 && now > e->start_ns ? now - e->start_ns : 0;
   if (e->tenant == 0) {
     if (used)
       shms__fair_fast_ended(k, e->name, held);
-    return;
+    return 0;
   }
   if (k->timed)
     shms__fair_ended(k, e->tenant, used, held, e->charged_ns, e->ncells > 1 ? e->ncells : 1);
   shms__tenant_lease_ended(k, e->tenant);
+  return now;
 }
 
 /* A lease's quotas go back once its cell's word has moved on, before the cell is free for the
@@ -548,8 +554,8 @@ static inline __attribute__((always_inline)) enum shms__release freed(const stru
 
 /* The release of a lease with something to settle: counted against its tenant, of several
  * cells, holding quotas, or taken on the fast path and charged in a class fair by time. */
-__attribute__((noinline)) static enum shms__release release_ended(const struct shms__cls *k,
-                                                                  uint32_t c, uint64_t expect) {
+__attribute__((noinline)) static enum shms__release
+release_ended(const struct shms__cls *k, uint32_t c, uint64_t expect, uint64_t *now) {
   struct shms__cell *cell = &k->cells[c];
   struct ending e;
   ending_of(k, cell, SHMS__CELL_GEN(expect), &e);
@@ -558,7 +564,7 @@ __attribute__((noinline)) static enum shms__release release_ended(const struct s
   if (!ck_pr_cas_64(&cell->word, expect, free_word))
     return SHMS__RELEASE_RACED;
   SHMS__STEP();
-  ended(k, &e, 1);
+  *now = ended(k, &e, 1);
   quotas_back(k, e.quotas);
   if (!k->fast_map)
     shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
@@ -570,14 +576,16 @@ __attribute__((noinline)) static enum shms__release release_ended(const struct s
   return freed(k, c, e.tenant != 0);
 }
 
-enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect) {
+enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect,
+                                      uint64_t *now) {
   SHMS__ASSERT(shms__in_op(k));
+  *now = 0;
   struct shms__cell *cell = &k->cells[c];
   /* A lease taken on the fast path has nothing to settle (its tally counted it; it holds one
    * cell and no quota), unless a class fair by time charges it: only while requests are queued
    * (ending_of). This is the uncontended release, kept to the CAS and the put. */
   if (cell->tenant != 0 || (k->timed && SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) != 0))
-    return release_ended(k, c, expect);
+    return release_ended(k, c, expect, now);
   if (!ck_pr_cas_64(&cell->word, expect,
                     SHMS__CELL_WORD(SHMS__CELL_GEN(expect) + 1, 0, SHMS__CELL_AVAILABLE)))
     return SHMS__RELEASE_RACED;

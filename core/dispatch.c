@@ -165,8 +165,8 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
   if (counted)
     ck_pr_inc_32(&shms__tenant_at(k, ref)->active);
   shms__store_32(&k->cells[c].uid, shms__load_32(&s->uid)); /* with the name: see layout.h */
-  if (shms__cell_start(k, c, counted ? ref : 0, name, i + 1, shms__coarse_now_ns(), &gen, &token) !=
-      SHMS_OK) {
+  /* Started at the pass's time: the release measures a counted lease on the same clock. */
+  if (shms__cell_start(k, c, counted ? ref : 0, name, i + 1, now, &gen, &token) != SHMS_OK) {
     /* Settle the request first, so its waiter learns why, before the quarantine may fail
      * everyone else for lack of cells. */
     shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_ESEQEXHAUSTED);
@@ -250,16 +250,18 @@ static void warm_next(const struct shms__cls *k) {
     __builtin_prefetch(s + SHMS__LINE * l, 1, 3);
 }
 
-/* One bounded pass: arrivals and settled requests, tenants, then grants. Returns how much it
- * did; *exhausted says whether it used its whole budget. */
-static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
+/* One bounded pass at now (0: it reads the clock): arrivals and settled requests, tenants, then
+ * grants. Returns how much it did; *exhausted says whether it used its whole budget. */
+static int pass(struct shms *h, const struct shms__cls *k, uint64_t now, int *exhausted) {
   if (shms__index_corrupt)
     shms__index_rebuild(k);
   if (k->timed) /* weights and teams changed by policy take effect from this pass's grants */
     shms__index_corrupt |= shms__tenant_refresh(k);
   /* The end of overtaking as found before the arrivals are taken: what the update at the end may
    * replace (shms__overtake_update). */
-  uint64_t now = shms__now_ns(), seen[2];
+  uint64_t seen[2];
+  if (now == 0)
+    now = shms__now_ns();
   shms__overtake_seen(k, seen);
   int budget = PASS_BUDGET, drained = 0;
   for (int64_t i; budget > 0 && !(drained = (i = shms__hbm_take(k->sattn, k->nslots)) < 0);
@@ -348,9 +350,10 @@ static int pass(struct shms *h, const struct shms__cls *k, int *exhausted) {
  */
 #define RUN_LIMIT 256
 
-static void run(struct shms *h, const struct shms__cls *k) {
-  for (int passes = 1, idle = 0, total = 1;; passes += passes < MAX_PASSES, total++) {
-    int exhausted, did = pass(h, k, &exhausted);
+/* now: the first pass's time, or 0. */
+static void run(struct shms *h, const struct shms__cls *k, uint64_t now) {
+  for (int passes = 1, idle = 0, total = 1;; passes += passes < MAX_PASSES, total++, now = 0) {
+    int exhausted, did = pass(h, k, now, &exhausted);
     idle = did ? 0 : idle + 1;
     int stop = idle >= IDLE_LIMIT || total >= RUN_LIMIT;
     if ((exhausted && passes >= MAX_PASSES) || stop)
@@ -365,15 +368,17 @@ static void run(struct shms *h, const struct shms__cls *k) {
   }
 }
 
-void shms__kick(struct shms *h, const struct shms__cls *k) {
+void shms__kick_at(struct shms *h, const struct shms__cls *k, uint64_t now) {
   ck_pr_fence_memory(); /* our published change is visible before we look at the baton */
   if (shms__load_64(&k->ctl->baton) != 0)
     return; /* its holder re-checks before letting go */
   shms__op_enter(h, k);
   if (baton_try(h, k))
-    run(h, k);
+    run(h, k, now);
   shms__op_leave(h, k);
 }
+
+void shms__kick(struct shms *h, const struct shms__cls *k) { shms__kick_at(h, k, 0); }
 
 void shms__unlink_settled(struct shms *h, const struct shms__cls *k, uint32_t i) {
   shms__op_enter(h, k);
@@ -382,7 +387,7 @@ void shms__unlink_settled(struct shms *h, const struct shms__cls *k, uint32_t i)
   if (baton_try(h, k)) {
     SHMS__STEP();
     shms__index_attend(h, k, i);
-    run(h, k);
+    run(h, k, 0);
   } else {
     shms__hbm_set(k->sattn, k->nslots, i);
     shms__kick(h, k);
@@ -406,7 +411,7 @@ void shms__baton_check_holder(struct shms *h, const struct shms__cls *k) {
   shms__op_enter(h, k);
   if (ck_pr_cas_64(&k->ctl->baton, b, baton_value(h))) {
     shms__index_rebuild(k);
-    run(h, k);
+    run(h, k, 0);
   }
   shms__op_leave(h, k);
 }
@@ -427,7 +432,7 @@ int shms__baton_acquire(struct shms *h, const struct shms__cls *k, uint64_t time
   }
 }
 
-void shms__baton_done(struct shms *h, const struct shms__cls *k) { run(h, k); }
+void shms__baton_done(struct shms *h, const struct shms__cls *k) { run(h, k, 0); }
 
 void shms__fail_all(struct shms *h, const struct shms__cls *k, int reason) {
   for (uint32_t i = 0; i < k->nslots; i++) {

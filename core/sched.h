@@ -274,9 +274,11 @@ enum shms__release {
  * LEASED -> AVAILABLE (generation + 1): the holder releases the lease whose cell word is expect.
  * RACED if the lease was returned concurrently; KICK if the cell is the queue's (the caller
  * kicks); NUDGE if requests wait within the overtake bound and no nudge is in flight (the caller
- * calls shms__overtake_nudge).
+ * calls shms__overtake_nudge). *now: the monotonic time the release read to charge the lease, or
+ * 0; the pass a kick runs reuses it.
  */
-enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect);
+enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect,
+                                      uint64_t *now);
 /* LEASED -> AVAILABLE (generation + 1) for a departed owner's lease (core/recover.c): 1 if done;
  * the caller kicks. */
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect);
@@ -462,6 +464,8 @@ void shms__owned_done(struct shms *h, uint32_t owner, struct shms__owned *l);
  * holder re-checks before letting go, so leaving is safe. Non-blocking.
  */
 void shms__kick(struct shms *h, const struct shms__cls *k);
+/* A kick whose first pass runs at now, a monotonic time just read (0: it reads its own). */
+void shms__kick_at(struct shms *h, const struct shms__cls *k, uint64_t now);
 /*
  * Inside an operation on k: release the lease at cell c whose word is w, as its holder would
  * (kicking or nudging who waits); 0 if it was returned concurrently. Inline: it is the release's
@@ -469,10 +473,11 @@ void shms__kick(struct shms *h, const struct shms__cls *k);
  */
 static inline int shms__release_lease(struct shms *h, const struct shms__cls *k, uint32_t c,
                                       uint64_t w) {
-  enum shms__release r = shms__cell_release(k, c, w);
+  uint64_t now;
+  enum shms__release r = shms__cell_release(k, c, w, &now);
   /* A nudge that finds nobody asleep falls back to a kick: the queue's pass grants the cell. */
   if (r == SHMS__RELEASE_KICK || (r == SHMS__RELEASE_NUDGE && !shms__overtake_nudge(k)))
-    shms__kick(h, k);
+    shms__kick_at(h, k, now);
   return r != SHMS__RELEASE_RACED;
 }
 /*
