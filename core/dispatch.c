@@ -111,6 +111,28 @@ static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, ui
 }
 
 /*
+ * The lines grant(i) of tenant ref will write after its first locked instructions, asked for
+ * as it begins so that their misses overlap its work: the requests after i in its tenant's
+ * orders and in the class's (each unlink writes its neighbour's link), the tenant next in turn
+ * (the ring's or the calendar's new first takes a link), and its tenant-table record (its
+ * grants). Among thousands of tenants each is a line of its own, cold, and a locked
+ * instruction after a store that missed waits for it. Their places are read from the record
+ * and the slot warm_next brought in: no load here waits. Only hints.
+ */
+static void warm_links(const struct shms__cls *k, const struct shms__tenant *t,
+                       const struct shms__slot *s) {
+  uint32_t next[3] = {s->grp_next, s->age_next, s->all_next};
+  for (int j = 0; j < 3; j++)
+    if (next[j] != 0 && next[j] <= k->nslots)
+      __builtin_prefetch(&shms__slot_at(k, next[j] - 1)->prio_left, 1, 3);
+  uint32_t after = k->timed ? t->cal_next : t->ring_next;
+  if (after != 0 && after <= k->ntenants)
+    __builtin_prefetch(shms__tenant_at(k, after), 1, 3);
+  if (t->acct != 0 && t->acct <= k->naccts && k->id >= 0)
+    __builtin_prefetch(&shms__account_at(k, t->acct)->cls[k->id], 1, 3);
+}
+
+/*
  * Grant indexed request i of ring-head tenant ref. Returns 0 when no cell is
  * free (the pass stops), 1 when the candidate was dealt with either way.
  */
@@ -134,6 +156,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
     shms__index_attend(h, k, i);
     return 1;
   }
+  warm_links(k, shms__tenant_at(k, ref), s);
   if (s->deadline_ns != 0 && now >= s->deadline_ns) {
     /* Never granted past its deadline; its waiter learns at once. */
     shms__settle_and_kick(h, k, i, s->seq, 1u << SHMS__SLOT_QUEUED, SHMS_EDEADLINE);
