@@ -34,9 +34,9 @@
  * The class is fair by time (the default; --grants: fair by grants, rows `shmsched-grants`). Its
  * clock is one the benchmark advances itself by 1 us before each release: every lease then holds
  * the same, the tenants' charges stay equal and the grants follow the ring's order, which the
- * benchmark predicts (on the real clock, a lease that straddles a tick of the coarse clock is
- * charged a tick, and its tenant's turn rightly comes later). The library reads that clock
- * through a call instead of the vDSO: a few ns less per grant than on the real clock.
+ * benchmark predicts (on the real clock, leases hold for different times, and the turns follow
+ * what each held). The library reads that clock through a call instead of the vDSO: a few ns
+ * less per grant than on the real clock.
  * Usage: bench_scaling [--ops N] [--events N] [--lines] [--grants] [Q:T ...]
  */
 #include <stdio.h>
