@@ -112,22 +112,31 @@ static void grant_lost(struct shms *h, const struct shms__cls *k, uint32_t i, ui
 
 /*
  * The lines grant(i) of tenant ref will write after its first locked instructions, asked for
- * as it begins so that their misses overlap its work: the requests after i in its tenant's
- * orders and in the class's (each unlink writes its neighbour's link), the tenant next in turn
- * (the ring's or the calendar's new first takes a link), and its tenant-table record (its
- * grants). Among thousands of tenants each is a line of its own, cold, and a locked
- * instruction after a store that missed waits for it. Their places are read from the record
- * and the slot warm_next brought in: no load here waits. Only hints.
+ * as it begins so that their misses overlap its work. Each request after i takes i's place in an
+ * order: the next of its group its treap node and the group's ends (core/order.c), the next by
+ * age and in the class's list their back links. The tenant next in turn (the ring's, or its
+ * calendar bucket's) takes a back link, and its tenant-table record counts the grant. Among
+ * thousands of tenants each is a line of its own, cold, and a locked instruction after a store
+ * that missed waits for it. Their places are read from the record and the slot warm_next
+ * brought in: no load here waits. Only hints.
  */
 static void warm_links(const struct shms__cls *k, const struct shms__tenant *t,
                        const struct shms__slot *s) {
-  uint32_t next[3] = {s->grp_next, s->age_next, s->all_next};
-  for (int j = 0; j < 3; j++)
-    if (next[j] != 0 && next[j] <= k->nslots)
-      __builtin_prefetch(&shms__slot_at(k, next[j] - 1)->prio_left, 1, 3);
+  if (s->grp_next != 0 && s->grp_next <= k->nslots) {
+    const struct shms__slot *n = shms__slot_at(k, s->grp_next - 1);
+    __builtin_prefetch(&n->prio_left, 1, 3);
+    __builtin_prefetch(&n->prio_right, 1, 3);
+    __builtin_prefetch(&n->grp_prev, 1, 3);
+  }
+  if (s->age_next != 0 && s->age_next <= k->nslots)
+    __builtin_prefetch(&shms__slot_at(k, s->age_next - 1)->age_prev, 1, 3);
+  if (s->all_next != 0 && s->all_next <= k->nslots)
+    __builtin_prefetch(&shms__slot_at(k, s->all_next - 1)->all_prev, 1, 3);
   uint32_t after = k->timed ? t->cal_next : t->ring_next;
-  if (after != 0 && after <= k->ntenants)
-    __builtin_prefetch(shms__tenant_at(k, after), 1, 3);
+  if (after != 0 && after <= k->ntenants) {
+    const struct shms__tenant *n = shms__tenant_at(k, after);
+    __builtin_prefetch(k->timed ? (const void *)&n->cal_prev : (const void *)&n->ring_prev, 1, 3);
+  }
   if (t->acct != 0 && t->acct <= k->naccts && k->id >= 0)
     __builtin_prefetch(&shms__account_at(k, t->acct)->cls[k->id], 1, 3);
 }
