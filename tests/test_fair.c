@@ -9,10 +9,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "harness.h"
 #include "sched_util.h"
+#include "shm/clock.h"
 
 #define MAX_TENANTS 4
 #define MAX_LEASES  64
@@ -626,12 +626,6 @@ END_TEST
  * leases were served alike only on average over many ticks. Each lease here is held at least
  * HOLD, so each must add at least HOLD to its tenant's cell-time.
  */
-static uint64_t real_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 START_TEST(short_leases_are_charged_what_they_held) {
   enum { LEASES = 20, HOLD = 100 * 1000 };
   shms_config cfg;
@@ -643,7 +637,7 @@ START_TEST(short_leases_are_charged_what_they_held) {
     shms_ticket t = sched_enqueue(h, "brief", 0, 0); /* queued: granted by a pass */
     shms_lease l;
     ck_assert_shms_ok(shms_wait(h, &t, UINT64_MAX, &l));
-    for (uint64_t until = real_now_ns() + HOLD; real_now_ns() < until;)
+    for (uint64_t until = shms__real_now_ns() + HOLD; shms__real_now_ns() < until;)
       ;
     ck_assert_shms_ok(shms_release(h, &l)); /* settled by the pass its release runs */
     uint64_t now = table_cell_ns(h, "brief");
