@@ -270,8 +270,14 @@ assert first["incarnation"] != last["incarnation"], (first, last)
 gone = [f for f in frames if f["state"] == "gone"]
 assert gone, states
 assert all(f["incarnation"] == first["incarnation"] and f["classes"] == {} for f in gone), gone
+# Before it is gone the segment may be seen `destroying` for a frame or two: destroy marks
+# the state before it unlinks the name.
 i = states.index("gone")
-assert all(s == "active" for s in states[:i]) and "active" in states[i:], states
+before = states[:i]
+j = before.index("destroying") if "destroying" in before else i
+assert all(s == "active" for s in before[:j]), states
+assert all(s == "destroying" for s in before[j:]), states
+assert "active" in states[i:], states
 PY
 keys q
 timeout 30 tmux -L "$sock" wait-for top-done || fail "q did not end top"
