@@ -212,7 +212,7 @@ static int publish(struct shms *h, struct shms__cls *k, const shms_request *req,
   s->enqueue_ns = shms__now_ns();
   shms__slot_publish(k, i, seq);
   SHMS__STEP();
-  shms__hbm_set(k->sattn, k->nslots, i);
+  shms__hbm_set(&k->sattn, i);
   shms__overtake_arrived(k, s->enqueue_ns); /* after the bit: docs/protocol.md */
   SHMS__STEP();
   shms__recheck_after_publish(h, k, i, seq);

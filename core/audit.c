@@ -132,7 +132,7 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
     const struct shms__slot *s = shms__slot_at(k, i);
     uint64_t w = shms__load_64((uint64_t *)&s->word);
     uint32_t st = SHMS__SLOT_STATE(w);
-    int free_bit = shms__hbm_test(k->sfree, k->nslots, i);
+    int free_bit = shms__hbm_test(&k->sfree, i);
     if (st > SHMS__SLOT_RUNNING)
       corrupt(a, "slot %u: state %u is not a slot state", i, st);
     if (st == SHMS__SLOT_FREE) {
@@ -148,7 +148,7 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
     if (st == SHMS__SLOT_QUEUED) {
       (*queued)++;
       /* LATE: its grant was revoked, and its waiter re-indexes it when it comes back. */
-      if (!(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)) && !shms__hbm_test(k->sattn, k->nslots, i))
+      if (!(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)) && !shms__hbm_test(&k->sattn, i))
         violation(a,
                   "slot %u: queued but neither indexed nor awaiting the dispatcher (sequence "
                   "%llu, flags 0x%x, owner %u %s, tenant '%.*s')",

@@ -239,7 +239,7 @@ void shms__tenant_lease_ended(const struct shms__cls *k, uint32_t ref) {
   if (ref == 0 || ref > k->ntenants)
     return;
   ck_pr_dec_32(&shms__tenant_at(k, ref)->active);
-  shms__hbm_set(k->tattn, k->ntenants, ref - 1);
+  shms__hbm_set(&k->tattn, ref - 1);
 }
 
 /* What the end of a counted lease (or grant) needs of its cell, read before the CAS that ends it:

@@ -32,8 +32,8 @@ static int baton_try(const struct shms *h, const struct shms__cls *k) {
 }
 
 static int work_pending(const struct shms__cls *k) {
-  if (shms__hbm_any(k->sattn, k->nslots) || shms__hbm_any(k->tattn, k->ntenants) ||
-      (k->timed && shms__hbm_any(k->aattn, k->naccts)))
+  if (shms__hbm_any(&k->sattn) || shms__hbm_any(&k->tattn) ||
+      (k->timed && shms__hbm_any(&k->aattn)))
     return 1;
   uint64_t f = shms__load_64(&k->ctl->fast);
   /* A nudge in flight (WOKEN, set by a release since this holder's last pass): its pass is owed
@@ -248,7 +248,7 @@ static int grant(struct shms *h, const struct shms__cls *k, uint32_t ref, uint32
 
 /* Ask a waiter to carry on dispatching after this process's bounded share. */
 static void hand_off(const struct shms__cls *k, uint64_t now) {
-  int64_t i = shms__hbm_peek(k->sattn, k->nslots);
+  int64_t i = shms__hbm_peek(&k->sattn);
   if (i < 0 && k->ctl->ring_head != 0) {
     uint32_t first = shms__index_select(k, k->ctl->ring_head, now);
     i = first ? (int64_t)first - 1 : -1;
@@ -296,13 +296,13 @@ static int pass(struct shms *h, const struct shms__cls *k, uint64_t now, int *ex
     now = shms__now_ns();
   shms__overtake_seen(k, seen);
   int budget = PASS_BUDGET, drained = 0;
-  for (int64_t i; budget > 0 && !(drained = (i = shms__hbm_take(k->sattn, k->nslots)) < 0);
+  for (int64_t i; budget > 0 && !(drained = (i = shms__hbm_take(&k->sattn)) < 0);
        budget--) {
     SHMS__STEP();
     shms__index_attend(h, k, (uint32_t)i);
   }
   int tenants = 0;
-  for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(k->tattn, k->ntenants)) >= 0;
+  for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(&k->tattn)) >= 0;
        tenants++)
     shms__index_attend_tenant(k, (uint32_t)t + 1);
   if (k->timed) {
@@ -421,7 +421,7 @@ void shms__unlink_settled(struct shms *h, const struct shms__cls *k, uint32_t i)
     shms__index_attend(h, k, i);
     run(h, k, 0);
   } else {
-    shms__hbm_set(k->sattn, k->nslots, i);
+    shms__hbm_set(&k->sattn, i);
     shms__kick(h, k);
   }
   shms__op_leave(h, k);

@@ -647,8 +647,8 @@ void shms__fair_fast_ended(const struct shms__cls *k, const uint64_t *name, uint
    * comes after our adds (atomic, and ordered before this look: free on x86). The look saves a
    * locked write to a line every contended release would share. */
   ck_pr_fence_atomic_load();
-  if (!shms__hbm_test(k->aattn, k->naccts, ref - 1))
-    shms__hbm_set(k->aattn, k->naccts, ref - 1);
+  if (!shms__hbm_test(&k->aattn, ref - 1))
+    shms__hbm_set(&k->aattn, ref - 1);
 }
 
 /* The charge an account holds for k, moved back as every charge of the class was since it was
@@ -732,7 +732,7 @@ void shms__fair_reset(const struct shms__cls *k) {
   /* A charge added by a process that died before it marked the record is found here. */
   for (uint32_t i = 0; k->id >= 0 && i < k->naccts; i++)
     if (shms__load_64(&k->accts[i].cls[k->id].fast_ns) != 0)
-      shms__hbm_set(k->aattn, k->naccts, i);
+      shms__hbm_set(&k->aattn, i);
 }
 
 int shms__fair_refresh(const struct shms__cls *k) {

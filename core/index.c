@@ -313,7 +313,7 @@ void shms__index_rebuild(const struct shms__cls *k) {
     if (SHMS__SLOT_STATE(w) == SHMS__SLOT_SETTLED && (w & SHMS__SLOT_COLLECTED))
       shms__slot_free(k, i);
     else if (!shms__index_reinsert(k, i))
-      shms__hbm_set(k->sattn, k->nslots, i); /* to be refused by the next pass */
+      shms__hbm_set(&k->sattn, i); /* to be refused by the next pass */
   }
   (void)shms__ring_restore(k, turns); /* a torn ring's order is lost, the rest rebuilt */
   k->ctl->quota_parked = 0;           /* every parked request was indexed again: none is now */

@@ -285,8 +285,8 @@ static void repair_slot(const struct shms__cls *k, uint32_t i, struct alive_cach
   }
 }
 
-static void clear_words(uint64_t *w, uint32_t n) {
-  memset(w, 0, (size_t)shms__hbm_words(n) * sizeof(uint64_t));
+static void clear_words(const struct shms__hbm *b) {
+  memset(b->w, 0, (size_t)shms__hbm_words(b->n) * sizeof(uint64_t));
 }
 
 /* Tenant records: keep those counted by live leases (same index: cells refer to it), with the
@@ -312,9 +312,9 @@ static uint32_t rebuild_tenants(const struct shms__cls *k) {
 
 /* Every slot's flags and bitmaps from its state; returns (queued, used). */
 static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t *used) {
-  clear_words(k->sfree, k->nslots);
-  clear_words(k->sattn, k->nslots);
-  clear_words(k->tattn, k->ntenants);
+  clear_words(&k->sfree);
+  clear_words(&k->sattn);
+  clear_words(&k->tattn);
   *queued = *used = 0;
   for (uint32_t i = 0; i < k->nslots; i++) {
     struct shms__slot *s = shms__slot_at(k, i);
@@ -324,7 +324,7 @@ static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t 
       st = SHMS__SLOT_FREE; /* nobody needs it any more */
     if (st == SHMS__SLOT_FREE) {
       shms__store_64(&s->word, SHMS__SLOT_WORD(SHMS__SLOT_SEQ(w), 0, 0, SHMS__SLOT_FREE));
-      shms__hbm_set(k->sfree, k->nslots, i);
+      shms__hbm_set(&k->sfree, i);
       continue;
     }
     (*used)++;
@@ -339,7 +339,7 @@ static void rebuild_slots(const struct shms__cls *k, uint32_t *queued, uint32_t 
     /* What the index held goes back at once, so that the ring keeps its order; arrivals, and
      * requests to be refused, are left to the next pass. */
     if (!(w & SHMS__SLOT_INDEXED) || !shms__index_reinsert(k, i))
-      shms__hbm_set(k->sattn, k->nslots, i);
+      shms__hbm_set(&k->sattn, i);
   }
 }
 

@@ -115,7 +115,7 @@ enum shms__next shms__revoke_unpark(const struct shms__cls *k, uint32_t i, uint6
   if (!shms__slot_unpark(k, i, &w))
     return SHMS__NEXT_NONE; /* it changed (cancelled, drained): the caller looks again */
   SHMS__STEP();
-  shms__hbm_set(k->sattn, k->nslots, i);
+  shms__hbm_set(&k->sattn, i);
   /* Published again: its end of overtaking (long passed) holds before a pass indexes it. */
   shms__overtake_arrived(k, shms__slot_at(k, i)->enqueue_ns);
   return SHMS__NEXT_KICK;

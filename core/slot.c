@@ -31,7 +31,7 @@ int shms__slot_take(const struct shms__cls *k, uint32_t *index, uint64_t *seq) {
   SHMS__ASSERT(shms__in_op(k));
   SHMS__STEP();
   for (uint32_t misses = 0;;) {
-    int64_t i = shms__hbm_take(k->sfree, k->nslots);
+    int64_t i = shms__hbm_take(&k->sfree);
     if (i < 0) {
       /* A freer is between its store and its bit: it will be there in a moment, unless it
        * died there. Never wait without bound inside an operation: recovery waits for us. */
@@ -74,7 +74,7 @@ void shms__slot_free(const struct shms__cls *k, uint32_t i) {
   /* State before bit, bit before count: a reservation never finds the map short. */
   ck_pr_fence_store();
   SHMS__STEP();
-  shms__hbm_set(k->sfree, k->nslots, i);
+  shms__hbm_set(&k->sfree, i);
   SHMS__STEP();
   ck_pr_dec_32(&k->ctl->used);
 }
@@ -171,7 +171,7 @@ void shms__slot_reattend(const struct shms__cls *k, uint32_t i, uint64_t seq) {
   uint64_t w = shms__load_64(&shms__slot_at(k, i)->word);
   if (SHMS__SLOT_STATE(w) == SHMS__SLOT_QUEUED && SHMS__SLOT_SEQ(w) == (uint32_t)seq &&
       !(w & (SHMS__SLOT_INDEXED | SHMS__SLOT_LATE)))
-    shms__hbm_set(k->sattn, k->nslots, i);
+    shms__hbm_set(&k->sattn, i);
 }
 
 int shms__slot_flag(const struct shms__cls *k, uint32_t i, uint64_t *w, uint64_t flags) {

@@ -51,7 +51,7 @@ static uint32_t record_of(const struct shms__cls *k, uint32_t aref) {
 
 int shms__tenant_take_fast(const struct shms__cls *k, int budget, int *torn) {
   int taken = 0;
-  for (int64_t i; taken < budget && (i = shms__hbm_take(k->aattn, k->naccts)) >= 0; taken++)
+  for (int64_t i; taken < budget && (i = shms__hbm_take(&k->aattn)) >= 0; taken++)
     *torn |= shms__fair_charge_fast(k, (uint32_t)i + 1, record_of);
   return taken;
 }

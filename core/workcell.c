@@ -58,7 +58,7 @@ static enum shms__next job_lost(struct shms *h, const struct shms__cls *k, uint3
       shms__fast_queue(k, 1);
       if (shms__slot_requeue(k, i, s->seq, &w)) {
         shms__note(h, &ev);
-        shms__hbm_set(k->sattn, k->nslots, i);
+        shms__hbm_set(&k->sattn, i);
         return SHMS__NEXT_KICK;
       }
       shms__fast_queue(k, -1);
@@ -81,7 +81,7 @@ static int job_requeue(const struct shms__cls *k, uint32_t i, uint32_t c) {
   shms__fast_queue(k, 1);
   while (SHMS__SLOT_STATE(w) == SHMS__SLOT_GRANTED && s->cell == c) {
     if (shms__slot_requeue(k, i, s->seq, &w)) {
-      shms__hbm_set(k->sattn, k->nslots, i);
+      shms__hbm_set(&k->sattn, i);
       return 1;
     }
   }

@@ -12,10 +12,10 @@ void shms__cls_init(struct shms__cls *k, char *base, int id, const shms_config *
   k->tenants = SHMS__AT(base, d->tenants_off, struct shms__tenant);
   k->tbuckets = SHMS__AT(base, d->tbuckets_off, uint32_t);
   k->abuckets = SHMS__AT(base, d->abuckets_off, uint32_t);
-  k->sfree = SHMS__AT(base, d->sfree_off, uint64_t);
-  k->sattn = SHMS__AT(base, d->sattn_off, uint64_t);
-  k->tattn = SHMS__AT(base, d->tattn_off, uint64_t);
-  k->aattn = SHMS__AT(base, d->aattn_off, uint64_t);
+  shms__hbm_init(&k->sfree, SHMS__AT(base, d->sfree_off, uint64_t), d->slots_count);
+  shms__hbm_init(&k->sattn, SHMS__AT(base, d->sattn_off, uint64_t), d->slots_count);
+  shms__hbm_init(&k->tattn, SHMS__AT(base, d->tattn_off, uint64_t), d->tenants_count);
+  shms__hbm_init(&k->aattn, SHMS__AT(base, d->aattn_off, uint64_t), l->accounts_count);
   k->theap = SHMS__AT(base, d->theap_off, struct shms__heap_place);
   k->qheld = SHMS__AT(base, d->qheld_off, uint64_t);
   k->quotas = ((struct shms__header *)base)->quotas;

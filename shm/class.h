@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "hbm.h"
 #include "layout.h"
 
 struct shms__cls {
@@ -19,7 +20,7 @@ struct shms__cls {
   char *slots;
   struct shms__tenant *tenants;
   uint32_t *tbuckets, *abuckets;
-  uint64_t *sfree, *sattn, *tattn, *aattn;
+  struct shms__hbm sfree, sattn, tattn, aattn;
   uint64_t *qheld;                /* per cell: the quotas its lease holds (SHMS__QHELD) */
   struct shms__quota *quotas;     /* the segment's quota table, SHMS_QUOTAS_MAX entries */
   struct shms__heap_place *theap; /* fair by time: its tenants with a turn, a heap (core/fair.c) */

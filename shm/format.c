@@ -31,7 +31,9 @@ static void format_class(char *base, const shms_class_config *k, const struct sh
     t->hash_next = i + 1 < d->tenants_count ? i + 2 : 0;
   }
   ctl->tenant_free = d->tenants_count ? 1 : 0;
-  shms__hbm_fill(SHMS__AT(base, d->sfree_off, uint64_t), d->slots_count);
+  struct shms__hbm sfree;
+  shms__hbm_init(&sfree, SHMS__AT(base, d->sfree_off, uint64_t), d->slots_count);
+  shms__hbm_fill(&sfree);
 }
 
 void shms__format(char *base, const shms_config *cfg, const struct shms__layout *l,

@@ -5,44 +5,40 @@
 #include <ck_pr.h>
 #include <string.h>
 
-#define HBM_MAX_LEVELS 6
+/* Words the top level may have (one cache line); a take scans them. */
+#define TOP_WORDS 8
 
-/* Level k starts at word off[k]; level 0 is the leaves, level levels-1 is a single word. */
-struct levels {
-  uint32_t count;
-  uint32_t off[HBM_MAX_LEVELS];
-  uint32_t words[HBM_MAX_LEVELS];
-};
-
-static void levels_of(uint32_t n, struct levels *l) {
-  *l = (struct levels){0};
+void shms__hbm_init(struct shms__hbm *b, uint64_t *w, uint32_t n) {
+  *b = (struct shms__hbm){.w = w, .n = n};
   uint32_t words = (n + 63) / 64, off = 0;
   if (n == 0)
     return;
   for (;;) {
-    l->off[l->count] = off;
-    l->words[l->count] = words;
-    l->count++;
+    if (words <= TOP_WORDS) /* the top level in one cache line */
+      off = (off + TOP_WORDS - 1) / TOP_WORDS * TOP_WORDS;
+    b->off[b->levels] = off;
+    b->words[b->levels] = words;
+    b->levels++;
     off += words;
-    if (words == 1)
+    if (words <= TOP_WORDS)
       break;
     words = (words + 63) / 64;
   }
 }
 
 uint32_t shms__hbm_words(uint32_t n) {
-  struct levels l;
-  levels_of(n, &l);
-  return l.count == 0 ? 0 : l.off[l.count - 1] + 1;
+  struct shms__hbm b;
+  shms__hbm_init(&b, NULL, n);
+  return b.levels == 0 ? 0 : b.off[b.levels - 1] + b.words[b.levels - 1];
 }
 
-void shms__hbm_fill(uint64_t *w, uint32_t n) {
-  for (uint32_t i = 0; i < n; i++)
-    shms__hbm_set(w, n, i);
+void shms__hbm_fill(const struct shms__hbm *b) {
+  for (uint32_t i = 0; i < b->n; i++)
+    shms__hbm_set(b, i);
 }
 
-static uint64_t *word(uint64_t *w, const struct levels *l, uint32_t k, uint32_t idx) {
-  return &w[l->off[k] + idx];
+static uint64_t *word(const struct shms__hbm *b, uint32_t k, uint32_t idx) {
+  return &b->w[b->off[k] + idx];
 }
 
 /* Atomically OR bits into *p and return the previous value. */
@@ -58,9 +54,9 @@ static uint64_t fetch_or(uint64_t *p, uint64_t bits) {
  * bit, and walk up while parents were empty too. A parent that was already
  * non-empty has its own summary bit set (or a taker re-checking it).
  */
-static void propagate(uint64_t *w, const struct levels *l, uint32_t k, uint32_t idx) {
-  for (; k + 1 < l->count; k++, idx /= 64)
-    if (fetch_or(word(w, l, k + 1, idx / 64), 1ull << (idx % 64)) != 0)
+static void propagate(const struct shms__hbm *b, uint32_t k, uint32_t idx) {
+  for (; k + 1 < b->levels; k++, idx /= 64)
+    if (fetch_or(word(b, k + 1, idx / 64), 1ull << (idx % 64)) != 0)
       return;
 }
 
@@ -74,15 +70,13 @@ static void propagate(uint64_t *w, const struct levels *l, uint32_t k, uint32_t 
  * all. The locked write orders the store before it, and either comes after
  * the take (the bit is set again) or before it (the taker sees the state).
  */
-void shms__hbm_set(uint64_t *w, uint32_t n, uint32_t i) {
-  struct levels l;
-  levels_of(n, &l);
-  uint64_t *leaf = word(w, &l, 0, i / 64), bit = 1ull << (i % 64);
+void shms__hbm_set(const struct shms__hbm *b, uint32_t i) {
+  uint64_t *leaf = word(b, 0, i / 64), bit = 1ull << (i % 64);
   uint64_t prev = shms__load_64(leaf);
   while (!ck_pr_cas_64_value(leaf, prev, prev | bit, &prev))
     ;
   if (prev == 0)
-    propagate(w, &l, 0, i / 64);
+    propagate(b, 0, i / 64);
 }
 
 /*
@@ -90,18 +84,18 @@ void shms__hbm_set(uint64_t *w, uint32_t n, uint32_t i) {
  * parents empty too. Re-check after each clear: a setter may have refilled the
  * word in between, and then the bit goes back (with its ancestors).
  */
-static void clear_up(uint64_t *w, const struct levels *l, uint32_t k, uint32_t idx) {
-  for (; k + 1 < l->count; k++, idx /= 64) {
-    uint64_t *parent = word(w, l, k + 1, idx / 64);
+static void clear_up(const struct shms__hbm *b, uint32_t k, uint32_t idx) {
+  for (; k + 1 < b->levels; k++, idx /= 64) {
+    uint64_t *parent = word(b, k + 1, idx / 64);
     uint64_t bit = 1ull << (idx % 64);
     ck_pr_and_64(parent, ~bit);
     /* The clear is visible before we look at the child again: on x86 the locked AND is itself
      * a full barrier, and this fence costs nothing there (an mfence here was a tenth of a
      * cancel's time with 10,000 slots). */
     ck_pr_fence_atomic_load();
-    if (shms__load_64(word(w, l, k, idx)) != 0) {
+    if (shms__load_64(word(b, k, idx)) != 0) {
       if (fetch_or(parent, bit) == 0)
-        propagate(w, l, k + 1, idx / 64);
+        propagate(b, k + 1, idx / 64);
       return;
     }
     if (shms__load_64(parent) != 0)
@@ -109,72 +103,80 @@ static void clear_up(uint64_t *w, const struct levels *l, uint32_t k, uint32_t i
   }
 }
 
-int64_t shms__hbm_take(uint64_t *w, uint32_t n) {
-  struct levels l;
-  levels_of(n, &l);
-  if (l.count == 0)
+/* The first non-empty word of the top level, or -1. */
+static int64_t first_top(const struct shms__hbm *b, uint64_t *v) {
+  uint32_t k = b->levels - 1;
+  for (uint32_t idx = 0; idx < b->words[k]; idx++)
+    if ((*v = shms__load_64(word(b, k, idx))) != 0)
+      return idx;
+  return -1;
+}
+
+int64_t shms__hbm_take(const struct shms__hbm *b) {
+  if (b->levels == 0)
     return -1;
   for (;;) {
-    uint32_t idx = 0, k = l.count - 1;
-    uint64_t v = shms__load_64(word(w, &l, k, 0));
-    if (v == 0)
+    uint64_t v;
+    int64_t top = first_top(b, &v);
+    if (top < 0)
       return -1;
+    uint32_t idx = (uint32_t)top, k = b->levels - 1;
     /* Descend along the lowest set summary bits. */
     while (k > 0 && v != 0) {
       uint32_t child = idx * 64 + (uint32_t)__builtin_ctzll(v);
-      if (child >= l.words[k - 1]) { /* a summary bit past the end (corrupt): drop it */
-        ck_pr_and_64(word(w, &l, k, idx), ~(1ull << (child % 64)));
-        v = shms__load_64(word(w, &l, k, idx));
+      if (child >= b->words[k - 1]) { /* a summary bit past the end (corrupt): drop it */
+        ck_pr_and_64(word(b, k, idx), ~(1ull << (child % 64)));
+        v = shms__load_64(word(b, k, idx));
         continue;
       }
       idx = child;
       k--;
-      v = shms__load_64(word(w, &l, k, idx));
+      v = shms__load_64(word(b, k, idx));
     }
     if (v == 0) { /* a stale summary bit: repair it and start over */
-      clear_up(w, &l, k, idx);
+      clear_up(b, k, idx);
       continue;
     }
-    uint64_t *leaf = word(w, &l, 0, idx);
+    uint64_t *leaf = word(b, 0, idx);
     while (v != 0) {
       uint64_t bit = v & -v;
       if (ck_pr_cas_64_value(leaf, v, v & ~bit, &v)) {
         if ((v & ~bit) == 0)
-          clear_up(w, &l, 0, idx);
+          clear_up(b, 0, idx);
         int64_t i = (int64_t)idx * 64 + __builtin_ctzll(bit);
-        if (i < (int64_t)n)
+        if (i < (int64_t)b->n)
           return i;
         break; /* a bit past the end (a corrupt map): dropped, look again */
       }
     }
-    clear_up(w, &l, 0, idx);
+    clear_up(b, 0, idx);
   }
 }
 
-int shms__hbm_test(const uint64_t *w, uint32_t n, uint32_t i) {
-  (void)n;
-  return (shms__load_64((uint64_t *)&w[i / 64]) >> (i % 64)) & 1;
+int shms__hbm_test(const struct shms__hbm *b, uint32_t i) {
+  return (shms__load_64(&b->w[i / 64]) >> (i % 64)) & 1;
 }
 
-int shms__hbm_any(const uint64_t *w, uint32_t n) {
-  struct levels l;
-  levels_of(n, &l);
-  return l.count != 0 && shms__load_64((uint64_t *)&w[l.off[l.count - 1]]) != 0;
+int shms__hbm_any(const struct shms__hbm *b) {
+  uint64_t v;
+  return b->levels != 0 && first_top(b, &v) >= 0;
 }
 
-int64_t shms__hbm_peek(const uint64_t *w, uint32_t n) {
-  struct levels l;
-  levels_of(n, &l);
-  if (l.count == 0)
+int64_t shms__hbm_peek(const struct shms__hbm *b) {
+  if (b->levels == 0)
     return -1;
-  uint32_t idx = 0;
-  for (int k = (int)l.count - 1; k >= 0; k--) {
-    uint64_t v = shms__load_64((uint64_t *)&w[l.off[k] + idx]);
-    if (v == 0)
-      return -1;
+  uint64_t v;
+  int64_t top = first_top(b, &v);
+  if (top < 0)
+    return -1;
+  uint32_t idx = (uint32_t)top;
+  for (int k = (int)b->levels - 1;; k--) {
     idx = idx * 64 + (uint32_t)__builtin_ctzll(v);
-    if (idx >= (k > 0 ? l.words[k - 1] : n))
+    if (idx >= (k > 0 ? b->words[k - 1] : b->n))
       return -1; /* past the end: a corrupt map (take repairs it) */
+    if (k == 0)
+      return idx;
+    if ((v = shms__load_64(word(b, k - 1, idx))) == 0)
+      return -1;
   }
-  return idx;
 }

@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 13u
+#define SHMS__LAYOUT_VERSION 14u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */

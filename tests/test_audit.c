@@ -62,14 +62,14 @@ static void set_flag(struct shms__slot *s, uint64_t flag, int on) {
 
 /* A free slot taken off the free-slot map, as a claim does. */
 static uint32_t take_free_slot(const struct fixture *f) {
-  int64_t j = shms__hbm_take(f->k->sfree, f->k->nslots);
+  int64_t j = shms__hbm_take(&f->k->sfree);
   ck_assert_int_ge(j, 0);
   return (uint32_t)j;
 }
 
 static void break_unindexed(struct fixture *f) { set_flag(f->queued, SHMS__SLOT_INDEXED, 0); }
 static void break_marked_free(struct fixture *f) {
-  shms__hbm_set(f->k->sfree, f->k->nslots, f->t.slot);
+  shms__hbm_set(&f->k->sfree, f->t.slot);
 }
 static void break_lost_free_slot(struct fixture *f) { take_free_slot(f); }
 static void break_claimed(struct fixture *f) {

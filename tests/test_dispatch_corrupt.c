@@ -155,8 +155,8 @@ static uint32_t stream_slot;
 static unsigned long stream_raised;
 
 static void raise_attention(void) {
-  if (!shms__hbm_test(stream_class->sattn, stream_class->nslots, stream_slot)) {
-    shms__hbm_set(stream_class->sattn, stream_class->nslots, stream_slot);
+  if (!shms__hbm_test(&stream_class->sattn, stream_slot)) {
+    shms__hbm_set(&stream_class->sattn, stream_slot);
     stream_raised++;
   }
 }

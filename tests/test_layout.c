@@ -17,14 +17,15 @@ static uint64_t pow2(uint64_t n) {
   return p;
 }
 
-/* 64-bit words of a hierarchical bitmap over n indexes: 64 per word, then 64 per summary word. */
+/* 64-bit words of a hierarchical bitmap over n indexes: 64 per word, then 64 per summary word,
+ * up to a level of at most 8 words, which starts at a multiple of 8 words. */
 static uint64_t hbm_words(uint64_t n) {
   if (n == 0)
     return 0;
   uint64_t w = (n + 63) / 64, total = w;
-  while (w > 1) {
+  while (w > 8) {
     w = (w + 63) / 64;
-    total += w;
+    total = (w <= 8 ? (total + 7) / 8 * 8 : total) + w;
   }
   return total;
 }

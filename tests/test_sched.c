@@ -284,18 +284,18 @@ START_TEST(a_cancelled_request_is_unlinked_with_or_without_the_baton) {
   /* The baton is free: out of the index before the cancel returns, no bit left behind. */
   ck_assert_int_eq(shms_cancel(h, &t), 1);
   ck_assert(!slot_indexed(h, t.slot));
-  ck_assert(!shms__hbm_any(k->sattn, k->nslots));
+  ck_assert(!shms__hbm_any(&k->sattn));
   /* Someone holds the baton: the request is settled at once, and left to the holder. */
   shms__op_enter(h, k);
   ck_assert_shms_ok(shms__baton_acquire(h, k, 1000000000ull));
   ck_assert_int_eq(shms_cancel(h, &u), 1);
   ck_assert(slot_indexed(h, u.slot));
-  ck_assert(shms__hbm_any(k->sattn, k->nslots));
+  ck_assert(shms__hbm_any(&k->sattn));
   ck_assert_uint_eq(sched_stats(h).queue_depth, 1);
   shms__baton_done(h, k); /* the holder's re-check finds the bit */
   shms__op_leave(h, k);
   ck_assert(!slot_indexed(h, u.slot));
-  ck_assert(!shms__hbm_any(k->sattn, k->nslots));
+  ck_assert(!shms__hbm_any(&k->sattn));
   char report[512];
   uint32_t violations = 1;
   ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
@@ -330,7 +330,7 @@ START_TEST(a_stranded_request_is_found_again_by_its_waiter) {
   shms__index_unlink(k, t.slot);
   shms__unfreeze(k, shms__load_64(&k->ctl->fast) & ~SHMS__FAST_FROZEN);
   ck_pr_and_64(&s->word, ~(uint64_t)SHMS__SLOT_INDEXED);
-  ck_assert(!shms__hbm_test(k->sattn, k->nslots, t.slot));
+  ck_assert(!shms__hbm_test(&k->sattn, t.slot));
   ck_assert_shms_ok(shms_release(h, &held)); /* its pass finds nobody to grant */
   ck_assert_uint_eq(sched_stats(h).available, 1);
   ck_assert_shms_ok(shms_wait(h, &t, 5ull * 1000 * 1000 * 1000, &l));
