@@ -42,7 +42,7 @@ static int set_policy(shms_t *h, const struct shms__policy_change *p, int reason
                        .value = p->weight};
   shms__tenant_pack(p->name, e.tenant); /* checked above */
   if (reason == SHMS_POLICY_EVENT_TEAM) /* the team's record, never folded: read back by name */
-    e.value = p->team[0] != '\0' ? shms__account_team(k, shms__account_lookup(k, p->name, 0)) : 0;
+    e.value = p->team[0] != '\0' ? shms__account_team(k, shms__account_lookup(k, e.tenant, 0)) : 0;
   shms__note(h, &e);
   return SHMS_OK;
 }

@@ -349,14 +349,15 @@ static SHMS__TLS struct {
   uint32_t ref;
 } last_lookup;
 
-uint32_t shms__account_lookup(const struct shms__cls *k, const char *name, uint64_t timeout_ns) {
-  uint64_t w[NAME_WORDS];
-  pack(name, w);
+uint32_t shms__account_lookup(const struct shms__cls *k, const uint64_t *w, uint64_t timeout_ns) {
   uint32_t ref = last_lookup.ref;
   if (last_lookup.table == k->accts && valid_ref(k, ref) &&
       is(shms__account_at(k, ref), w, SHMS__KIND_TENANT))
     return ref;
   if ((ref = find(k, w, SHMS__KIND_TENANT)) == 0) {
+    char name[NAME_WORDS * 8];
+    memcpy(name, w, sizeof name);
+    name[SHMS_TENANT_MAX] = '\0';
     ref = shms__account_get(k, name, timeout_ns);
     shms__account_put(k, ref);
   }

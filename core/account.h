@@ -27,10 +27,11 @@ static inline struct shms__account *shms__account_at(const struct shms__cls *k, 
  */
 uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t timeout_ns);
 /*
- * The record of tenant name, made if absent, without a reference held: for a charge added to it
- * at once (a record folded meanwhile takes the charge into `_other`). 0 as shms__account_get.
+ * The record of the tenant named by its NUL-padded words (shms__tenant_pack), made if absent,
+ * without a reference held: for a charge added to it at once (a record folded meanwhile takes the
+ * charge into `_other`). 0 as shms__account_get.
  */
-uint32_t shms__account_lookup(const struct shms__cls *k, const char *name, uint64_t timeout_ns);
+uint32_t shms__account_lookup(const struct shms__cls *k, const uint64_t *name, uint64_t timeout_ns);
 /*
  * Move a process's tally of leases taken on the fast path in class k (count, swapped to 0) into
  * the record of the tenant named by its NUL-padded words, made if absent, inside the table's

@@ -634,10 +634,8 @@ int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
 }
 
 void shms__fair_fast_ended(const struct shms__cls *k, const uint64_t *name, uint64_t held_ns) {
-  char buf[SHMS__NAME_WORDS * 8];
-  memcpy(buf, name, sizeof buf);
-  buf[SHMS_TENANT_MAX] = '\0';
-  uint32_t ref = buf[0] != '\0' ? shms__account_lookup(k, buf, FAST_LOOKUP_NS) : 0;
+  /* The name's words as the lease's cell holds them: the table's records hold the same. */
+  uint32_t ref = (name[0] & 0xff) != 0 ? shms__account_lookup(k, name, FAST_LOOKUP_NS) : 0;
   if (ref == 0 || k->id < 0)
     return; /* the table full of records with a policy, or its lock held too long */
   struct shms__account_class *a = &shms__account_at(k, ref)->cls[k->id];
