@@ -296,14 +296,12 @@ static int pass(struct shms *h, const struct shms__cls *k, uint64_t now, int *ex
     now = shms__now_ns();
   shms__overtake_seen(k, seen);
   int budget = PASS_BUDGET, drained = 0;
-  for (int64_t i; budget > 0 && !(drained = (i = shms__hbm_take(&k->sattn)) < 0);
-       budget--) {
+  for (int64_t i; budget > 0 && !(drained = (i = shms__hbm_take(&k->sattn)) < 0); budget--) {
     SHMS__STEP();
     shms__index_attend(h, k, (uint32_t)i);
   }
   int tenants = 0;
-  for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(&k->tattn)) >= 0;
-       tenants++)
+  for (int64_t t; tenants < PASS_BUDGET && (t = shms__hbm_take(&k->tattn)) >= 0; tenants++)
     shms__index_attend_tenant(k, (uint32_t)t + 1);
   if (k->timed) {
     int torn = 0;

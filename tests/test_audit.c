@@ -68,9 +68,7 @@ static uint32_t take_free_slot(const struct fixture *f) {
 }
 
 static void break_unindexed(struct fixture *f) { set_flag(f->queued, SHMS__SLOT_INDEXED, 0); }
-static void break_marked_free(struct fixture *f) {
-  shms__hbm_set(&f->k->sfree, f->t.slot);
-}
+static void break_marked_free(struct fixture *f) { shms__hbm_set(&f->k->sfree, f->t.slot); }
 static void break_lost_free_slot(struct fixture *f) { take_free_slot(f); }
 static void break_claimed(struct fixture *f) {
   struct shms__slot *s = shms__slot_at(f->k, take_free_slot(f));
