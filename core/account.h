@@ -10,8 +10,10 @@
 #ifndef SHMS_CORE_ACCOUNT_H
 #define SHMS_CORE_ACCOUNT_H
 
+#include <ck_pr.h>
 #include <stdint.h>
 
+#include "../shm/atomic.h"
 #include "../shm/class.h"
 
 enum { SHMS__KIND_TENANT = 0, SHMS__KIND_TEAM = SHMS__ACCT_TEAM };
@@ -33,13 +35,22 @@ uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t
  */
 uint32_t shms__account_lookup(const struct shms__cls *k, const uint64_t *name, uint64_t timeout_ns);
 /*
- * Move a process's tally of leases taken on the fast path in class k (count, swapped to 0) into
- * the record of the tenant named by its NUL-padded words, made if absent, inside the table's
- * tally sequence (core/tally.h). SHMS_EQUEUEFULL (no room) or SHMS_ETIMEDOUT (the lock held past
- * timeout_ns): nothing moved.
+ * Move a process's tally of leases taken on the fast path in class k (count and unheld, each
+ * swapped to 0) into the record of the tenant named by its NUL-padded words, made if absent,
+ * inside the table's tally sequence (core/tally.h). SHMS_EQUEUEFULL (no room) or SHMS_ETIMEDOUT
+ * (the lock held past timeout_ns): nothing moved.
  */
 int shms__account_take_tally(const struct shms__cls *k, const uint64_t *name, uint64_t *count,
-                             uint64_t timeout_ns);
+                             uint64_t *unheld, uint64_t timeout_ns);
+
+/* Add to the leases a's next charge averages its hold over the count in *unheld (swapped to 0):
+ * leases that held less than the clock's tick (struct shms__tally). Capped, as a count
+ * scribbled huge would otherwise wrap the 32-bit sum. */
+static inline void shms__account_add_unheld(struct shms__account_class *a, uint64_t *unheld) {
+  uint64_t n = shms__fas_64(unheld, 0);
+  if (n != 0)
+    ck_pr_add_32(&a->fast_n, n < (1u << 24) ? (uint32_t)n : 1u << 24);
+}
 /* Searches of a full table for records to fold that this process made (what a test of a table
  * full of records in use counts). */
 extern uint64_t shms__account_searches;

@@ -10,6 +10,7 @@
 #include "../shm/hbm.h"
 #include "account.h"
 #include "sched.h"
+#include "tally.h"
 #include "tenant.h"
 
 /* How long a releaser waits for the tenant table's lock to add a tenant it charges (a live
@@ -634,12 +635,24 @@ int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
 }
 
 void shms__fair_fast_ended(const struct shms__cls *k, const uint64_t *name, uint64_t held_ns) {
+  if ((name[0] & 0xff) == 0 || k->id < 0)
+    return;
+  /* A lease that held less than the clock's tick (or was never stamped) charges nothing, and is
+   * most leases of a contended class: counted in the process's own tally, it writes no line
+   * another process reads, and goes to the record with the tenant's next charge from here. */
+  struct shms__tally *t = shms__tally_of(k->h, k, name);
+  if (held_ns == 0 && t != NULL) {
+    shms__tally_count(k->h, &t->unheld);
+    return;
+  }
   /* The name's words as the lease's cell holds them: the table's records hold the same. */
-  uint32_t ref = (name[0] & 0xff) != 0 ? shms__account_lookup(k, name, FAST_LOOKUP_NS) : 0;
-  if (ref == 0 || k->id < 0)
+  uint32_t ref = shms__account_lookup(k, name, FAST_LOOKUP_NS);
+  if (ref == 0)
     return; /* the table full of records with a policy, or its lock held too long */
   struct shms__account_class *a = &shms__account_at(k, ref)->cls[k->id];
   ck_pr_add_64(&a->fast_ns, held_ns);
+  if (t != NULL)
+    shms__account_add_unheld(a, &t->unheld);
   ck_pr_inc_32(&a->fast_n);
   /* A mark still set is not taken yet: its taker's exchange of the sums, after it takes the mark,
    * comes after our adds (atomic, and ordered before this look: free on x86). The look saves a

@@ -35,27 +35,39 @@ static inline int shms__tally_key_is(const struct shms__tally *t, uint32_t cls,
 __attribute__((cold)) struct shms__tally *shms__tally_for(struct shms *h, uint32_t cls,
                                                           const uint64_t *name);
 
-/* Count a lease taken on the fast path in class k for tenant (packed words), for this process.
- * A table with no room (records with a policy fill it) or locked past 10 ms leaves it uncounted
- * (and the rekey word of the process's entry held past 100 ms: a hostile write into the entry).
- * Inline: it is on the fast path of every acquire. */
-static inline void shms__tally_lease(struct shms *h, const struct shms__cls *k,
-                                     const uint64_t *tenant) {
+/* The tally of (k, tenant) in this process, made if need be; NULL for an observer's handle, or
+ * as shms__tally_for. Inline: it is on the fast path of every acquire. */
+static inline struct shms__tally *shms__tally_of(struct shms *h, const struct shms__cls *k,
+                                                 const uint64_t *tenant) {
   struct shms__proc *p = h->proc;
   if (p == NULL || k->id < 0)
-    return;
+    return NULL;
   struct shms__tally *t = &p->tally[shms__tally_hint % SHMS__TALLIES];
-  if (!shms__tally_key_is(t, (uint32_t)k->id, tenant) &&
-      (t = shms__tally_for(h, (uint32_t)k->id, tenant)) == NULL)
-    return;
-  /* The process's only thread with an operation mark (ours: we are in one) adds with a plain
-   * store, the locked add costing a sixth of the uncontended acquire; with two, they add
-   * atomically. A second thread's first lease racing the store can lose one count, once. */
-  uint32_t marks = shms__load_32(&p->marks_used) & SHMS__MARKS_CLAIMED;
+  return shms__tally_key_is(t, (uint32_t)k->id, tenant)
+             ? t
+             : shms__tally_for(h, (uint32_t)k->id, tenant);
+}
+
+/* One more in count c of a tally of h's process. The process's only thread with an operation
+ * mark (ours: we are in one) adds with a plain store, the locked add costing a sixth of the
+ * uncontended acquire; with two, they add atomically. A second thread's first lease racing the
+ * store can lose one count, once. */
+static inline void shms__tally_count(const struct shms *h, uint64_t *c) {
+  uint32_t marks = shms__load_32(&h->proc->marks_used) & SHMS__MARKS_CLAIMED;
   if ((marks & (marks - 1)) == 0) /* one bit: not __builtin_popcount, a libgcc call on x86-64 */
-    shms__store_64(&t->grants, shms__load_64(&t->grants) + 1);
+    shms__store_64(c, shms__load_64(c) + 1);
   else
-    ck_pr_inc_64(&t->grants);
+    ck_pr_inc_64(c);
+}
+
+/* Count a lease taken on the fast path in class k for tenant (packed words), for this process.
+ * A table with no room (records with a policy fill it) or locked past 10 ms leaves it uncounted
+ * (and the rekey word of the process's entry held past 100 ms: a hostile write into the entry). */
+static inline void shms__tally_lease(struct shms *h, const struct shms__cls *k,
+                                     const uint64_t *tenant) {
+  struct shms__tally *t = shms__tally_of(h, k, tenant);
+  if (t != NULL)
+    shms__tally_count(h, &t->grants);
 }
 
 /* Move what this process's entry holds in its tallies (a previous owner's, or ours) into the

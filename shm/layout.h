@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 14u
+#define SHMS__LAYOUT_VERSION 15u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -377,7 +377,11 @@ struct shms__tally {
   uint32_t cls;                    /* the class's id */
   uint32_t reserved;
   uint64_t grants; /* atomic */
-  uint64_t reserved2[2];
+  /* Leases of the key this process released on the fast path, in a class fair by time with
+   * requests queued, that held less than the clock's tick: their count goes to the tenant's
+   * record with its next charge (core/fair.c), so the hold estimate averages over them too. */
+  uint64_t unheld; /* atomic */
+  uint64_t reserved2;
 } SHMS__ALIGNED;
 #define SHMS__TALLIES 4
 #define SHMS__JOINS   16 /* keyed jobs a process may have joined at once (core/joined.c) */
