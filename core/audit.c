@@ -122,6 +122,16 @@ static void unmap_read(const struct shms__cls *k, uint32_t begin, uint32_t end) 
     madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
+/* A keyed job whose submitter's share a recovery dropped (docs/protocol.md, "Keyed jobs") goes on
+ * for its joiners, still in the dead submitter's name: waited for, not abandoned. */
+static int joiners_wait(const struct shms__slot *s, uint64_t w) {
+  if (!(shms__load_32((uint32_t *)&s->options) & SHMS__OPT_KEYED))
+    return 0;
+  uint64_t v = shms__load_64((uint64_t *)&s->waiters);
+  return SHMS__WAIT_SEQ(v) == SHMS__SLOT_SEQ(w) && !(v & SHMS__WAIT_OWNER) &&
+         SHMS__WAIT_COUNT(v) != 0;
+}
+
 static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
   const struct shms__cls *k = a->k;
   *queued = *used = 0;
@@ -171,7 +181,8 @@ static void audit_slots(struct audit *a, uint32_t *queued, uint32_t *used) {
                 (unsigned)(w & 0xff0u));
     if ((w & SHMS__SLOT_INDEXED) && st != SHMS__SLOT_QUEUED && st != SHMS__SLOT_SETTLED)
       violation(a, "slot %u: indexed in state %u", i, st);
-    if ((st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED) && !alive(a, s->owner))
+    if ((st == SHMS__SLOT_QUEUED || st == SHMS__SLOT_GRANTED) && !alive(a, s->owner) &&
+        !joiners_wait(s, w))
       violation(a, "slot %u: waiting for a dead owner (needs recovery)", i);
   }
 }

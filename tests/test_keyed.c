@@ -302,6 +302,11 @@ START_TEST(a_killed_submitter_leaves_the_job_to_its_joiner) {
   ck_assert_int_eq(waitpid(c, NULL, 0), c);
   ck_assert_shms_ok(shms_recover(h, NULL));
   ck_assert_uint_eq(used(h), 1); /* not withdrawn: we still wait */
+  /* Queued still in its dead submitter's name, for us: nothing left for a recovery to do. */
+  char report[2048];
+  uint32_t violations;
+  ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
+  ck_assert_msg(violations == 0, "audit: %s", report);
   run_one(w, "child");
   expect_result(h, &t, "R:child");
   ck_assert_uint_eq(used(h), 0);
