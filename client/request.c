@@ -434,7 +434,7 @@ static inline __attribute__((always_inline)) int take_now_op(struct shms *h,
   uint64_t token;
   SHMS__STEP();
   shms__store_32(&k->cells[c].uid, shms__load_32(&h->proc->uid)); /* with the name: layout.h */
-  int rc = shms__cell_start(k, c, 0, tenant, 0, stamp ? shms__coarse_now_ns() : 0, &gen, &token);
+  int rc = shms__cell_start(k, c, 0, tenant, 0, stamp ? shms__fast_stamp(k) : 0, &gen, &token);
   if (rc != SHMS_OK) {
     shms__exhaust_and_check(h, k, c);
     return shms__fail(rc, "class %s: cell %u's token sequence is exhausted (cell quarantined)",

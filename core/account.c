@@ -366,8 +366,9 @@ uint32_t shms__account_lookup(const struct shms__cls *k, const uint64_t *w, uint
   return ref;
 }
 
-int shms__account_take_tally(const struct shms__cls *k, const uint64_t *name, uint64_t *count,
-                             uint64_t *unheld, uint64_t timeout_ns) {
+int shms__account_take_tally(const struct shms__cls *k, struct shms__tally *t,
+                             uint64_t timeout_ns) {
+  const uint64_t *name = t->name;
   int rc = lock(k, timeout_ns);
   if (rc != SHMS_OK)
     return rc;
@@ -383,8 +384,9 @@ int shms__account_take_tally(const struct shms__cls *k, const uint64_t *name, ui
   shms__store_64(seq, *seq + 1);
   ck_pr_fence_store();
   SHMS__STEP(); /* a death here leaves the sequence odd: the lock's next taker makes it even */
-  ck_pr_add_64(&a->cls[k->id].fast_grants, shms__fas_64(count, 0));
-  shms__account_add_unheld(&a->cls[k->id], unheld);
+  ck_pr_add_64(&a->cls[k->id].fast_grants, shms__fas_64(&t->grants, 0));
+  uint64_t n = shms__fas_64(&t->pending_n, 0);
+  shms__account_charge_fast(k, ref, n, shms__fas_64(&t->pending_ns, 0));
   shms__store_64(&a->active_ns, shms__now_ns());
   ck_pr_fence_store();
   shms__store_64(seq, *seq + 1);

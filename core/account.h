@@ -15,6 +15,7 @@
 
 #include "../shm/atomic.h"
 #include "../shm/class.h"
+#include "../shm/hbm.h"
 
 enum { SHMS__KIND_TENANT = 0, SHMS__KIND_TEAM = SHMS__ACCT_TEAM };
 
@@ -35,21 +36,29 @@ uint32_t shms__account_get(const struct shms__cls *k, const char *name, uint64_t
  */
 uint32_t shms__account_lookup(const struct shms__cls *k, const uint64_t *name, uint64_t timeout_ns);
 /*
- * Move a process's tally of leases taken on the fast path in class k (count and unheld, each
- * swapped to 0) into the record of the tenant named by its NUL-padded words, made if absent,
- * inside the table's tally sequence (core/tally.h). SHMS_EQUEUEFULL (no room) or SHMS_ETIMEDOUT
- * (the lock held past timeout_ns): nothing moved.
+ * Move a process's tally t of leases taken on the fast path in class k (its count and its pending
+ * charge, each swapped to 0) into the record of the tenant its key names, made if absent, inside
+ * the table's tally sequence (core/tally.h). SHMS_EQUEUEFULL (no room) or SHMS_ETIMEDOUT (the
+ * lock held past timeout_ns): nothing moved.
  */
-int shms__account_take_tally(const struct shms__cls *k, const uint64_t *name, uint64_t *count,
-                             uint64_t *unheld, uint64_t timeout_ns);
+int shms__account_take_tally(const struct shms__cls *k, struct shms__tally *t, uint64_t timeout_ns);
 
-/* Add to the leases a's next charge averages its hold over the count in *unheld (swapped to 0):
- * leases that held less than the clock's tick (struct shms__tally). Capped, as a count
- * scribbled huge would otherwise wrap the 32-bit sum. */
-static inline void shms__account_add_unheld(struct shms__account_class *a, uint64_t *unheld) {
-  uint64_t n = shms__fas_64(unheld, 0);
+/* Add n leases that held ns in all to the fast-path charge k's record ref holds (taken by the
+ * class's dispatcher: core/fair.c), and mark it for the dispatcher if ns is not 0. The count is
+ * capped, as one scribbled huge would otherwise wrap the 32-bit sum. */
+static inline void shms__account_charge_fast(const struct shms__cls *k, uint32_t ref, uint64_t n,
+                                             uint64_t ns) {
+  struct shms__account_class *a = &shms__account_at(k, ref)->cls[k->id];
+  if (ns != 0)
+    ck_pr_add_64(&a->fast_ns, ns);
   if (n != 0)
     ck_pr_add_32(&a->fast_n, n < (1u << 24) ? (uint32_t)n : 1u << 24);
+  /* A mark still set is not taken yet: its taker's exchange of the sums, after it takes the mark,
+   * comes after our adds (atomic, and ordered before this look: free on x86). The look saves a
+   * locked write to a line every contended release would share. */
+  ck_pr_fence_atomic_load();
+  if (ns != 0 && !shms__hbm_test(&k->aattn, ref - 1))
+    shms__hbm_set(&k->aattn, ref - 1);
 }
 /* Searches of a full table for records to fold that this process made (what a test of a table
  * full of records in use counts). */

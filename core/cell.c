@@ -54,10 +54,10 @@ uint64_t shms__fast_put(const struct shms__cls *k, uint32_t c) {
 }
 
 /* Whether the queue's oldest indexed request has waited k's overtake bound (the baton holder
- * publishes when it will have: core/overtake.c). */
-static int overtake_passed(const struct shms__cls *k) {
+ * publishes when it will have: core/overtake.c), at now (the monotonic clock; 0: read it). */
+static int overtake_passed(const struct shms__cls *k, uint64_t now) {
   uint64_t end = shms__load_64(&k->ctl->overtake_end_ns);
-  return end != 0 && shms__now_ns() >= end;
+  return end != 0 && (now != 0 ? now : shms__now_ns()) >= end;
 }
 
 /*
@@ -105,8 +105,10 @@ enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take
       return SHMS__RESERVE_NONE;
     /* One CAS both checks that the queue lets us (nobody queued, or overtaking allowed) and
      * takes the cell count. */
-    if (ck_pr_cas_64_value(&k->ctl->fast, w, w - 1, &w))
+    if (ck_pr_cas_64_value(&k->ctl->fast, w, w - 1, &w)) {
+      shms__take_seen = w;
       return SHMS__RESERVE_TAKEN;
+    }
   }
 }
 
@@ -145,6 +147,8 @@ static int64_t cell_claim(const struct shms__cls *k, uint32_t owner, uint32_t st
  * (two processes on two CPUs would otherwise trade cells). A hint: any free cell is as valid. */
 static SHMS__TLS uint8_t last_cell[SHMS_CLASS_COUNT];
 
+SHMS__TLS uint64_t shms__take_seen;
+
 /* Map mode: one CAS takes a free cell's bit (this thread's last, else the lowest), and with it
  * the cell. */
 static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
@@ -161,6 +165,7 @@ static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode,
     uint32_t c = (map >> last) & 1u ? last : (uint32_t)__builtin_ctz(map);
     if (!ck_pr_cas_64_value(&k->ctl->fast, w, w & ~(1ull << c), &w))
       continue;
+    shms__take_seen = w;
     struct shms__cell *cell = &k->cells[c];
     uint64_t cw = shms__load_64(&cell->word);
     if (SHMS__CELL_STATE(cw) != SHMS__CELL_AVAILABLE) {
@@ -229,7 +234,7 @@ uint32_t shms__stamp_leases(const struct shms__cls *k) {
     /* The lease may end, and another begin unstamped, between the look and the CAS: the stamp
      * then goes to the newer one, early by that window at most (the clock is read just before).
      * A stamp on a cell freed meanwhile is harmless: every lease start writes its own. */
-    if (ck_pr_cas_64(&cell->lease_start_ns, 0, shms__coarse_now_ns()))
+    if (ck_pr_cas_64(&cell->lease_start_ns, 0, shms__coarse_now_ns() & ~1ull)) /* coarse: even */
       stamped++;
   }
   return stamped;
@@ -307,16 +312,19 @@ static uint64_t ended(const struct shms__cls *k, const struct ending *e, int use
     return 0;
   /* Each end on its start's clock. A lease granted from the queue starts at its pass's time, on
    * the monotonic clock: leases far shorter than the coarse clock's tick are then charged what
-   * they held, not a whole tick or nothing (design/fairness-cost.md). One taken on the fast path
-   * starts on the coarse clock, which is all that path can afford. */
-  uint64_t now = !used || !k->timed ? 0 : e->tenant != 0 ? shms__now_ns() : shms__coarse_now_ns();
+   * they held, not a whole tick or nothing (design/fairness-cost.md). So does one taken on the
+   * fast path while requests were queued (its start odd: shms__fast_stamp); another starts on
+   * the coarse clock, which is all the uncontended path can afford. */
+  uint64_t now = !used || !k->timed                    ? 0
+                 : e->tenant != 0 || (e->start_ns & 1) ? shms__now_ns()
+                                                       : shms__coarse_now_ns();
   /* A prepared acquire's lease is stamped lazily (shms__stamp_leases): one unstamped yet held
    * for less than the stamping period, and is charged nothing. */
   uint64_t held = e->start_ns != 0 && now > e->start_ns ? now - e->start_ns : 0;
   if (e->tenant == 0) {
     if (used)
       shms__fair_fast_ended(k, e->name, held);
-    return 0;
+    return e->start_ns & 1 ? now : 0; /* the monotonic clock's reading, or none */
   }
   if (k->timed)
     shms__fair_ended(k, e->tenant, used, held, e->charged_ns, e->ncells > 1 ? e->ncells : 1);
@@ -521,9 +529,10 @@ uint32_t shms__cell_run(const struct shms__cls *k, uint32_t c, uint32_t owner) {
 
 /* What a release owes once its cell's word has moved on: the cell back in the fast word, and
  * whether the queue needs a kick or a nudge. counted: the lease was granted from the queue and
- * counted against its tenant, whose record the baton's holder settles. */
-static inline __attribute__((always_inline)) enum shms__release freed(const struct shms__cls *k,
-                                                                      uint32_t c, int counted) {
+ * counted against its tenant, whose record the baton's holder settles. now: the monotonic clock
+ * as the release's charge read it just before, or 0. */
+static inline __attribute__((always_inline)) enum shms__release
+freed(const struct shms__cls *k, uint32_t c, int counted, uint64_t now) {
   if (k->overtake_ns == 0) {
     uint64_t fast = shms__fast_put(k, c);
     SHMS__STEP();
@@ -533,9 +542,10 @@ static inline __attribute__((always_inline)) enum shms__release freed(const stru
   }
   /* Requests queued in a class that overtakes: judge the bound before the cell goes free, so
    * that the CAS freeing it already says whether it is the queue's (docs/protocol.md, "Bounded
-   * overtaking"). The clock is read only here, never on the uncontended path. */
+   * overtaking"). The clock is read only here (or by the charge just before, whose reading
+   * serves), never on the uncontended path. */
   int nudge = 0;
-  int strict = SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) != 0 && overtake_passed(k);
+  int strict = SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast)) != 0 && overtake_passed(k, now);
   uint64_t fast = put_released(k, c, strict, &nudge);
   SHMS__STEP();
   /* Within the bound the cell is not handed over: a grant would hold it idle for the wake-up of
@@ -573,7 +583,7 @@ release_ended(const struct shms__cls *k, uint32_t c, uint64_t expect, uint64_t *
    * several cells is counted: its release kicks). */
   if (e.ncells > 1)
     companions_end(k, c, SHMS__CELL_GEN(expect), SHMS__CELL_AVAILABLE, 0);
-  return freed(k, c, e.tenant != 0);
+  return freed(k, c, e.tenant != 0, *now);
 }
 
 enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uint64_t expect,
@@ -593,7 +603,7 @@ enum shms__release shms__cell_release(const struct shms__cls *k, uint32_t c, uin
   if (!k->fast_map)
     shms__store_32(&k->ctl->cell_hint, c); /* where a counting taker looks first */
   SHMS__STEP();
-  return freed(k, c, 0);
+  return freed(k, c, 0, 0);
 }
 
 int shms__cell_reclaim(const struct shms__cls *k, uint32_t c, uint64_t expect) {

@@ -637,29 +637,26 @@ int shms__fair_settle(const struct shms__cls *k, uint32_t ref) {
 void shms__fair_fast_ended(const struct shms__cls *k, const uint64_t *name, uint64_t held_ns) {
   if ((name[0] & 0xff) == 0 || k->id < 0)
     return;
-  /* A lease that held less than the clock's tick (or was never stamped) charges nothing, and is
-   * most leases of a contended class: counted in the process's own tally, it writes no line
-   * another process reads, and goes to the record with the tenant's next charge from here. */
+  /* Most leases of a contended class are short: each adds its charge to its process's own tally
+   * (a line no other process writes), and the sum goes to the tenant's record, whose line the
+   * dispatcher's passes take, once it is worth their look, or when the tally moves. */
   struct shms__tally *t = shms__tally_of(k->h, k, name);
-  if (held_ns == 0 && t != NULL) {
-    shms__tally_count(k->h, &t->unheld);
-    return;
+  if (t != NULL) {
+    shms__tally_add(k->h, &t->pending_n, 1);
+    if (shms__tally_add(k->h, &t->pending_ns, held_ns) < SHMS__FAST_PENDING_NS)
+      return;
   }
   /* The name's words as the lease's cell holds them: the table's records hold the same. */
   uint32_t ref = shms__account_lookup(k, name, FAST_LOOKUP_NS);
   if (ref == 0)
-    return; /* the table full of records with a policy, or its lock held too long */
-  struct shms__account_class *a = &shms__account_at(k, ref)->cls[k->id];
-  ck_pr_add_64(&a->fast_ns, held_ns);
-  if (t != NULL)
-    shms__account_add_unheld(a, &t->unheld);
-  ck_pr_inc_32(&a->fast_n);
-  /* A mark still set is not taken yet: its taker's exchange of the sums, after it takes the mark,
-   * comes after our adds (atomic, and ordered before this look: free on x86). The look saves a
-   * locked write to a line every contended release would share. */
-  ck_pr_fence_atomic_load();
-  if (!shms__hbm_test(&k->aattn, ref - 1))
-    shms__hbm_set(&k->aattn, ref - 1);
+    return; /* the table full of records with a policy, or its lock held too long: the tally
+               keeps the sum (a move finds the table as full), or the charge is lost */
+  uint64_t n = 1;
+  if (t != NULL) {
+    n = shms__fas_64(&t->pending_n, 0);
+    held_ns = shms__fas_64(&t->pending_ns, 0);
+  }
+  shms__account_charge_fast(k, ref, n, held_ns);
 }
 
 /* The charge an account holds for k, moved back as every charge of the class was since it was

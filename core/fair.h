@@ -51,10 +51,14 @@ int shms__fair_granted(const struct shms__cls *k, uint32_t ref, uint32_t c, uint
  */
 void shms__fair_ended(const struct shms__cls *k, uint32_t ref, int used, uint64_t held_ns,
                       uint64_t charged_ns, uint32_t cells);
+/* The charge a process keeps in its tally of a tenant before adding it to the tenant's record:
+ * what the dispatcher may not know yet of a tenant's leases, per process releasing them. */
+#define SHMS__FAST_PENDING_NS (100ull * 1000)
 /*
  * A lease taken on the fast path (it has no tenant record) ended after holding held_ns while
  * requests were queued: added to its tenant's record in the tenant table (name: packed words),
- * for the baton's holder to charge (shms__fair_take_fast). Any process, inside an operation.
+ * for the baton's holder to charge (shms__fair_take_fast), once this process's tally of the
+ * tenant holds SHMS__FAST_PENDING_NS. Any process, inside an operation.
  */
 void shms__fair_fast_ended(const struct shms__cls *k, const uint64_t *name, uint64_t held_ns);
 /*

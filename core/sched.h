@@ -9,7 +9,9 @@
 
 #include <stdint.h>
 
+#include "../shm/atomic.h"
 #include "../shm/class.h"
+#include "../shm/clock.h"
 #include "../shm/crashpoint.h"
 #include "../shm/debug.h"
 #include "../shm/handle.h"
@@ -194,12 +196,26 @@ int64_t shms__cell_take(const struct shms__cls *k, enum shms__take_mode mode, ui
  * Start a lease on claimed cell c: take its next token and record the
  * tenant (the record whose limit it counts in, and the name of the tenant it
  * serves: SHMS__NAME_WORDS words, shms__tenant_pack), slot and start time
- * (shms__coarse_now_ns(), or 0: not stamped yet, shms__stamp_leases).
+ * (shms__fast_stamp for the fast path, or 0: not stamped yet, shms__stamp_leases).
  * SHMS_ESEQEXHAUSTED if its token sequence is used up: the caller settles
  * what it was granting, then shms__cell_exhausted.
  */
 int shms__cell_start(const struct shms__cls *k, uint32_t c, uint32_t tenant, const uint64_t *name,
                      uint32_t slot, uint64_t start_ns, uint32_t *gen, uint64_t *token);
+/* The fast word as this thread's last shms__cell_take found it (the value its CAS replaced). */
+extern SHMS__TLS uint64_t shms__take_seen;
+/*
+ * The start of a lease this thread has just taken on the fast path of k. In a class fair by time
+ * with requests queued at the take, its end is charged to its tenant: the monotonic clock, stored
+ * odd, so that its end reads the same clock and the charge is what it held. Otherwise the coarse
+ * clock, stored even (docs/protocol.md, "Lease start times"). The queue is judged by the word the
+ * take's CAS replaced, not read again: under contention the line has often moved on.
+ */
+static inline uint64_t shms__fast_stamp(const struct shms__cls *k) {
+  if (k->timed && SHMS__FAST_QUEUED(shms__take_seen) != 0)
+    return shms__now_ns() | 1;
+  return shms__coarse_now_ns() & ~1ull;
+}
 /* Stamp now as the start of every lease of k taken without one (a prepared acquire's fast path:
  * docs/protocol.md, "Lease start times"); returns how many it stamped. Any member, any time. */
 uint32_t shms__stamp_leases(const struct shms__cls *k);

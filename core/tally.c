@@ -47,15 +47,15 @@ static void rekey_unlock(struct shms__proc *p) { shms__store_32(&p->tally[0].res
 /* Move tally t into the table, under its key: 0 when the table cannot take it now. */
 static int move(struct shms *h, struct shms__tally *t) {
   uint32_t c = shms__load_32(&t->cls);
-  if (shms__load_64(&t->grants) == 0 && shms__load_64(&t->unheld) == 0)
+  if (shms__load_64(&t->grants) == 0 && shms__load_64(&t->pending_n) == 0)
     return 1;
   if (c >= SHMS_CLASS_COUNT || h->cls[c].id < 0) {
     shms__fas_64(&t->grants, 0); /* no such class here: a torn key, which counts nothing */
-    shms__fas_64(&t->unheld, 0);
+    shms__fas_64(&t->pending_n, 0);
+    shms__fas_64(&t->pending_ns, 0);
     return 1;
   }
-  return shms__account_take_tally(&h->cls[c], t->name, &t->grants, &t->unheld, MOVE_WAIT_NS) ==
-         SHMS_OK;
+  return shms__account_take_tally(&h->cls[c], t, MOVE_WAIT_NS) == SHMS_OK;
 }
 
 struct shms__tally *shms__tally_for(struct shms *h, uint32_t cls, const uint64_t *name) {

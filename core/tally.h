@@ -48,16 +48,18 @@ static inline struct shms__tally *shms__tally_of(struct shms *h, const struct sh
              : shms__tally_for(h, (uint32_t)k->id, tenant);
 }
 
-/* One more in count c of a tally of h's process. The process's only thread with an operation
- * mark (ours: we are in one) adds with a plain store, the locked add costing a sixth of the
- * uncontended acquire; with two, they add atomically. A second thread's first lease racing the
- * store can lose one count, once. */
-static inline void shms__tally_count(const struct shms *h, uint64_t *c) {
+/* Add v to count c of a tally of h's process; returns the sum. The process's only thread with an
+ * operation mark (ours: we are in one) adds with a plain store, the locked add costing a sixth of
+ * the uncontended acquire; with two, they add atomically. A second thread's first add racing
+ * the store can be lost, once. */
+static inline uint64_t shms__tally_add(const struct shms *h, uint64_t *c, uint64_t v) {
   uint32_t marks = shms__load_32(&h->proc->marks_used) & SHMS__MARKS_CLAIMED;
-  if ((marks & (marks - 1)) == 0) /* one bit: not __builtin_popcount, a libgcc call on x86-64 */
-    shms__store_64(c, shms__load_64(c) + 1);
-  else
-    ck_pr_inc_64(c);
+  if ((marks & (marks - 1)) == 0) { /* one bit: not __builtin_popcount, a libgcc call on x86-64 */
+    uint64_t sum = shms__load_64(c) + v;
+    shms__store_64(c, sum);
+    return sum;
+  }
+  return ck_pr_faa_64(c, v) + v;
 }
 
 /* Count a lease taken on the fast path in class k for tenant (packed words), for this process.
@@ -67,7 +69,7 @@ static inline void shms__tally_lease(struct shms *h, const struct shms__cls *k,
                                      const uint64_t *tenant) {
   struct shms__tally *t = shms__tally_of(h, k, tenant);
   if (t != NULL)
-    shms__tally_count(h, &t->grants);
+    shms__tally_add(h, &t->grants, 1);
 }
 
 /* Move what this process's entry holds in its tallies (a previous owner's, or ours) into the

@@ -377,11 +377,12 @@ struct shms__tally {
   uint32_t cls;                    /* the class's id */
   uint32_t reserved;
   uint64_t grants; /* atomic */
-  /* Leases of the key this process released on the fast path, in a class fair by time with
-   * requests queued, that held less than the clock's tick: their count goes to the tenant's
-   * record with its next charge (core/fair.c), so the hold estimate averages over them too. */
-  uint64_t unheld; /* atomic */
-  uint64_t reserved2;
+  /* The charge of leases of the key this process released on the fast path, in a class fair by
+   * time with requests queued, not yet added to the tenant's record: how many, and the
+   * cell-time they held. Added there once it reaches SHMS__FAST_PENDING_NS (core/fair.c), and
+   * when the tally moves. */
+  uint64_t pending_n;  /* atomic */
+  uint64_t pending_ns; /* atomic */
 } SHMS__ALIGNED;
 #define SHMS__TALLIES 4
 #define SHMS__JOINS   16 /* keyed jobs a process may have joined at once (core/joined.c) */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "core/account.h"
+#include "core/fair.h"
 #include "core/tally.h"
 #include "harness.h"
 #include "sched_util.h"
@@ -622,69 +623,74 @@ START_TEST(fast_path_leases_are_charged) {
 }
 END_TEST
 
-/*
- * Fast-path leases that held less than the clock's tick are most of a contended class's. Each is
- * counted in its process's tally, not in the tenant's record (whose line other processes' passes
- * write), and the count reaches the record with the tenant's next charge: the hold estimate a
- * grant is charged by is the average over every lease (9 of 0 ns and one of 10 ms: 1 ms), not
- * over the one that was charged.
- */
-START_TEST(unheld_fast_leases_count_in_the_hold_estimate) {
+/* A class of one cell, fair by time, on the test clock. */
+static shms_t *open_fake(const char **name) {
   shms_config cfg;
   harness_config(&cfg, 1, 16);
   shms_set_clock(sched_fake_clock, NULL);
+  return sched_open(name, 0, 0, &cfg);
+}
+
+/* A fast-path lease of tenant "fast" on an idle class, released with a request of another tenant
+ * queued (so charged) after holding hold_ns; the request then granted and released. */
+static void fast_lease_charged(shms_t *h, uint64_t hold_ns) {
+  shms_request r = sched_req("fast", 0);
+  shms_lease l, o;
+  ck_assert_shms_ok(shms_acquire(h, &r, &l)); /* the class idle: the fast path */
+  shms_ticket other = sched_enqueue(h, "other", 0, 0);
+  sched_fake_now += hold_ns;
+  ck_assert_shms_ok(shms_release(h, &l)); /* requests queued: charged */
+  ck_assert_shms_ok(shms_wait(h, &other, 0, &o));
+  ck_assert_shms_ok(shms_release(h, &o)); /* its pass takes what fast's record was given */
+}
+
+/*
+ * Most leases of a contended class are short. Each one's charge goes to its process's tally, not
+ * to the tenant's record (whose line other processes' passes take), and the tally's sum goes to
+ * the record once it reaches SHMS__FAST_PENDING_NS, with the count of the leases it sums, so the
+ * hold estimate a grant is charged by is the average over every lease (5 of 0 ns and 5 of 20 us:
+ * 10 us), not over the ones that held longest.
+ */
+START_TEST(short_fast_leases_are_charged_in_sums) {
   const char *name;
-  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_t *h = open_fake(&name);
   const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
   uint64_t words[SHMS__NAME_WORDS];
   ck_assert_int_eq(shms__tenant_pack("fast", words), 0);
+  enum { US = 1000 };
   for (int i = 0; i < 10; i++) {
-    shms_request r = sched_req("fast", 0);
-    shms_lease l, o;
-    ck_assert_shms_ok(shms_acquire(h, &r, &l)); /* the class idle: the fast path */
-    shms_ticket other = sched_enqueue(h, "other", 0, 0);
-    if (i == 9)
-      sched_fake_now += 10 * MS;
-    ck_assert_shms_ok(shms_release(h, &l)); /* requests queued: charged */
+    fast_lease_charged(h, i < 5 ? 0 : 20 * US);
+    const struct shms__tally *t = shms__tally_of(h, k, words);
+    ck_assert_ptr_nonnull(t);
     if (i < 9) {
-      const struct shms__tally *t = shms__tally_of(h, k, words);
-      ck_assert_ptr_nonnull(t);
-      ck_assert_uint_eq(t->unheld, (uint64_t)i + 1);
+      ck_assert_uint_eq(t->pending_n, (uint64_t)i + 1);
+      ck_assert_uint_eq(t->pending_ns, i < 5 ? 0 : (uint64_t)(i - 4) * 20 * US);
+      ck_assert_uint_eq(table_cell_ns(h, "fast"), 0);
     }
-    ck_assert_shms_ok(shms_wait(h, &other, 0, &o));
-    ck_assert_shms_ok(shms_release(h, &o)); /* its pass took fast's charge */
   }
-  ck_assert_uint_eq(shms__tally_of(h, k, words)->unheld, 0);
+  ck_assert_uint_eq(SHMS__FAST_PENDING_NS, 100 * US);
+  ck_assert_uint_eq(shms__tally_of(h, k, words)->pending_n, 0);
+  ck_assert_uint_eq(shms__tally_of(h, k, words)->pending_ns, 0);
   uint32_t ref = shms__account_lookup(k, words, 0);
   ck_assert_uint_ne(ref, 0);
-  ck_assert_uint_eq(k->accts[ref - 1].cls[SHMS_CLASS_STANDARD].est_ns, 1 * MS);
-  ck_assert_uint_eq(table_cell_ns(h, "fast"), 10 * MS);
+  ck_assert_uint_eq(k->accts[ref - 1].cls[SHMS_CLASS_STANDARD].est_ns, 10 * US);
+  ck_assert_uint_eq(table_cell_ns(h, "fast"), 100 * US);
   shms_set_clock(NULL, NULL);
   sched_close(h, name);
 }
 END_TEST
 
-/* A tally moved into the tenant table (its process needs it for other tenants) takes the count
- * of its unheld leases along, to the record the tenant's next charge averages over. */
-START_TEST(a_moved_tally_takes_its_unheld_leases_along) {
-  shms_config cfg;
-  harness_config(&cfg, 1, 16);
-  shms_set_clock(sched_fake_clock, NULL);
+/* A tally moved into the tenant table (its process needs it for other tenants) takes its pending
+ * charge along, and the record is marked for the dispatcher. */
+START_TEST(a_moved_tally_takes_its_pending_charge_along) {
   const char *name;
-  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_t *h = open_fake(&name);
   const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
   uint64_t words[SHMS__NAME_WORDS];
   ck_assert_int_eq(shms__tenant_pack("fast", words), 0);
-  for (int i = 0; i < 3; i++) {
-    shms_request r = sched_req("fast", 0);
-    shms_lease l, o;
-    ck_assert_shms_ok(shms_acquire(h, &r, &l));
-    shms_ticket other = sched_enqueue(h, "other", 0, 0);
-    ck_assert_shms_ok(shms_release(h, &l)); /* 0 ns held, requests queued */
-    ck_assert_shms_ok(shms_wait(h, &other, 0, &o));
-    ck_assert_shms_ok(shms_release(h, &o));
-  }
-  ck_assert_uint_eq(shms__tally_of(h, k, words)->unheld, 3);
+  for (int i = 0; i < 3; i++)
+    fast_lease_charged(h, 10 * 1000);
+  ck_assert_uint_eq(shms__tally_of(h, k, words)->pending_n, 3);
   char tenant[16];
   for (int i = 0; i < 2 * SHMS__TALLIES; i++) { /* every tally in turn moved and rekeyed */
     snprintf(tenant, sizeof tenant, "m%d", i);
@@ -695,7 +701,12 @@ START_TEST(a_moved_tally_takes_its_unheld_leases_along) {
   }
   uint32_t ref = shms__account_lookup(k, words, 0);
   ck_assert_uint_ne(ref, 0);
-  ck_assert_uint_eq(k->accts[ref - 1].cls[SHMS_CLASS_STANDARD].fast_n, 3);
+  const struct shms__account_class *a = &k->accts[ref - 1].cls[SHMS_CLASS_STANDARD];
+  ck_assert_uint_eq(a->fast_n, 3);
+  ck_assert_uint_eq(a->fast_ns, 30 * 1000);
+  ck_assert(shms__hbm_test(&k->aattn, ref - 1));
+  fast_lease_charged(h, 0); /* a pass takes it */
+  ck_assert_uint_eq(table_cell_ns(h, "fast"), 30 * 1000);
   shms_set_clock(NULL, NULL);
   sched_close(h, name);
 }
@@ -748,8 +759,8 @@ int main(void) {
   tcase_add_test(tc, leases_of_two_cells_share_time);
   tcase_add_test(tc, explain_counts_the_less_charged);
   tcase_add_test(tc, fast_path_leases_are_charged);
-  tcase_add_test(tc, unheld_fast_leases_count_in_the_hold_estimate);
-  tcase_add_test(tc, a_moved_tally_takes_its_unheld_leases_along);
+  tcase_add_test(tc, short_fast_leases_are_charged_in_sums);
+  tcase_add_test(tc, a_moved_tally_takes_its_pending_charge_along);
   tcase_add_test(tc, short_leases_are_charged_what_they_held);
   suite_add_tcase(s, tc);
   return harness_run(s);

@@ -13,8 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/account.h"
 #include "core/sched.h"
+#include "core/tally.h"
 #include "sched_util.h"
+#include "shm/clock.h"
 #include "shm/crashpoint.h"
 #include "shm/handle.h"
 
@@ -77,6 +80,28 @@ static void sleeping_child(const char *name, int tell) {
   _exit(shms_release(h, &l) == SHMS_OK && shms_detach(h) == SHMS_OK ? 0 : 5);
 }
 
+/* A sleeping_child forked and, once asleep on its request, held still (SIGSTOP), so that nothing
+ * it would do when woken races the caller's checks: the word of its request's slot. */
+static uint64_t *stopped_sleeper(const char *name, const struct shms__cls *k, pid_t *pid) {
+  int tell[2];
+  ck_assert_int_eq(pipe(tell), 0);
+  *pid = fork();
+  ck_assert_int_ge(*pid, 0);
+  if (*pid == 0)
+    sleeping_child(name, tell[1]);
+  uint32_t slot;
+  ck_assert_int_eq(read(tell[0], &slot, sizeof slot), (ssize_t)sizeof slot);
+  close(tell[0]);
+  close(tell[1]);
+  uint64_t *word = &shms__slot_at(k, slot)->word;
+  while (!(ck_pr_load_64(word) & SHMS__SLOT_SLEEPING)) /* asleep on its request */
+    ck_assert_int_eq(sched_yield(), 0);
+  int status;
+  ck_assert_int_eq(kill(*pid, SIGSTOP), 0);
+  ck_assert_int_eq(waitpid(*pid, &status, WUNTRACED), *pid);
+  return word;
+}
+
 START_TEST(within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtakes) {
   const char *name;
   shms_t *h = open_class(&name, 1, 100 * US);
@@ -84,21 +109,9 @@ START_TEST(within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtake
   shms_request r = sched_req("a", 0);
   shms_lease held;
   ck_assert_shms_ok(shms_acquire(h, &r, &held));
-  int tell[2];
-  ck_assert_int_eq(pipe(tell), 0);
-  pid_t pid = fork();
-  ck_assert_int_ge(pid, 0);
-  if (pid == 0)
-    sleeping_child(name, tell[1]);
-  uint32_t slot;
-  ck_assert_int_eq(read(tell[0], &slot, sizeof slot), (ssize_t)sizeof slot);
-  uint64_t *word = &shms__slot_at(k, slot)->word;
-  while (!(ck_pr_load_64(word) & SHMS__SLOT_SLEEPING)) /* asleep on its request */
-    ck_assert_int_eq(sched_yield(), 0);
-  /* Held still, so that nothing it would do when woken races the checks below. */
+  pid_t pid;
+  uint64_t *word = stopped_sleeper(name, k, &pid);
   int status;
-  ck_assert_int_eq(kill(pid, SIGSTOP), 0);
-  ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
   sched_fake_now += 50 * US; /* half the bound */
   ck_assert_shms_ok(shms_release(h, &held));
   /* Not granted: the cell is free for whoever comes first, and the sleeper is asked to kick. */
@@ -110,6 +123,64 @@ START_TEST(within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtake
   ck_assert_shms_ok(shms_release(h, &held));         /* a nudge is in flight: none more */
   ck_assert_uint_eq(SHMS__SLOT_STATE(ck_pr_load_64(word)), SHMS__SLOT_QUEUED);
   /* No wake-up lost: the nudged waiter's kick grants it the cell nobody else took. */
+  ck_assert_int_eq(kill(pid, SIGCONT), 0);
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+  audit_clean(h);
+  sched_close(h, name);
+}
+END_TEST
+
+/* The cell-time tenant's fast-path leases were charged: kept in this process's tally until it
+ * sums to SHMS__FAST_PENDING_NS, then in its record (fast_ns), until a pass takes it (cell_ns). */
+static uint64_t fast_charged(shms_t *h, const struct shms__cls *k, const char *tenant) {
+  uint64_t words[SHMS__NAME_WORDS];
+  ck_assert_int_eq(shms__tenant_pack(tenant, words), 0);
+  const struct shms__tally *t = shms__tally_of(h, k, words);
+  ck_assert_ptr_nonnull(t);
+  uint64_t sum = ck_pr_load_64((uint64_t *)&t->pending_ns);
+  uint32_t ref = shms__account_lookup(k, words, 0);
+  if (ref == 0)
+    return sum;
+  const struct shms__account_class *a = &k->accts[ref - 1].cls[k->id];
+  return sum + ck_pr_load_64((uint64_t *)&a->fast_ns) + ck_pr_load_64((uint64_t *)&a->cell_ns);
+}
+
+/*
+ * On the real clock, fair by time: a lease that overtakes a queued request is charged what it
+ * held, however much shorter than a tick of the coarse clock. Measured on that clock, a lease of
+ * 100 us was charged a whole tick if it straddled one (4 ms on our guests), or else nothing, and
+ * its tenant's next request then waited up to several ticks for the others to catch up. Each lease
+ * here is held at least HOLD, so each must add at least HOLD to its tenant's charge.
+ */
+START_TEST(an_overtaking_lease_is_charged_what_it_held) {
+  enum { LEASES = 20, HOLD = 100 * 1000 };
+  const char *name;
+  shms_config cfg;
+  harness_config(&cfg, 1, 8);
+  cfg.classes[SHMS_CLASS_STANDARD].overtake_ns = 1000ull * 1000 * 1000; /* the longest: 1 s */
+  shms_t *h = sched_open(&name, 1, 8, &cfg);
+  const struct shms__cls *k = &h->cls[SHMS_CLASS_STANDARD];
+  ck_assert(k->timed);
+  shms_request r = sched_req("a", 0), fast = sched_req("fast", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  pid_t pid;
+  uint64_t *word = stopped_sleeper(name, k, &pid);
+  int status;
+  ck_assert_shms_ok(shms_release(h, &held)); /* within the bound: the cell free, a nudge */
+  uint64_t before = 0;
+  for (int i = 0; i < LEASES; i++) {
+    ck_assert_shms_ok(shms_try_acquire(h, &fast, &held)); /* overtakes the queued request */
+    for (uint64_t until = shms__real_now_ns() + HOLD; shms__real_now_ns() < until;)
+      ;
+    ck_assert_shms_ok(shms_release(h, &held)); /* requests queued: charged */
+    ck_assert_uint_eq(SHMS__SLOT_STATE(ck_pr_load_64(word)), SHMS__SLOT_QUEUED);
+    uint64_t now = fast_charged(h, k, "fast");
+    ck_assert_msg(now - before >= HOLD, "lease %d held %u ns, charged %llu", i, (unsigned)HOLD,
+                  (unsigned long long)(now - before));
+    before = now;
+  }
   ck_assert_int_eq(kill(pid, SIGCONT), 0);
   ck_assert_int_eq(waitpid(pid, &status, 0), pid);
   ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
@@ -515,6 +586,7 @@ int main(void) {
   TCase *tc = harness_tcase("overtake");
   tcase_add_test(tc, a_strict_class_hands_every_release_to_the_queue);
   tcase_add_test(tc, within_the_bound_a_release_nudges_the_sleeper_and_an_acquire_overtakes);
+  tcase_add_test(tc, an_overtaking_lease_is_charged_what_it_held);
   tcase_add_test(tc, within_the_bound_a_request_nobody_waits_on_is_granted_at_once);
   tcase_add_test(tc, past_the_bound_a_release_hands_its_cell_to_the_queue_before_any_acquire);
   tcase_add_test(tc, past_the_bound_an_unindexed_request_is_not_overtaken);
