@@ -67,19 +67,29 @@ static uint32_t find(const struct shms__cls *k, const uint64_t w[NAME_WORDS], ui
 /* Process-local: searches of a full table for records to fold (core/account.h). */
 uint64_t shms__account_searches;
 
-/* A reference given back. A record left with none may be folded: a search that found nothing to
- * fold is worth making again (fold_some). */
+/* Whether a record's references are counted for fold_some: one with a policy (or `_other`) is
+ * never folded. A policy is only ever added, under the lock: a record that gets one while it has
+ * no reference stays counted as one to fold, which costs one search that finds it is not. */
+static int fold_counted(const struct shms__account *a) {
+  return !(shms__load_32((uint32_t *)&a->flags) & (SHMS__ACCT_POLICY | SHMS__ACCT_OTHER));
+}
+
+/* A reference given back. A record left with none may be folded: counted, so that a search is
+ * made for it (fold_some). */
 static void unref(const struct shms__cls *k, struct shms__account *a) {
   bool none;
   ck_pr_dec_32_zero(&a->refs, &none);
-  if (none)
+  if (none && fold_counted(a))
     ck_pr_inc_32(&k->actl->unrefs);
 }
 
-/* Take a reference on ref if it is still name's: a record being folded refuses it. */
+/* Take a reference on ref if it is still name's: a record being folded refuses it. A record that
+ * had none is counted as one fewer to fold, even when refused: the unref below counts it back. */
 static int try_ref(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS]) {
   struct shms__account *a = shms__account_at(k, ref);
   uint32_t before = ck_pr_faa_32(&a->refs, 1);
+  if (before == 0 && fold_counted(a))
+    ck_pr_inc_32(&k->actl->rerefs);
   if (!(before & SHMS__ACCT_FOLDING) && is(a, w, SHMS__KIND_TENANT))
     return 1;
   unref(k, a);
@@ -98,7 +108,9 @@ static void rebuild(const struct shms__cls *k) {
     shms__store_32(&k->abkt[b], 0);
   ctl->free_head = 0;
   ctl->used = 0;
-  ctl->barren = 0; /* the next search is made: what it found may be the dead holder's half */
+  /* The next search is made, whatever the counts say: the dead holder may have died between a
+   * search and its idle_base. */
+  ctl->idle_base = shms__load_32(&ctl->unrefs) - shms__load_32(&ctl->rerefs) - k->naccts;
   for (uint32_t i = k->naccts; i-- > 0;) {
     struct shms__account *a = &k->accts[i];
     uint64_t w[NAME_WORDS];
@@ -240,17 +252,19 @@ static void fold_class(struct shms__account_class *o, struct shms__account_class
  * Fold the least recently active records with no policy and no reference into `_other` (their
  * cell-time added there), onto the free list: the oldest eighth of their span of activity at
  * once, so that a table kept full by new tenants walks its records once per many adds, not per
- * add. Returns how many were folded.
+ * add. Returns how many were folded; *left, how many it found foldable and did not fold.
  */
-static uint32_t fold_oldest(const struct shms__cls *k) {
+static uint32_t fold_oldest(const struct shms__cls *k, uint32_t *left) {
   struct shms__accounts_ctl *ctl = k->actl;
-  uint32_t other = ctl->other;
+  uint32_t other = ctl->other, found = 0;
+  *left = 0;
   if ((!valid_ref(k, other) || !(shms__account_at(k, other)->flags & SHMS__ACCT_OTHER)) &&
       (other = make_other(k)) == 0)
     return 0;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (uint32_t i = 0; i < k->naccts; i++)
     if (foldable(&k->accts[i])) {
+      found++;
       lo = k->accts[i].active_ns < lo ? k->accts[i].active_ns : lo;
       hi = k->accts[i].active_ns > hi ? k->accts[i].active_ns : hi;
     }
@@ -274,6 +288,7 @@ static uint32_t fold_oldest(const struct shms__cls *k) {
     folded(k, i + 1);
     n++;
   }
+  *left = found > n ? found - n : 0;
   return n;
 }
 
@@ -291,22 +306,32 @@ static void init_record(const struct shms__cls *k, uint32_t ref, const uint64_t 
   shms__store_32(&a->state, SHMS__ACCT_LIVE);
   link_record(k, ref, w, flags & SHMS__ACCT_TEAM);
   k->actl->used++;
+  if (refs == 0 && fold_counted(a)) /* made with no reference: one to fold */
+    ck_pr_inc_32(&k->actl->unrefs);
 }
 
 /*
- * fold_oldest, unless the last search found nothing to fold and no record has been left without
- * references since: a table full of records in use (more tenants with work than records) would
- * otherwise be searched whole for every tenant new to it, in vain.
+ * fold_oldest, unless the counts say that nothing is left to fold: records left without
+ * references, less those referenced again, less what the last search left (idle_base). A table
+ * full of records in use (more tenants with work than records) would otherwise be searched whole
+ * for every tenant new to it, in vain, or after every tenant whose work ended and came back.
+ *
+ * The counts are read around the search so that a record that changes during it can only make
+ * the next estimate too high (one search more, which counts again), never too low: unrefs before
+ * it (a record left during it, which the search may have seen, counts again), rerefs after it (a
+ * record referenced again during it, which the search may have missed, is taken off). A process
+ * that dies between a reference's change and its count leaves the estimate one off until the
+ * next search counts again: one search too many, or a record left unfolded until another record
+ * is left without references.
  */
 static uint32_t fold_some(const struct shms__cls *k) {
   struct shms__accounts_ctl *ctl = k->actl;
-  uint32_t unrefs = shms__load_32(&ctl->unrefs); /* before the search: one during it counts */
-  if (ctl->barren == unrefs + 1)
+  uint32_t unrefs = shms__load_32(&ctl->unrefs);
+  if ((int32_t)(unrefs - shms__load_32(&ctl->rerefs) - ctl->idle_base) <= 0)
     return 0;
   shms__account_searches++;
-  uint32_t n = fold_oldest(k);
-  if (n == 0)
-    ctl->barren = unrefs + 1;
+  uint32_t left, n = fold_oldest(k, &left);
+  ctl->idle_base = unrefs - shms__load_32(&ctl->rerefs) - left;
   return n;
 }
 
@@ -434,8 +459,11 @@ uint32_t shms__account_team(const struct shms__cls *k, uint32_t ref) {
 }
 
 void shms__account_hold(const struct shms__cls *k, uint32_t ref) {
-  if (valid_ref(k, ref))
-    ck_pr_inc_32(&shms__account_at(k, ref)->refs);
+  if (!valid_ref(k, ref))
+    return;
+  struct shms__account *a = shms__account_at(k, ref);
+  if (ck_pr_faa_32(&a->refs, 1) == 0 && fold_counted(a))
+    ck_pr_inc_32(&k->actl->rerefs);
 }
 
 int shms__account_set(const struct shms__cls *k, const struct shms__policy_change *p,

@@ -14,7 +14,7 @@
 #include "shmsched.h"
 
 #define SHMS__MAGIC          0x44454843534d4853ull /* "SHMSCHED" little-endian */
-#define SHMS__LAYOUT_VERSION 15u
+#define SHMS__LAYOUT_VERSION 16u
 #define SHMS__LINE           64u
 
 #define SHMS_MIN_DURATION_NS (1000ull * 1000)                    /* 1ms */
@@ -471,11 +471,14 @@ struct shms__accounts_ctl {
   /* Odd while a process's tally moves into the table (core/tally.c): an observer adding up
    * tallies and records reads both between two even looks. */
   uint64_t tally_seq;
-  /* Atomic: references given back that left a record with none (a record that may be folded
-   * again). barren: that count plus 1 as a search of the full table last found nothing to fold
-   * (0: none yet), under the lock: while the two agree, no search is made (core/account.c). */
+  /* How many records without a policy may be folded, without a search (core/account.c): unrefs
+   * counts (atomic) such a record left without references, or made without one; rerefs, such a
+   * record referenced again when it had none. idle_base, under the lock, is set by each search
+   * so that unrefs - rerefs - idle_base is what it left to fold (never fewer): while that is not
+   * positive, no search is made. */
   uint32_t unrefs;
-  uint32_t barren;
+  uint32_t rerefs;
+  uint32_t idle_base;
 };
 
 /* What one class has charged an account (fairness by time), kept while the tenant is idle. */

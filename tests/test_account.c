@@ -131,7 +131,8 @@ END_TEST
 
 /* A table full of records in use (more tenants with queued work than records) has nothing to
  * fold: a tenant new to it is served without a record, and the table is searched for one once,
- * not again for every such tenant; once a record is left unused, the next search finds it. */
+ * not again for every such tenant, nor after a record was unused only for a moment; once a
+ * record is left unused, the next search finds it. */
 START_TEST(a_table_full_of_records_in_use_is_searched_once) {
   const char *name;
   shms_config cfg;
@@ -155,10 +156,19 @@ START_TEST(a_table_full_of_records_in_use_is_searched_once) {
     q[i] = sched_enqueue(h, tenant, 0, 0);
   }
   ck_assert_uint_eq(shms__account_searches, searches); /* nothing was left to fold: no search */
+  /* A tenant's work ends and comes back at once (a cancel, then its next request): its record
+   * was unused for a moment and is in use again. Still nothing to fold: no search. */
+  ck_assert_int_eq(shms_cancel(h, &q[5]), 1);
+  ck_assert_int_eq(shms_wait(h, &q[5], 0, &l), SHMS_ECANCELLED);
+  q[5] = sched_enqueue(h, "q05", 0, 0);
+  shms_ticket late = sched_enqueue(h, "late", 0, 0);
+  ck_assert_uint_eq(shms__account_searches, searches);
   shms_policy_row rows[64];
   uint32_t n = 0;
   ck_assert_shms_ok(shms_policy_list(h, rows, 64, &n));
   ck_assert_ptr_null(row_of(rows, n, "q39"));
+  ck_assert_ptr_nonnull(row_of(rows, n, "q05")); /* it kept its record */
+  ck_assert_ptr_null(row_of(rows, n, "late"));
   /* Two tenants' work ends: their records are in use no more. The first becomes `_other`, the
    * second is folded into it, and the next tenant new to the table takes its place. */
   for (int i = 0; i < 2; i++) {
@@ -175,6 +185,7 @@ START_TEST(a_table_full_of_records_in_use_is_searched_once) {
   ck_assert_shms_ok(shms_check(h, report, sizeof report, &violations));
   ck_assert_msg(violations == 0, "%s", report);
   ck_assert_int_eq(shms_cancel(h, &fresh), 1);
+  ck_assert_int_eq(shms_cancel(h, &late), 1);
   for (int i = 2; i < 40; i++)
     ck_assert_int_eq(shms_cancel(h, &q[i]), 1);
   sched_close(h, name);

@@ -176,7 +176,7 @@ START_TEST(create_status_destroy) {
   ck_assert_int_eq(CLI("status", name, "--json"), 0);
   ck_assert_msg(json_valid(out), "status --json is not valid JSON:\n%s", out);
   static const char *const json_needles[] = {
-      "\"state\": \"active\"",  "\"layout_version\": 15",
+      "\"state\": \"active\"",  "\"layout_version\": 16",
       "\"max_tenants\": 77",    "\"starvation_after_ns\": 250000000",
       "\"mode\": \"0660\"",     "\"standard\": {",
       "\"cells\": 4",           "\"queue\": 16",

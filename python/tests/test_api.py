@@ -206,7 +206,7 @@ def test_observe_tenants_config_info_are_dataclasses(make_segment):
                                                             payload=64)
         assert (cfg.max_tenants, cfg.starvation_after, cfg.mode) == (16, 2.5, 0o600)
         info = seg.info()
-        assert (info.state, info.live_processes, info.layout_version) == ("active", 1, 15)
+        assert (info.state, info.live_processes, info.layout_version) == ("active", 1, 16)
         held = [seg.try_acquire("standard", tenant="h") for _ in range(2)]
         ts = [seg.enqueue("standard", tenant=n) for n in ("a", "a", "b")]
         rows = {t.name: t for t in seg.tenants("standard")}
