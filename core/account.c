@@ -83,13 +83,20 @@ static void unref(const struct shms__cls *k, struct shms__account *a) {
     ck_pr_inc_32(&k->actl->unrefs);
 }
 
-/* Take a reference on ref if it is still name's: a record being folded refuses it. A record that
- * had none is counted as one fewer to fold, even when refused: the unref below counts it back. */
-static int try_ref(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS]) {
-  struct shms__account *a = shms__account_at(k, ref);
+/* A reference taken; the references before it. A record that had none is counted as one fewer to
+ * fold (fold_some). */
+static uint32_t ref_up(const struct shms__cls *k, struct shms__account *a) {
   uint32_t before = ck_pr_faa_32(&a->refs, 1);
   if (before == 0 && fold_counted(a))
     ck_pr_inc_32(&k->actl->rerefs);
+  return before;
+}
+
+/* Take a reference on ref if it is still name's: a record being folded refuses it (the reference
+ * given back, which counts it again as one to fold if it had none). */
+static int try_ref(const struct shms__cls *k, uint32_t ref, const uint64_t w[NAME_WORDS]) {
+  struct shms__account *a = shms__account_at(k, ref);
+  uint32_t before = ref_up(k, a);
   if (!(before & SHMS__ACCT_FOLDING) && is(a, w, SHMS__KIND_TENANT))
     return 1;
   unref(k, a);
@@ -459,11 +466,8 @@ uint32_t shms__account_team(const struct shms__cls *k, uint32_t ref) {
 }
 
 void shms__account_hold(const struct shms__cls *k, uint32_t ref) {
-  if (!valid_ref(k, ref))
-    return;
-  struct shms__account *a = shms__account_at(k, ref);
-  if (ck_pr_faa_32(&a->refs, 1) == 0 && fold_counted(a))
-    ck_pr_inc_32(&k->actl->rerefs);
+  if (valid_ref(k, ref))
+    (void)ref_up(k, shms__account_at(k, ref));
 }
 
 int shms__account_set(const struct shms__cls *k, const struct shms__policy_change *p,
