@@ -81,6 +81,8 @@ int shms_release(shms_t *h, const shms_lease *lease) {
   int rc = lease_class(h, lease, &k);
   if (rc != SHMS_OK)
     return rc;
+  /* The enter reads the fast word and the put below writes it (core/cell.c, freed). */
+  shms__rfo(&k->ctl->fast);
   if (shms__op_enter_within(h, k, SHMS__HELD_PATIENCE_NS) != SHMS_OK)
     return release_later(h, k, lease);
   rc = release_op(h, k, lease);

@@ -97,6 +97,7 @@ uint32_t shms__cells_held(const struct shms__cls *k, uint64_t f) {
 }
 
 enum shms__reserve shms__fast_reserve(const struct shms__cls *k, enum shms__take_mode mode) {
+  shms__rfo(&k->ctl->fast); /* the CAS below writes it: one transfer, not two */
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
     if (mode == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
@@ -154,6 +155,7 @@ SHMS__TLS uint64_t shms__take_seen;
 static int64_t take_mapped(const struct shms__cls *k, enum shms__take_mode mode, uint32_t owner,
                            uint32_t state) {
   uint32_t valid = k->ncells >= 32 ? 0xffffffffu : (1u << k->ncells) - 1;
+  shms__rfo(&k->ctl->fast); /* the CAS below writes it: one transfer, not two */
   uint64_t w = shms__load_64(&k->ctl->fast);
   for (;;) {
     if (mode == SHMS__TAKE_ENTERING && (w & SHMS__FAST_FROZEN))
