@@ -81,7 +81,7 @@ int shms_release(shms_t *h, const shms_lease *lease) {
   int rc = lease_class(h, lease, &k);
   if (rc != SHMS_OK)
     return rc;
-  /* The enter reads the fast word and the put below writes it (core/cell.c, freed). */
+  /* One transfer of the fast word's line, not two: the enter reads it, the put writes it. */
   shms__rfo(&k->ctl->fast);
   if (shms__op_enter_within(h, k, SHMS__HELD_PATIENCE_NS) != SHMS_OK)
     return release_later(h, k, lease);

@@ -37,9 +37,10 @@
  * Ask for the line at p for writing (PREFETCHW: Concurrency Kit's read for ownership) where a
  * load of a shared word is followed by a CAS on it: the load alone would bring the line shared
  * and the CAS then take it over, two transfers from the CPU that wrote it last, where this asks
- * once (design/overtaking.md, "One transfer, not two"). A hint: a port without it does nothing.
+ * once (design/overtaking.md, "One transfer, not two"). A hint, which changes no memory: a port
+ * without it does nothing.
  */
-#if defined(CK_F_PR_RFO) && !defined(__SANITIZE_THREAD__)
+#if defined(CK_F_PR_RFO)
 #define shms__rfo(p) ck_pr_rfo(p)
 #else
 #define shms__rfo(p) ((void)(p))
