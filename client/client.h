@@ -25,6 +25,20 @@ int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *te
                    shms_lease *lease, uint64_t until_real);
 int shms__try_now(struct shms *h, const struct shms__cls *k, const uint64_t *tenant, int stamp,
                   shms_lease *lease);
+/* shms__take_now once more after shms__yield_before_queueing, or SHMS_EWOULDBLOCK if that says
+ * not to yield. */
+__attribute__((cold)) int shms__take_after_yield(struct shms *h, const struct shms__cls *k,
+                                                 const uint64_t *tenant, int stamp,
+                                                 shms_lease *lease, uint64_t until_real);
+/* The blocking acquire's fast path: shms__take_now, and if it would block, shms__take_after_yield
+ * (out of line: the uncontended acquire pays one comparison). */
+static inline int shms__take_blocking(struct shms *h, const struct shms__cls *k,
+                                      const uint64_t *tenant, int stamp, shms_lease *lease,
+                                      uint64_t until_real) {
+  int rc = shms__take_now(h, k, tenant, stamp, lease, until_real);
+  return rc == SHMS_EWOULDBLOCK ? shms__take_after_yield(h, k, tenant, stamp, lease, until_real)
+                                : rc;
+}
 /* try_acquire in a class with tenant-max-active: queue req, look once, withdraw it. */
 int shms__try_limited(struct shms *h, const struct shms__cls *k, const shms_request *req,
                       shms_lease *lease);
@@ -91,6 +105,12 @@ int shms__spin_setup(void);
 void shms__spin_set_window_ns(uint64_t ns);
 void shms__spin_set_cpus(uint32_t cpus);
 uint64_t shms__spin_window_ns(void);
+/* A blocking acquire found no cell it may take, with queued requests in its class (the fast
+ * word's count): yield the CPU and return 1 (look again before queueing) if they are no more than
+ * the online CPUs, else 0. */
+int shms__yield_before_queueing(uint32_t queued);
+/* Test only: call hook where an acquire yields its CPU, instead of yielding (NULL: yield). */
+void shms__test_on_yield(void (*hook)(void));
 enum shms__spun {
   SHMS__SPUN_NOT,        /* did not spin, or the window ran out: go on and sleep */
   SHMS__SPUN_CHANGED,    /* the word changed: look again */

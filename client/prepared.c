@@ -202,7 +202,7 @@ int shms_acquire_prepared(shms_t *h, const shms_prepared *p, shms_lease *lease) 
   if (rc != SHMS_OK)
     return rc;
   if (!((w[P_CLASS] >> 32) & P_LIMITED) &&
-      (rc = shms__take_now(h, k, &w[P_TENANT], 0, lease, 0)) != SHMS_EWOULDBLOCK)
+      (rc = shms__take_blocking(h, k, &w[P_TENANT], 0, lease, 0)) != SHMS_EWOULDBLOCK)
     return rc;
   char name[SHMS_TENANT_MAX + 1];
   shms_request req = request_of(w, name);

@@ -469,6 +469,15 @@ int shms__take_now(struct shms *h, const struct shms__cls *k, const uint64_t *te
   return rc == SHMS__LOOK_AGAIN ? take_entered(h, k, tenant, stamp, lease, until_real) : rc;
 }
 
+int shms__take_after_yield(struct shms *h, const struct shms__cls *k, const uint64_t *tenant,
+                           int stamp, shms_lease *lease, uint64_t until_real) {
+  /* Nothing shared was written since the first look: the second is the first taken later, for
+   * the protocol as for the overtaking bound. */
+  if (!shms__yield_before_queueing(SHMS__FAST_QUEUED(shms__load_64(&k->ctl->fast))))
+    return SHMS_EWOULDBLOCK;
+  return shms__take_now(h, k, tenant, stamp, lease, until_real);
+}
+
 /* How long a try waits for a class held still: a recovery's freeze lasts milliseconds; one
  * that lasts longer (a stopped check) makes the try say would-block, as a busy class does. */
 #define TRY_THAW_NS (20ull * 1000 * 1000)
@@ -525,7 +534,7 @@ int shms_acquire(shms_t *h, const shms_request *req, shms_lease *lease) {
     return rc;
   /* An immediate grant never takes a request slot (a grant of several cells always does). */
   if (k->cfg->tenant_max_active == 0 && req->cells <= 1 && req->nquotas == 0 &&
-      (rc = shms__take_now(h, k, tenant, 1, lease, shms__deadline_real(req->deadline_ns))) !=
+      (rc = shms__take_blocking(h, k, tenant, 1, lease, shms__deadline_real(req->deadline_ns))) !=
           SHMS_EWOULDBLOCK)
     return rc == SHMS_ETIMEDOUT ? shms__held_still(req->deadline_ns, "nothing was queued") : rc;
   return shms__acquire_queued(h, req, lease);

@@ -16,9 +16,19 @@
  *     spinners would take the CPU a holder needs to release. The machine's other load is not
  *     looked at: a spin gives it back within the window, and a holder that other work keeps
  *     off the CPU shows as failed spins, which the back-off answers.
+ *
+ * Before any of that, a blocking acquire that finds no cell it may take yields its CPU once and
+ * looks again, while no more requests are queued than there are CPUs (shms__yield_before_queueing,
+ * docs/protocol.md, "Yielding before queueing"). With more runnable processes than CPUs the cell
+ * is most often held by a process the kernel descheduled mid-hold: the yield lets it run and
+ * release, at the cost of a system call, where queueing costs a sleep, a grant, and a wake-up that
+ * itself waits for a CPU while the granted cell idles. A longer queue is the class's backlog, which
+ * its order serves: a second look there would only let the tenants with more processes overtake
+ * it more often.
  */
 #include <ck_pr.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -60,6 +70,18 @@ void shms__spin_set_window_ns(uint64_t ns) { shms__store_64(&window_ns, ns); }
 void shms__spin_set_cpus(uint32_t cpus) { shms__store_32(&online_cpus, cpus); }
 
 uint64_t shms__spin_window_ns(void) { return shms__load_64(&window_ns); }
+
+static void yield_cpu(void) { sched_yield(); }
+static void (*yield_hook)(void) = yield_cpu;
+
+void shms__test_on_yield(void (*hook)(void)) { yield_hook = hook != NULL ? hook : yield_cpu; }
+
+int shms__yield_before_queueing(uint32_t queued) {
+  if (queued > shms__load_32(&online_cpus))
+    return 0;
+  yield_hook();
+  return 1;
+}
 
 /* Whether this wait may spin: not backing off, and room for one more spinner. */
 static int may_spin(struct shms *h, struct shms__spin *st, uint32_t waiters) {

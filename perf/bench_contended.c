@@ -10,9 +10,10 @@
  * `mean_wait_us_pP` (the queue's waits, shms_observe) and `overtake_us_pP` (the class's bound,
  * 0 for strict hand-off: what perf/summarize.awk judges the longest wait against). With
  * --latency 1 every acquire is timed too (two clock reads per operation, so the throughput is
- * not comparable) and `max_acquire_us_pP` is the longest any process saw: the caller's view,
- * its own preemption inside the call included (design/overtaking.md, "The longest wait
- * against the bound"); perf/run.sh does not run it.
+ * not comparable): `max_acquire_us_pP` is the longest any process saw, `p99_acquire_us_pP` and
+ * `p9999_acquire_us_pP` the 99th and 99.99th percentiles over all acquires (within a fifth):
+ * the caller's view, its own preemption inside the call included (design/overtaking.md, "The
+ * longest wait against the bound"); perf/run.sh does not run it.
  * Usage: bench_contended --system NAME [--procs P] [--cells C] [--ms MS] [--latency 1]
  */
 #include <stdio.h>
@@ -23,13 +24,45 @@
 #include "bench_util.h"
 
 #define MAX_PROCS 64
+/* Acquire times in buckets a quarter of a power of two wide (bucket_of): 2^48 ns at most. */
+#define BUCKETS (48 * 4)
 
 struct shared {
   uint32_t ready __attribute__((aligned(64))); /* processes attached */
   uint32_t go __attribute__((aligned(64)));    /* 1: start; 2: stop */
   uint64_t ops[MAX_PROCS];
-  uint64_t max_acquire_ns[MAX_PROCS]; /* --latency: each process's longest acquire */
+  uint64_t max_acquire_ns[MAX_PROCS];      /* --latency: each process's longest acquire */
+  uint64_t acquire_ns[MAX_PROCS][BUCKETS]; /* --latency: each process's acquire times */
 };
+
+/* ns's bucket: its power of two and the two bits below the leading one. */
+static unsigned bucket_of(uint64_t ns) {
+  if (ns < 4)
+    return (unsigned)ns;
+  unsigned lg = 63u - (unsigned)__builtin_clzll(ns);
+  unsigned b = lg * 4 + (unsigned)((ns >> (lg - 2)) & 3);
+  return b < BUCKETS ? b : BUCKETS - 1;
+}
+
+/* The upper end of bucket b in ns. */
+static double bucket_top(unsigned b) {
+  return b < 4 ? b : (double)(1ull << (b / 4)) * (1.0 + (b % 4 + 1) / 4.0);
+}
+
+/* The q-quantile of all processes' acquire times (the top of its bucket), in us. */
+static double quantile_us(const struct shared *s, long procs, double q) {
+  uint64_t all = 0, seen = 0;
+  for (long i = 0; i < procs; i++)
+    for (unsigned b = 0; b < BUCKETS; b++)
+      all += s->acquire_ns[i][b];
+  for (unsigned b = 0; b < BUCKETS; b++) {
+    for (long i = 0; i < procs; i++)
+      seen += s->acquire_ns[i][b];
+    if ((double)seen >= q * (double)all)
+      return bucket_top(b) / 1e3;
+  }
+  return 0;
+}
 
 static int latency; /* --latency 1: time every acquire (costs two clock reads per operation) */
 
@@ -49,6 +82,7 @@ static void worker(bl_shared *sh, struct shared *s, int i) {
     if (latency) {
       uint64_t took = bu_now_ns() - t0;
       longest = took > longest ? took : longest;
+      s->acquire_ns[i][bucket_of(took)]++;
     }
     bl_release(&p);
     n++;
@@ -119,6 +153,10 @@ int main(int argc, char **argv) {
       longest = s->max_acquire_ns[i] > longest ? s->max_acquire_ns[i] : longest;
     snprintf(metric, sizeof metric, "max_acquire_us_p%ld", procs);
     bu_row("contended", name, metric, (double)longest / 1e3, "us");
+    snprintf(metric, sizeof metric, "p99_acquire_us_p%ld", procs);
+    bu_row("contended", name, metric, quantile_us(s, procs, 0.99), "us");
+    snprintf(metric, sizeof metric, "p9999_acquire_us_p%ld", procs);
+    bu_row("contended", name, metric, quantile_us(s, procs, 0.9999), "us");
   }
   if (waits) {
     snprintf(metric, sizeof metric, "max_wait_us_p%ld", procs);

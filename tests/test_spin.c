@@ -5,7 +5,7 @@
  * ends, an interrupt still cuts the spin short, a spinning worker still takes its job. No timing:
  * each test waits for the waiter to be spinning (the handle's count of spinners) before it acts.
  * Then the rules that decide whether to spin at all: the back-off after failed spins, the CPUs
- * against the waiters, and SHMSCHED_SPIN_US.
+ * against the waiters, and SHMSCHED_SPIN_US; and the yield of an acquire before it queues.
  */
 #include <ck_pr.h>
 #include <pthread.h>
@@ -243,6 +243,119 @@ START_TEST(no_spin_while_holders_and_waiters_fill_the_cpus) {
 }
 END_TEST
 
+/* Yielding before queueing: the hook stands in for sched_yield, at the moment the acquire yields.
+ */
+static shms_t *yield_h;
+static shms_lease yield_held;
+static uint32_t yields;
+static void release_at_yield(void) {
+  yields++;
+  ck_assert_shms_ok(shms_release(yield_h, &yield_held));
+}
+static void count_yield(void) { yields++; }
+
+static uint64_t grants_from_the_queue(shms_t *h) {
+  shms_class_stats st;
+  ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_STANDARD, &st));
+  uint64_t n = 0;
+  for (int b = 0; b < SHMS_WAIT_BUCKETS; b++)
+    n += st.wait_buckets[b];
+  return n;
+}
+
+/* An acquire, plain or prepared, that finds the only cell held gives its CPU away before it
+ * queues; the holder, run meanwhile, releases; the acquire's second look takes the cell, and
+ * nothing was queued. Without the yield the acquire would queue for a cell nobody releases. */
+START_TEST(an_acquire_that_finds_no_cell_yields_and_takes_the_one_freed_meanwhile) {
+  const char *name;
+  shms_t *h = spin_open(&name);
+  shms_request r = sched_req("holder", 0), a = sched_req("acquirer", 0);
+  shms_prepared p;
+  ck_assert_shms_ok(shms_request_prepare(h, &a, &p));
+  yield_h = h;
+  shms__test_on_yield(release_at_yield);
+  for (int prepared = 0; prepared <= 1; prepared++) {
+    yields = 0;
+    ck_assert_shms_ok(shms_acquire(h, &r, &yield_held));
+    shms_lease l;
+    ck_assert_shms_ok(prepared ? shms_acquire_prepared(h, &p, &l) : shms_acquire(h, &a, &l));
+    ck_assert_uint_eq(yields, 1);
+    ck_assert_uint_eq(l.cell, yield_held.cell);
+    ck_assert_uint_eq(grants_from_the_queue(h), 0);
+    ck_assert_shms_ok(shms_release(h, &l));
+  }
+  /* A try never yields: it says would-block. */
+  yields = 0;
+  ck_assert_shms_ok(shms_acquire(h, &r, &yield_held));
+  shms_lease l;
+  ck_assert_shms_err(shms_try_acquire(h, &a, &l), SHMS_EWOULDBLOCK, "no free cell");
+  ck_assert_uint_eq(yields, 0);
+  shms__test_on_yield(NULL);
+  ck_assert_shms_ok(shms_release(h, &yield_held));
+  sched_close(h, name);
+}
+END_TEST
+
+struct acquirer {
+  shms_t *h;
+  int rc;
+};
+
+static void *acquire_thread(void *arg) {
+  struct acquirer *z = arg;
+  shms_request a = sched_req("acquirer", 0);
+  shms_lease l;
+  z->rc = shms_acquire(z->h, &a, &l);
+  if (z->rc == SHMS_OK)
+    z->rc = shms_release(z->h, &l);
+  return NULL;
+}
+
+/* Queued requests are the class's backlog once they outnumber the CPUs: an acquire then queues
+ * behind them at once (a second look would only overtake them). With as many as the CPUs, it
+ * yields first. */
+START_TEST(no_yield_while_more_requests_are_queued_than_cpus) {
+  const char *name;
+  shms_t *h = spin_open(&name);
+  shms__spin_set_window_ns(0); /* the acquirer's wait sleeps: nothing here is timed */
+  shms__test_on_yield(count_yield);
+  shms_request r = sched_req("holder", 0);
+  shms_lease held;
+  ck_assert_shms_ok(shms_acquire(h, &r, &held));
+  shms_ticket t[2] = {sched_enqueue(h, "q0", 0, 0), sched_enqueue(h, "q1", 0, 0)};
+  for (uint32_t cpus = 1; cpus <= 2; cpus++) {
+    shms__spin_set_cpus(cpus);
+    yields = 0;
+    struct acquirer z = {.h = h, .rc = -1};
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, acquire_thread, &z), 0);
+    shms_class_stats st;
+    do { /* until the acquire is queued behind the two */
+      sched_yield();
+      ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_STANDARD, &st));
+    } while (st.queue_depth < 3);
+    ck_assert_uint_eq(yields, cpus == 1 ? 0 : 1);
+    /* Let it through: the two withdrawn, the cell released. */
+    for (int i = 0; i < 2; i++)
+      ck_assert_int_eq(shms_cancel(h, &t[i]), 1);
+    ck_assert_shms_ok(shms_release(h, &held));
+    ck_assert_int_eq(pthread_join(th, NULL), 0);
+    ck_assert_shms_ok(z.rc);
+    shms_lease l;
+    for (int i = 0; i < 2; i++)
+      ck_assert_shms_err(shms_wait(h, &t[i], 0, &l), SHMS_ECANCELLED, "cancelled");
+    ck_assert_shms_ok(shms_acquire(h, &r, &held));
+    t[0] = sched_enqueue(h, "q0", 0, 0);
+    t[1] = sched_enqueue(h, "q1", 0, 0);
+  }
+  shms__test_on_yield(NULL);
+  for (int i = 0; i < 2; i++)
+    ck_assert_int_eq(shms_cancel(h, &t[i]), 1);
+  ck_assert_shms_ok(shms_release(h, &held));
+  sched_close(h, name);
+}
+END_TEST
+
 /* SHMSCHED_SPIN_US: 0..1000 microseconds; anything else fails the attach, saying why. */
 START_TEST(the_spin_window_comes_from_the_environment) {
   const char *name;
@@ -285,6 +398,8 @@ int main(void) {
   tcase_add_test(tc, failed_spins_back_off_and_a_won_one_resets);
   tcase_add_test(tc, no_spin_without_a_cpu_to_spare);
   tcase_add_test(tc, the_spin_window_comes_from_the_environment);
+  tcase_add_test(tc, an_acquire_that_finds_no_cell_yields_and_takes_the_one_freed_meanwhile);
+  tcase_add_test(tc, no_yield_while_more_requests_are_queued_than_cpus);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
