@@ -252,7 +252,7 @@ static void release_at_yield(void) {
   yields++;
   ck_assert_shms_ok(shms_release(yield_h, &yield_held));
 }
-static void count_yield(void) { yields++; }
+static void count_yield(void) { ck_pr_inc_32(&yields); } /* on the acquirer's thread */
 
 static uint64_t grants_from_the_queue(shms_t *h) {
   shms_class_stats st;
@@ -325,7 +325,7 @@ START_TEST(no_yield_while_more_requests_are_queued_than_cpus) {
   shms_ticket t[2] = {sched_enqueue(h, "q0", 0, 0), sched_enqueue(h, "q1", 0, 0)};
   for (uint32_t cpus = 1; cpus <= 2; cpus++) {
     shms__spin_set_cpus(cpus);
-    yields = 0;
+    ck_pr_store_32(&yields, 0);
     struct acquirer z = {.h = h, .rc = -1};
     pthread_t th;
     ck_assert_int_eq(pthread_create(&th, NULL, acquire_thread, &z), 0);
@@ -334,7 +334,7 @@ START_TEST(no_yield_while_more_requests_are_queued_than_cpus) {
       sched_yield();
       ck_assert_shms_ok(shms_observe(h, SHMS_CLASS_STANDARD, &st));
     } while (st.queue_depth < 3);
-    ck_assert_uint_eq(yields, cpus == 1 ? 0 : 1);
+    ck_assert_uint_eq(ck_pr_load_32(&yields), cpus == 1 ? 0 : 1);
     /* Let it through: the two withdrawn, the cell released. */
     for (int i = 0; i < 2; i++)
       ck_assert_int_eq(shms_cancel(h, &t[i]), 1);
