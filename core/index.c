@@ -100,8 +100,9 @@ static void into_order(const struct shms__cls *k, uint32_t i, uint32_t ref) {
   if (k->overtake_ns != 0)
     shms__index_corrupt |= shms__order_class_insert(k, i);
   SHMS__STEP();
+  /* The class's count is read by observers (shms_observe) as the baton's holder writes it. */
   if (t->queued++ == 0)
-    k->ctl->tenants_queued++;
+    shms__store_32(&k->ctl->tenants_queued, k->ctl->tenants_queued + 1);
 }
 
 /* Request i out of its tenant's order (and the class's), no longer counted among its queued
@@ -118,7 +119,7 @@ static uint32_t out_of_order(const struct shms__cls *k, uint32_t i) {
   if (k->overtake_ns != 0)
     shms__index_corrupt |= shms__order_class_remove(k, i);
   if (t->queued > 0 && --t->queued == 0)
-    k->ctl->tenants_queued--;
+    shms__store_32(&k->ctl->tenants_queued, k->ctl->tenants_queued - 1);
   return ref;
 }
 

@@ -341,7 +341,7 @@ uint32_t shms__tenant_reset(const struct shms__cls *k) {
   shms__store_32(&ctl->ring_len, 0);
   ctl->tenant_free = 0;
   ctl->tenants_used = 0;
-  ctl->tenants_queued = 0;
+  shms__store_32(&ctl->tenants_queued, 0);
   for (uint32_t i = k->ntenants; i-- > 0;) {
     struct shms__tenant *t = &k->tenants[i];
     if (t->flags & SHMS__TENANT_INUSE) {
