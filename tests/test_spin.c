@@ -243,8 +243,7 @@ START_TEST(no_spin_while_holders_and_waiters_fill_the_cpus) {
 }
 END_TEST
 
-/* Yielding before queueing: the hook stands in for sched_yield, at the moment the acquire yields.
- */
+/* Yielding before queueing: the hook runs where the acquire would call sched_yield. */
 static shms_t *yield_h;
 static shms_lease yield_held;
 static uint32_t yields;
