@@ -331,6 +331,15 @@ static int top_resift(const struct shms__cls *k, uint32_t ref) {
     uint32_t last = shms__tenant_at(k, first)->cal_prev;
     if (last == ref || !valid_ref(k, last) || t->turn < shms__tenant_at(k, last)->turn)
       return 0;
+    if (first == ref) {
+      /* The head to the back of its circular list is the head moving on: the same list as
+       * unfiling and filing it gives, without writing a neighbour's link (a grant among
+       * thousands of tenants charged alike: each of those is a line of its own). */
+      if (!valid_ref(k, t->cal_next))
+        return 1;
+      ctl->cal_head[b] = t->cal_next;
+      return 0;
+    }
   } else {
     t->turn = ++ctl->turns;
   }

@@ -713,6 +713,48 @@ START_TEST(a_moved_tally_takes_its_pending_charge_along) {
 END_TEST
 
 /*
+ * Tenants charged alike take turns in the order they first came, round after round, each granted
+ * once a round: a grant moves the tenant at the head of its calendar bucket to the back, by
+ * moving the head on. The audit checks every bucket's list, and its order of turns, after every
+ * grant. Every lease holds 10 us, far within one quantum of charge, so most grants leave their
+ * tenant in its bucket.
+ */
+START_TEST(tenants_alike_take_turns_in_order) {
+  enum { N = 12, EACH = 3, ROUNDS = 6, HOLD = 10 * 1000 };
+  const char *name;
+  shms_config cfg;
+  harness_config(&cfg, 1, 64);
+  shms_set_clock(sched_fake_clock, NULL);
+  shms_t *h = sched_open(&name, 0, 0, &cfg);
+  shms_request holder = sched_req("holder", 0);
+  shms_lease lease;
+  ck_assert_shms_ok(shms_acquire(h, &holder, &lease));
+  char tenant[N][8];
+  shms_ticket queued[N][EACH];
+  int oldest[N] = {0};
+  for (int e = 0; e < EACH; e++)
+    for (int i = 0; i < N; i++) {
+      snprintf(tenant[i], sizeof tenant[i], "t%d", i);
+      queued[i][e] = sched_enqueue(h, tenant[i], 0, 0);
+    }
+  for (int g = 0; g < N * ROUNDS; g++) {
+    int i = g % N; /* whose turn it is */
+    sched_fake_now += HOLD;
+    ck_assert_shms_ok(shms_release(h, &lease));
+    int rc = shms_wait(h, &queued[i][oldest[i]], 0, &lease);
+    ck_assert_msg(rc == SHMS_OK, "grant %d: %s's turn, not granted (%s)", g, tenant[i],
+                  shms_err_name(rc));
+    queued[i][oldest[i]] = sched_enqueue(h, tenant[i], 0, 0); /* its backlog kept */
+    oldest[i] = (oldest[i] + 1) % EACH;
+    audit_clean(h);
+  }
+  ck_assert_shms_ok(shms_release(h, &lease));
+  shms_set_clock(NULL, NULL);
+  sched_close(h, name);
+}
+END_TEST
+
+/*
  * On the real clock: a lease granted from the queue is charged what it held, however much
  * shorter than a tick of the coarse clock (4 ms on our guests). Measured on that clock, a lease
  * of 100 us was charged a whole tick if it straddled one, or else nothing, and tenants of short
@@ -762,6 +804,7 @@ int main(void) {
   tcase_add_test(tc, short_fast_leases_are_charged_in_sums);
   tcase_add_test(tc, a_moved_tally_takes_its_pending_charge_along);
   tcase_add_test(tc, short_leases_are_charged_what_they_held);
+  tcase_add_test(tc, tenants_alike_take_turns_in_order);
   suite_add_tcase(s, tc);
   return harness_run(s);
 }
