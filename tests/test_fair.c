@@ -732,11 +732,11 @@ START_TEST(tenants_alike_take_turns_in_order) {
   char tenant[N][8];
   shms_ticket queued[N][EACH];
   int oldest[N] = {0};
+  for (int i = 0; i < N; i++)
+    snprintf(tenant[i], sizeof tenant[i], "t%d", i);
   for (int e = 0; e < EACH; e++)
-    for (int i = 0; i < N; i++) {
-      snprintf(tenant[i], sizeof tenant[i], "t%d", i);
+    for (int i = 0; i < N; i++)
       queued[i][e] = sched_enqueue(h, tenant[i], 0, 0);
-    }
   for (int g = 0; g < N * ROUNDS; g++) {
     int i = g % N; /* whose turn it is */
     sched_fake_now += HOLD;
